@@ -1,0 +1,18 @@
+.PHONY: setup demo test lint fuzz bench
+PY := .venv/bin/python
+
+setup:
+	./scripts/setup.sh
+
+demo: setup
+	$(PY) -m demo
+
+test: setup
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q
+
+fuzz: setup
+	SURGE_FUZZ=1 $(PY) -m pytest -q -m fuzz tests
+
+lint: setup
+	$(PY) -m ruff check .
