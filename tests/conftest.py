@@ -4,7 +4,7 @@ import os
 
 from hypothesis import HealthCheck, settings
 
-pytest_plugins = ["tests.fixtures.apiserver", "tests.fixtures.prometheus"]
+pytest_plugins = ["tests.fixtures.apiserver", "tests.fixtures.cluster"]
 
 # `make fuzz` runs the campaigns marked `fuzz` with SURGE_FUZZ=1: 100,000 examples each.
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
