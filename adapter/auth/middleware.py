@@ -1,0 +1,61 @@
+"""The aiohttp middleware: authenticate, authorize, then hand over to the route.
+
+Kept free of start-up concerns: it gets the authenticator, the authorizer and the always-allowed paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import structlog
+from aiohttp import web
+
+from adapter.auth import status
+from adapter.auth.attributes import InvalidRequestPath, request_attributes
+from adapter.auth.authenticator import AuthenticationFailed, Authenticator
+from adapter.auth.authorizer import AlwaysAllowPaths, AuthorizationError, Authorizer
+from adapter.auth.certs import parse_der_chain
+from adapter.auth.tls import peer_chain_der
+
+log = structlog.get_logger(__name__)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+USER_KEY = "surge.auth.user"  # request[USER_KEY] holds the authenticated UserInfo for handlers/logs
+
+
+def make_middleware(
+    authenticator: Authenticator, authorizer: Authorizer, always_allow: AlwaysAllowPaths
+) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+    @web.middleware
+    async def delegated_auth(request: web.Request, handler: Handler) -> web.StreamResponse:
+        query = {key: request.query.getall(key) for key in request.query}
+        try:
+            attributes = request_attributes(request.method, request.path, query)
+        except InvalidRequestPath as err:
+            return web.json_response(
+                status.internal_error(f"failed to create RequestInfo: {err}"), status=500
+            )
+        if not attributes.resource_request and always_allow.allows(attributes.path):
+            return await handler(request)
+
+        ssl_object = request.transport.get_extra_info("ssl_object") if request.transport else None
+        try:
+            user = await authenticator.authenticate(
+                parse_der_chain(peer_chain_der(ssl_object)), request.headers
+            )
+        except (AuthenticationFailed, ValueError) as err:
+            log.info("unauthenticated request", path=request.path, error=str(err))
+            return web.json_response(status.unauthorized(), status=401)
+
+        try:
+            decision = await authorizer.authorize(user, attributes)
+        except AuthorizationError as err:
+            log.warning("authorization failed", path=request.path, user=user.name, error=str(err))
+            return web.json_response(status.internal_error(str(err)), status=500)
+        if not decision.allowed:
+            log.info("forbidden", path=request.path, user=user.name, reason=decision.reason)
+            return web.json_response(status.forbidden(user.name, attributes, decision.reason), status=403)
+        request[USER_KEY] = user
+        return await handler(request)
+
+    return delegated_auth

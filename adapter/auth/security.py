@@ -1,0 +1,175 @@
+"""Start-up and lifetime of delegated auth: load CA files and the front-proxy ConfigMap, keep them fresh,
+open the review clients, and hand the server its middleware and TLS context.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import structlog
+from aiohttp import web
+from kubernetes_asyncio import client
+
+from adapter.auth.authenticator import Authenticator, CachingTokenReviewer
+from adapter.auth.authorizer import AlwaysAllowPaths, Authorizer
+from adapter.auth.cache import TTLCache
+from adapter.auth.certs import CertificateAuthority
+from adapter.auth.configmap import AuthenticationSources, merge_sources, parse_configmap
+from adapter.auth.flags import AuthOptions
+from adapter.auth.middleware import make_middleware
+from adapter.auth.requestheader import RequestHeaderConfig
+from adapter.auth.tls import ServerTLS
+from adapter.auth.webhooks import (
+    Backoff,
+    ReviewError,
+    SubjectAccessReviews,
+    TokenReviews,
+    api_client_for,
+    read_authentication_configmap,
+)
+
+log = structlog.get_logger(__name__)
+
+# Upstream watches the ConfigMap; re-reading it this often bounds how long a rotated CA goes unseen.
+DEFAULT_REFRESH_SECONDS = 60.0
+_CACHE_ENTRIES = 8192
+DEFAULT_BACKOFF = Backoff()
+
+
+def _flag_sources(options: AuthOptions) -> AuthenticationSources:
+    client_ca = None
+    if options.client_ca_file:
+        client_ca = CertificateAuthority.from_pem(Path(options.client_ca_file).read_bytes())
+    request_header = None
+    if options.requestheader_client_ca_file:
+        request_header = RequestHeaderConfig(
+            ca=CertificateAuthority.from_pem(Path(options.requestheader_client_ca_file).read_bytes()),
+            allowed_names=options.requestheader_allowed_names,
+            username_headers=options.requestheader_username_headers,
+            uid_headers=options.requestheader_uid_headers,
+            group_headers=options.requestheader_group_headers,
+            extra_prefixes=options.requestheader_extra_headers_prefix,
+        )
+    return AuthenticationSources(client_ca=client_ca, request_header=request_header)
+
+
+def _ca_pems(sources: AuthenticationSources) -> list[str]:
+    pems = []
+    if sources.client_ca is not None:
+        pems.append(sources.client_ca.pem())
+    if sources.request_header is not None:
+        pems.append(sources.request_header.ca.pem())
+    return pems
+
+
+class Security:
+    def __init__(
+        self,
+        options: AuthOptions,
+        *,
+        refresh_seconds: float = DEFAULT_REFRESH_SECONDS,
+        backoff: Backoff = DEFAULT_BACKOFF,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._options = options
+        self._refresh_seconds = refresh_seconds
+        self._backoff = backoff
+        self._clock = clock
+        self._sources = AuthenticationSources(client_ca=None, request_header=None)
+        self._lookup = not options.skip_lookup and not (
+            options.client_ca_file and options.requestheader_client_ca_file
+        )
+        self._authn_api: client.ApiClient | None = None
+        self._authz_api: client.ApiClient | None = None
+        self._servers: list[ServerTLS] = []
+        self._refresher: asyncio.Task[None] | None = None
+        self.middleware: Callable[..., object] | None = None
+
+    @property
+    def sources(self) -> AuthenticationSources:
+        return self._sources
+
+    async def start(self) -> None:
+        """Raises on a start-up failure (unreadable CA file, ConfigMap unreadable and not tolerated)."""
+        self._authn_api = await api_client_for(self._options.authentication_kubeconfig)
+        self._authz_api = await api_client_for(self._options.authorization_kubeconfig)
+        try:
+            self._sources = await self._load_sources()
+        except ReviewError as err:
+            if not self._options.tolerate_lookup_failure:
+                raise RuntimeError(
+                    f"unable to load configmap based request-header-client-ca-file: {err}"
+                ) from err
+            log.warning("continuing without the front-proxy ConfigMap", error=str(err))
+            self._sources = _flag_sources(self._options)
+        token_reviewer = CachingTokenReviewer(
+            TokenReviews(self._authn_api, self._backoff),
+            self._options.token_cache_ttl,
+            TTLCache(_CACHE_ENTRIES, self._clock),
+        )
+        authorizer = Authorizer(
+            SubjectAccessReviews(self._authz_api, self._backoff),
+            TTLCache(_CACHE_ENTRIES, self._clock),
+            allowed_ttl=self._options.authorized_ttl,
+            denied_ttl=self._options.unauthorized_ttl,
+        )
+        self.middleware = make_middleware(
+            Authenticator(lambda: self._sources, token_reviewer),
+            authorizer,
+            AlwaysAllowPaths(self._options.always_allow_paths),
+        )
+        self._refresher = asyncio.create_task(self._refresh_forever())
+
+    async def _load_sources(self) -> AuthenticationSources:
+        flags = _flag_sources(self._options)
+        if not self._lookup:
+            return flags
+        assert self._authn_api is not None
+        data = await read_authentication_configmap(self._authn_api, self._backoff)
+        return merge_sources(flags, parse_configmap(data))
+
+    async def _refresh_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self._refresh_seconds)
+            await self.refresh()
+
+    async def refresh(self) -> None:
+        """Re-read CA files and the ConfigMap; on failure keep what we have."""
+        try:
+            sources = await self._load_sources()
+        except (OSError, ValueError, ReviewError) as err:
+            log.warning("keeping previous client CAs", error=str(err))
+            return
+        if sources == self._sources:
+            return
+        log.info("client CAs or front-proxy settings changed")
+        self._sources = sources
+        for server in self._servers:
+            server.trust_client_cas(_ca_pems(sources))
+
+    def server_ssl_context(self, cert_file: str, key_file: str) -> ssl.SSLContext:
+        """The serving context (call after start()): TLS options applied, client certificates requested."""
+        server = ServerTLS(self._options.tls, cert_file, key_file)
+        server.trust_client_cas(_ca_pems(self._sources))
+        self._servers.append(server)
+        return server.context
+
+    async def close(self) -> None:
+        if self._refresher is not None:
+            self._refresher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refresher
+        for api in (self._authn_api, self._authz_api):
+            if api is not None:
+                await api.close()
+
+
+def install(app: web.Application, security: Security) -> None:
+    """Put the auth middleware first so nothing runs for a request that is not allowed."""
+    assert security.middleware is not None, "Security.start() must run before install()"
+    app.middlewares.insert(0, security.middleware)

@@ -1,0 +1,426 @@
+"""prometheus-adapter's `--config` YAML: strict loading, validation, and the default rule sets.
+
+The file format is the anchor's, unchanged: `rules`, `externalRules`, `resourceRules`. Loading is
+strict like Go's `yaml.UnmarshalStrict`: an unknown or duplicate key is an error naming its line.
+Regexes are RE2 (google-re2); `metricsQuery`, `resources.template`, `containerQuery` and
+`nodeQuery` are parsed as Go templates with `<<` `>>` delimiters at load time, so template errors
+are start-up errors. Everything wrong raises `ConfigError`.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import re2
+import yaml
+
+from adapter.gotemplate import Template, TemplateError, TemplateExecError
+from adapter.naming.association import ResourceAssociation
+from adapter.naming.names import MetricNamer, SeriesFilter, compile_regex, default_as
+from adapter.naming.resources import GroupResource
+
+
+class ConfigError(ValueError):
+    """The configuration file is invalid; the message names the file and line."""
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoveryRule:
+    """One entry of `rules` or `externalRules`."""
+
+    series_query: str
+    series_filters: tuple[SeriesFilter, ...]
+    association: ResourceAssociation
+    namer: MetricNamer
+    metrics_query: Template
+    namespaced: bool  # `resources.namespaced`; only external rules use it
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceRule:
+    """`resourceRules.cpu` or `resourceRules.memory` (metrics.k8s.io)."""
+
+    container_query: Template
+    node_query: Template
+    association: ResourceAssociation
+    container_label: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceRules:
+    cpu: ResourceRule
+    memory: ResourceRule
+    window_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterConfig:
+    rules: tuple[DiscoveryRule, ...]
+    external_rules: tuple[DiscoveryRule, ...]
+    resource_rules: ResourceRules | None
+
+
+# ---------------------------------------------------------------------------------------------
+# Strict YAML → nodes
+# ---------------------------------------------------------------------------------------------
+
+_STR = "tag:yaml.org,2002:str"
+_NULL = "tag:yaml.org,2002:null"
+_BOOL = "tag:yaml.org,2002:bool"
+_TRUE = frozenset({"yes", "true", "on", "y"})
+
+
+class _Reader:
+    """Walks composed YAML nodes; every error carries the node's line."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def error(self, node: yaml.Node, message: str) -> ConfigError:
+        return ConfigError(f"{self.source}:{node.start_mark.line + 1}: {message}")
+
+    def mapping(self, node: yaml.Node, where: str, allowed: frozenset[str]) -> dict[str, yaml.Node]:
+        """A mapping's entries by key; unknown and duplicate keys are errors. Null → empty."""
+        if node.tag == _NULL:
+            return {}
+        if not isinstance(node, yaml.MappingNode):
+            raise self.error(node, f"{where}: expected a mapping")
+        entries: dict[str, yaml.Node] = {}
+        for key_node, value_node in node.value:
+            key = self.key(key_node, where)
+            if key in entries:
+                raise self.error(key_node, f'{where}: key "{key}" already set in map')
+            if key not in allowed:
+                raise self.error(
+                    key_node, f'{where}: field "{key}" not found (allowed: {", ".join(sorted(allowed))})'
+                )
+            entries[key] = value_node
+        return entries
+
+    def key(self, node: yaml.Node, where: str) -> str:
+        if not isinstance(node, yaml.ScalarNode):
+            raise self.error(node, f"{where}: map keys must be scalars")
+        return str(node.value)
+
+    def free_mapping(self, node: yaml.Node, where: str) -> list[tuple[str, yaml.Node, yaml.Node]]:
+        """A mapping with user-chosen keys (e.g. `overrides`), still rejecting duplicates."""
+        if node.tag == _NULL:
+            return []
+        if not isinstance(node, yaml.MappingNode):
+            raise self.error(node, f"{where}: expected a mapping")
+        seen: set[str] = set()
+        items = []
+        for key_node, value_node in node.value:
+            key = self.key(key_node, where)
+            if key in seen:
+                raise self.error(key_node, f'{where}: key "{key}" already set in map')
+            seen.add(key)
+            items.append((key, key_node, value_node))
+        return items
+
+    def sequence(self, node: yaml.Node, where: str) -> list[yaml.Node]:
+        if node.tag == _NULL:
+            return []
+        if not isinstance(node, yaml.SequenceNode):
+            raise self.error(node, f"{where}: expected a list")
+        return list(node.value)
+
+    def string(self, node: yaml.Node | None, where: str) -> str:
+        if node is None or node.tag == _NULL:
+            return ""
+        if not isinstance(node, yaml.ScalarNode):
+            raise self.error(node, f"{where}: expected a string")
+        return str(node.value)
+
+    def boolean(self, node: yaml.Node | None, where: str, default: bool) -> bool:
+        if node is None or node.tag == _NULL:
+            return default
+        if not isinstance(node, yaml.ScalarNode) or node.tag != _BOOL:
+            raise self.error(node, f"{where}: expected a boolean")
+        return str(node.value).lower() in _TRUE
+
+    def regex(self, node: yaml.Node, where: str, pattern: str) -> re2._Regexp:
+        try:
+            return compile_regex(pattern)
+        except re2.error as exc:
+            raise self.error(node, f"{where}: invalid RE2 regex {pattern!r}: {_text(exc)}") from None
+
+    def template(self, node: yaml.Node | None, where: str) -> Template:
+        text = self.string(node, where)
+        try:
+            return Template(text, where)
+        except TemplateError as exc:
+            raise self.error(node if node is not None else yaml.ScalarNode(_STR, ""), str(exc)) from None
+
+
+def _text(exc: BaseException) -> str:
+    message = exc.args[0] if exc.args else exc
+    return message.decode(errors="replace") if isinstance(message, bytes) else str(message)
+
+
+def _compose(text: str, source: str) -> yaml.Node | None:
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{source}{line}: invalid YAML: {exc.problem or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: invalid YAML: {exc}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Schema
+# ---------------------------------------------------------------------------------------------
+
+_TOP_KEYS = frozenset({"rules", "externalRules", "resourceRules"})
+_RULE_KEYS = frozenset({"seriesQuery", "seriesFilters", "resources", "name", "metricsQuery"})
+_FILTER_KEYS = frozenset({"is", "isNot"})
+_RESOURCES_KEYS = frozenset({"template", "overrides", "namespaced"})
+_OVERRIDE_KEYS = frozenset({"group", "resource"})
+_NAME_KEYS = frozenset({"matches", "as"})
+_RESOURCE_RULES_KEYS = frozenset({"cpu", "memory", "window"})
+_RESOURCE_RULE_KEYS = frozenset({"containerQuery", "nodeQuery", "resources", "containerLabel"})
+_DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+_DURATION = re2.compile(
+    r"^(?:([0-9]+)y)?(?:([0-9]+)w)?(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?"
+    r"(?:([0-9]+)s)?(?:([0-9]+)ms)?$"
+)
+
+
+def _filters(reader: _Reader, node: yaml.Node | None, where: str) -> tuple[SeriesFilter, ...]:
+    if node is None:
+        return ()
+    filters = []
+    for i, item in enumerate(reader.sequence(node, where)):
+        entries = reader.mapping(item, f"{where}[{i}]", _FILTER_KEYS)
+        is_pattern = reader.string(entries.get("is"), f"{where}[{i}].is")
+        is_not_pattern = reader.string(entries.get("isNot"), f"{where}[{i}].isNot")
+        if bool(is_pattern) == bool(is_not_pattern):
+            raise reader.error(item, f"{where}[{i}]: exactly one of is and isNot must be set")
+        pattern = is_pattern or is_not_pattern
+        filters.append(SeriesFilter(reader.regex(item, f"{where}[{i}]", pattern), bool(is_pattern)))
+    return tuple(filters)
+
+
+def _association(reader: _Reader, node: yaml.Node | None, where: str) -> tuple[ResourceAssociation, bool]:
+    entries = reader.mapping(node, where, _RESOURCES_KEYS) if node is not None else {}
+    overrides: dict[str, GroupResource] = {}
+    if "overrides" in entries:
+        for label, key_node, value in reader.free_mapping(entries["overrides"], f"{where}.overrides"):
+            spec = reader.mapping(value, f"{where}.overrides.{label}", _OVERRIDE_KEYS)
+            resource = reader.string(spec.get("resource"), f"{where}.overrides.{label}.resource")
+            if not resource:
+                raise reader.error(key_node, f"{where}.overrides.{label}: resource must be set")
+            overrides[label] = GroupResource(reader.string(spec.get("group"), "group"), resource)
+    template = None
+    template_node = entries.get("template")
+    if reader.string(template_node, f"{where}.template"):
+        template = reader.template(template_node, f"{where}.template")
+    namespaced = reader.boolean(entries.get("namespaced"), f"{where}.namespaced", default=True)
+    try:
+        association = ResourceAssociation(overrides, template)
+    except (TemplateExecError, re2.error) as exc:
+        assert template_node is not None
+        raise reader.error(
+            template_node, f"{where}.template: unusable as a label pattern: {_text(exc)}"
+        ) from None
+    return association, namespaced
+
+
+def _namer(reader: _Reader, node: yaml.Node | None, where: str) -> MetricNamer:
+    entries = reader.mapping(node, where, _NAME_KEYS) if node is not None else {}
+    matches_node = entries.get("matches")
+    pattern = reader.string(matches_node, f"{where}.matches") or ".*"
+    regex = reader.regex(
+        matches_node if matches_node is not None else node or yaml.ScalarNode(_STR, ""),
+        f"{where}.matches",
+        pattern,
+    )
+    as_template = reader.string(entries.get("as"), f"{where}.as")
+    if not as_template:
+        try:
+            as_template = default_as(regex)
+        except ValueError as exc:
+            raise reader.error(
+                node if node is not None else yaml.ScalarNode(_STR, ""), f"{where}: {exc}"
+            ) from None
+    return MetricNamer(regex, as_template)
+
+
+def _rule(reader: _Reader, node: yaml.Node, where: str) -> DiscoveryRule:
+    entries = reader.mapping(node, where, _RULE_KEYS)
+    association, namespaced = _association(reader, entries.get("resources"), f"{where}.resources")
+    return DiscoveryRule(
+        series_query=reader.string(entries.get("seriesQuery"), f"{where}.seriesQuery"),
+        series_filters=_filters(reader, entries.get("seriesFilters"), f"{where}.seriesFilters"),
+        association=association,
+        namer=_namer(reader, entries.get("name"), f"{where}.name"),
+        metrics_query=reader.template(entries.get("metricsQuery"), f"{where}.metricsQuery"),
+        namespaced=namespaced,
+        line=node.start_mark.line + 1,
+    )
+
+
+def _duration(reader: _Reader, node: yaml.Node | None, where: str) -> float:
+    text = reader.string(node, where)
+    if not text or text == "0":
+        return 0.0
+    match = _DURATION.search(text)
+    if match is None:
+        assert node is not None
+        raise reader.error(node, f"{where}: not a valid duration string: {text!r}")
+    units = ("y", "w", "d", "h", "m", "s", "ms")
+    return float(sum(int(v) * _DURATION_UNITS[u] for u, v in zip(units, match.groups(), strict=True) if v))
+
+
+def _resource_rule(reader: _Reader, node: yaml.Node | None, where: str) -> ResourceRule:
+    entries = reader.mapping(node, where, _RESOURCE_RULE_KEYS) if node is not None else {}
+    association, _ = _association(reader, entries.get("resources"), f"{where}.resources")
+    return ResourceRule(
+        container_query=reader.template(entries.get("containerQuery"), f"{where}.containerQuery"),
+        node_query=reader.template(entries.get("nodeQuery"), f"{where}.nodeQuery"),
+        association=association,
+        container_label=reader.string(entries.get("containerLabel"), f"{where}.containerLabel"),
+    )
+
+
+def _resource_rules(reader: _Reader, node: yaml.Node) -> ResourceRules:
+    entries = reader.mapping(node, "resourceRules", _RESOURCE_RULES_KEYS)
+    return ResourceRules(
+        cpu=_resource_rule(reader, entries.get("cpu"), "resourceRules.cpu"),
+        memory=_resource_rule(reader, entries.get("memory"), "resourceRules.memory"),
+        window_seconds=_duration(reader, entries.get("window"), "resourceRules.window"),
+    )
+
+
+def parse_config(text: str, source: str = "<config>") -> AdapterConfig:
+    """Parse and validate config text; `source` prefixes error messages."""
+    reader = _Reader(source)
+    root = _compose(text, source)
+    entries = reader.mapping(root, "config", _TOP_KEYS) if root is not None else {}
+
+    def rule_list(key: str) -> tuple[DiscoveryRule, ...]:
+        node = entries.get(key)
+        if node is None:
+            return ()
+        return tuple(_rule(reader, item, f"{key}[{i}]") for i, item in enumerate(reader.sequence(node, key)))
+
+    resource_node = entries.get("resourceRules")
+    has_resource_rules = resource_node is not None and resource_node.tag != _NULL
+    return AdapterConfig(
+        rules=rule_list("rules"),
+        external_rules=rule_list("externalRules"),
+        resource_rules=_resource_rules(reader, resource_node) if has_resource_rules else None,
+    )
+
+
+def load_config(path: str | Path) -> AdapterConfig:
+    """Read and parse the `--config` file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"unable to load metrics discovery config file {path}: {exc}") from None
+    return parse_config(text, str(path))
+
+
+# ---------------------------------------------------------------------------------------------
+# Default rule sets
+# ---------------------------------------------------------------------------------------------
+
+
+def default_config_yaml(rate_interval: str = "5m", label_prefix: str = "") -> str:
+    """The legacy default rules (`cmd/config-gen`, Helm `rules.default: true`) as config YAML."""
+    p = label_prefix
+    cadvisor_query = '{__name__=~"^container_.*",container!="POD",namespace!="",pod!=""}'
+    general_query = f'{{{p}namespace!="",__name__!~"^container_.*"}}'
+    lm = "<<.Series>>{<<.LabelMatchers>>"
+    rate_by = f"[{rate_interval}])) by (<<.GroupBy>>)"
+
+    def quoted(text: str) -> str:
+        return "'" + text.replace("'", "''") + "'"
+
+    def rule(series: str, filters: list[tuple[str, str]], resources: str, matches: str, query: str) -> str:
+        lines = [f"- seriesQuery: {quoted(series)}"]
+        if filters:
+            lines.append("  seriesFilters:")
+            lines.extend(f"  - {kind}: {quoted(pattern)}" for kind, pattern in filters)
+        lines.append(f"  resources: {resources}")
+        if matches:
+            lines.append(f"  name: {{matches: {quoted(matches)}}}")
+        lines.append(f"  metricsQuery: {quoted(query)}")
+        return "\n".join(lines)
+
+    cadvisor = "{overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}"
+    template = f"{{template: {quoted(p + '<<.Resource>>')}}}"
+    rules = [
+        rule(
+            cadvisor_query,
+            [],
+            cadvisor,
+            "^container_(.*)_seconds_total$",
+            f'sum(rate({lm},container!="POD"}}{rate_by}',
+        ),
+        rule(
+            cadvisor_query,
+            [("isNot", "^container_.*_seconds_total$")],
+            cadvisor,
+            "^container_(.*)_total$",
+            f'sum(rate({lm},container!="POD"}}{rate_by}',
+        ),
+        rule(
+            cadvisor_query,
+            [("isNot", "^container_.*_total$")],
+            cadvisor,
+            "^container_(.*)$",
+            f'sum({lm},container!="POD"}}) by (<<.GroupBy>>)',
+        ),
+        rule(general_query, [("isNot", ".*_total$")], template, "", f"sum({lm}}}) by (<<.GroupBy>>)"),
+        rule(
+            general_query,
+            [("isNot", ".*_seconds_total")],
+            template,
+            "^(.*)_total$",
+            f"sum(rate({lm}}}{rate_by}",
+        ),
+        rule(general_query, [], template, "^(.*)_seconds_total$", f"sum(rate({lm}}}{rate_by}"),
+    ]
+    return "rules:\n" + "\n".join(rules) + "\n"
+
+
+DEFAULT_CONFIG_YAML = default_config_yaml()
+"""The six default rules with `[5m]` windows, as the Helm chart ships them."""
+
+RESOURCE_RULES_CONFIG_YAML = """\
+resourceRules:
+  cpu:
+    containerQuery: >-
+      sum by (<<.GroupBy>>)
+      (irate(container_cpu_usage_seconds_total{<<.LabelMatchers>>,container!="",pod!=""}[4m]))
+    nodeQuery: |-
+      sum by (<<.GroupBy>>) (irate(node_cpu_usage_seconds_total{<<.LabelMatchers>>}[4m]))
+    resources:
+      overrides:
+        namespace: {resource: namespace}
+        node: {resource: node}
+        pod: {resource: pod}
+    containerLabel: container
+  memory:
+    containerQuery: |-
+      sum by (<<.GroupBy>>) (container_memory_working_set_bytes{<<.LabelMatchers>>,container!="",pod!=""})
+    nodeQuery: |-
+      sum by (<<.GroupBy>>) (node_memory_working_set_bytes{<<.LabelMatchers>>})
+    resources:
+      overrides:
+        namespace: {resource: namespace}
+        node: {resource: node}
+        pod: {resource: pod}
+    containerLabel: container
+  window: 5m
+"""
+"""The reference deployment's config (resourceRules only, as in deploy/manifests/config-map.yaml)."""
+
+
+def default_config(rate_interval: str = "5m", label_prefix: str = "") -> AdapterConfig:
+    """The parsed default rule set."""
+    return parse_config(default_config_yaml(rate_interval, label_prefix), "<default rules>")

@@ -1,0 +1,381 @@
+"""Command-line flags: prometheus-adapter's flags (and the Helm chart's argv) plus Surge's own.
+
+Go's `flag`/pflag syntax differs from argparse in a few ways that real deployments rely on:
+single-dash long flags (`-v=4`), `--bool=false`, and a leading program-path positional (`/adapter`).
+`normalize_argv` rewrites argv into argparse form and drops flags we accept only for
+compatibility, returning a warning for each so the caller can log it once logging is set up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+FlagGroup = Callable[[argparse.ArgumentParser], None]
+
+# klog verbosity flags: still valid upstream, meaningless here (we log via --log-level).
+_KLOG_FLAGS = frozenset({"v", "vmodule", "log-flush-frequency"})
+# klog flags removed in prometheus-adapter v0.11.0; old charts still pass them and upstream crashes.
+_REMOVED_KLOG_FLAGS = frozenset(
+    {
+        "logtostderr",
+        "alsologtostderr",
+        "log-dir",
+        "log-file",
+        "log-file-max-size",
+        "one-output",
+        "stderrthreshold",
+        "skip-log-headers",
+        "add-dir-header",
+        "skip-headers",
+        "log-backtrace-at",
+    }
+)
+# Upstream flags with no effect in Surge (HTTP/2 is never served; no client-side rate limiter;
+# no profiling endpoints). Accepted so a swapped image keeps starting.
+_NO_EFFECT_FLAGS = frozenset(
+    {
+        "disable-http2",
+        "client-qps",
+        "client-burst",
+        "profiling",
+        "contention-profiling",
+        "http2-max-streams-per-connection",
+        "permit-port-sharing",
+        "permit-address-sharing",
+    }
+)
+_BOOL_COMPAT_FLAGS = frozenset(
+    {"logtostderr", "alsologtostderr", "one-output", "skip-log-headers", "add-dir-header", "skip-headers"}
+    | {"disable-http2", "profiling", "contention-profiling", "permit-port-sharing", "permit-address-sharing"}
+)
+
+_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNITS = {
+    "ns": Decimal("1e-9"),
+    "us": Decimal("1e-6"),
+    "µs": Decimal("1e-6"),
+    "ms": Decimal("1e-3"),
+    "s": Decimal(1),
+    "m": Decimal(60),
+    "h": Decimal(3600),
+}
+
+
+def parse_go_duration(text: str) -> float:
+    """Seconds in a Go duration string (`1m`, `1h30m`, `500ms`, `0`); raises ValueError otherwise."""
+    body = text[1:] if text[:1] in "+-" else text
+    if body == "0":
+        return 0.0
+    pos = 0
+    total = Decimal(0)
+    while pos < len(body):
+        match = _DURATION_PART.match(body, pos)
+        if match is None:
+            raise ValueError(f"invalid duration {text!r}")
+        total += Decimal(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        pos = match.end()
+    if not body:
+        raise ValueError(f"invalid duration {text!r}")
+    return float(-total if text.startswith("-") else total)
+
+
+def parse_go_bool(text: str) -> bool:
+    """Go's strconv.ParseBool."""
+    if text in {"1", "t", "T", "TRUE", "true", "True"}:
+        return True
+    if text in {"0", "f", "F", "FALSE", "false", "False"}:
+        return False
+    raise ValueError(f"invalid boolean {text!r}")
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_go_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _bool(text: str) -> bool:
+    try:
+        return parse_go_bool(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _port(text: str) -> int:
+    port = int(text)
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} must be between 0 and 65535")
+    return port
+
+
+def add_bool_flag(group: argparse._ActionsContainer, flag: str, help_text: str) -> None:
+    """A Go-style boolean: `--flag`, `--flag=true` or `--flag=false` (never consumes the next arg)."""
+    group.add_argument(flag, nargs="?", const=True, default=False, type=_bool, help=help_text)
+
+
+def canonical_header_key(key: str) -> str:
+    """Go's textproto.CanonicalMIMEHeaderKey for the ASCII token case."""
+    if not key or any(not (c.isalnum() or c == "-") for c in key):
+        return key
+    return "-".join(part[:1].upper() + part[1:].lower() for part in key.split("-"))
+
+
+def parse_header_args(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """`key=value` pairs split on the first `=`; a bare key gets an empty value; repeats accumulate."""
+    headers: list[tuple[str, str]] = []
+    for raw in values:
+        for item in raw.split(","):
+            item = item.strip()
+            if not item:
+                continue
+            key, _, value = item.partition("=")
+            headers.append((canonical_header_key(key), value))
+    return tuple(headers)
+
+
+def add_prometheus_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("prometheus")
+    group.add_argument("--prometheus-url", default="https://localhost", help="Prometheus base URL")
+    group.add_argument(
+        "--prometheus-verb",
+        default="GET",
+        choices=["GET", "POST"],
+        help="HTTP verb for Prometheus API calls (GET switches to POST for long URLs anyway)",
+    )
+    add_bool_flag(
+        group, "--prometheus-auth-incluster", "use the pod's service-account token and CA for Prometheus"
+    )
+    group.add_argument(
+        "--prometheus-auth-config",
+        default="",
+        help="kubeconfig whose TLS/auth settings are used for Prometheus",
+    )
+    group.add_argument("--prometheus-ca-file", default="", help="CA bundle for Prometheus' certificate")
+    group.add_argument(
+        "--prometheus-client-tls-cert-file", default="", help="client certificate for Prometheus"
+    )
+    group.add_argument("--prometheus-client-tls-key-file", default="", help="client key for Prometheus")
+    group.add_argument(
+        "--prometheus-token-file",
+        default="",
+        help="bearer token file for Prometheus (re-read when it changes)",
+    )
+    group.add_argument(
+        "--prometheus-header",
+        action="append",
+        default=[],
+        help="extra header key=value sent to Prometheus (repeatable)",
+    )
+    group.add_argument(
+        "--prometheus-timeout",
+        type=_duration,
+        default=10.0,
+        help="per-query timeout, sent to Prometheus and enforced client-side (Go duration)",
+    )
+
+
+def add_discovery_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("discovery")
+    group.add_argument("--config", default="", help="prometheus-adapter rules file (required)")
+    group.add_argument(
+        "--metrics-relist-interval",
+        type=_duration,
+        default=600.0,
+        help="how often to rediscover series (Go duration)",
+    )
+    group.add_argument(
+        "--metrics-max-age",
+        type=_duration,
+        default=0.0,
+        help="look-back for series discovery; 0 means the relist interval",
+    )
+    group.add_argument(
+        "--lister-kubeconfig", default="", help="kubeconfig for the Kubernetes API (default: in-cluster)"
+    )
+    group.add_argument(
+        "--discovery-interval",
+        type=_duration,
+        default=0.0,
+        help="how often to refresh the resource mapper; 0 means 5m",
+    )
+
+
+def add_serving_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("serving")
+    group.add_argument("--bind-address", default="0.0.0.0", help="address to serve on")
+    group.add_argument("--secure-port", type=_port, default=443, help="HTTPS port")
+    group.add_argument(
+        "--cert-dir",
+        default="apiserver.local.config/certificates",
+        help="where a self-signed serving pair is kept when no cert files are given",
+    )
+    group.add_argument("--tls-cert-file", default="", help="serving certificate (reloaded when it changes)")
+    group.add_argument("--tls-private-key-file", default="", help="serving key (reloaded when it changes)")
+    group.add_argument("--tls-min-version", default="", help="VersionTLS12 or VersionTLS13")
+    add_bool_flag(group, "--insecure-http", "serve plain HTTP on --secure-port (local use only)")
+
+
+def add_logging_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("logging")
+    group.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    group.add_argument("--log-format", default="json", choices=["json", "console"])
+
+
+# The flag groups, in help order. Authentication/authorization flags (requestheader, client CA,
+# delegated authn/authz) belong in this list once adapter/auth provides its group function.
+FLAG_GROUPS: tuple[FlagGroup, ...] = (
+    add_discovery_flags,
+    add_prometheus_flags,
+    add_serving_flags,
+    add_logging_flags,
+)
+
+
+def build_parser(groups: Sequence[FlagGroup] = FLAG_GROUPS) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="surge-adapter",
+        description="Serves custom.metrics.k8s.io and external.metrics.k8s.io from Prometheus.",
+        allow_abbrev=False,
+    )
+    for add_group in groups:
+        add_group(parser)
+    return parser
+
+
+def normalize_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Rewrite Go-style argv for argparse; return (argv, warnings about dropped flags)."""
+    args = list(argv)
+    if args and not args[0].startswith("-"):
+        args = args[1:]  # the Helm chart passes the binary path ("/adapter") as the first argument
+    out: list[str] = []
+    warnings: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            out.extend(args[i - 1 :])
+            break
+        if not arg.startswith("-") or arg == "-":
+            out.append(arg)
+            continue
+        name, has_value, _ = arg.lstrip("-").partition("=")
+        dropped = _REMOVED_KLOG_FLAGS | _KLOG_FLAGS | _NO_EFFECT_FLAGS
+        if name in dropped:
+            takes_value = name not in _BOOL_COMPAT_FLAGS
+            if takes_value and not has_value and i < len(args):
+                i += 1  # `--v 4`: swallow the separate value
+            if name in _REMOVED_KLOG_FLAGS:
+                warnings.append(f"flag --{name} was removed from klog and is ignored")
+            elif name in _KLOG_FLAGS:
+                warnings.append(f"flag --{name} is ignored; use --log-level")
+            else:
+                warnings.append(f"flag --{name} has no effect in surge-adapter and is ignored")
+            continue
+        # Go accepts single-dash long flags (`-config=x`); argparse needs two dashes.
+        out.append(arg if arg.startswith("--") else "-" + arg)
+    return out, warnings
+
+
+@dataclass(frozen=True)
+class AdapterOptions:
+    config: Path
+    prometheus_url: str
+    prometheus_verb: str
+    prometheus_auth_incluster: bool
+    prometheus_auth_config: str
+    prometheus_ca_file: str
+    prometheus_client_cert: str
+    prometheus_client_key: str
+    prometheus_token_file: str
+    prometheus_headers: tuple[tuple[str, str], ...]
+    prometheus_timeout: float
+    relist_interval: float
+    max_age: float
+    lister_kubeconfig: str
+    mapper_refresh_interval: float
+    bind_address: str
+    secure_port: int
+    cert_dir: str
+    tls_cert_file: str
+    tls_private_key_file: str
+    tls_min_version: str
+    insecure_http: bool
+    log_level: str
+    log_format: str
+
+
+class FlagError(ValueError):
+    """Flags parsed but are inconsistent; the message is shown to the user."""
+
+
+def options_from_namespace(ns: argparse.Namespace) -> AdapterOptions:
+    if not ns.config:
+        raise FlagError("--config is required")
+    if ns.metrics_relist_interval <= 0:
+        raise FlagError("--metrics-relist-interval must be positive")
+    max_age = ns.metrics_max_age or ns.metrics_relist_interval
+    if max_age < ns.metrics_relist_interval:
+        raise FlagError("--metrics-max-age must be greater than or equal to --metrics-relist-interval")
+    if ns.prometheus_auth_incluster and ns.prometheus_auth_config:
+        raise FlagError("--prometheus-auth-incluster and --prometheus-auth-config are mutually exclusive")
+    if bool(ns.prometheus_client_tls_cert_file) != bool(ns.prometheus_client_tls_key_file):
+        raise FlagError(
+            "--prometheus-client-tls-cert-file and --prometheus-client-tls-key-file must be given together"
+        )
+    if bool(ns.tls_cert_file) != bool(ns.tls_private_key_file):
+        raise FlagError("--tls-cert-file and --tls-private-key-file must be given together")
+    if ns.tls_min_version not in {"", "VersionTLS12", "VersionTLS13"}:
+        raise FlagError(f"--tls-min-version {ns.tls_min_version!r}: use VersionTLS12 or VersionTLS13")
+    if ns.prometheus_timeout <= 0:
+        raise FlagError("--prometheus-timeout must be positive")
+    return AdapterOptions(
+        config=Path(ns.config),
+        prometheus_url=ns.prometheus_url,
+        prometheus_verb=ns.prometheus_verb,
+        prometheus_auth_incluster=ns.prometheus_auth_incluster,
+        prometheus_auth_config=ns.prometheus_auth_config,
+        prometheus_ca_file=ns.prometheus_ca_file,
+        prometheus_client_cert=ns.prometheus_client_tls_cert_file,
+        prometheus_client_key=ns.prometheus_client_tls_key_file,
+        prometheus_token_file=ns.prometheus_token_file,
+        prometheus_headers=parse_header_args(ns.prometheus_header),
+        prometheus_timeout=ns.prometheus_timeout,
+        relist_interval=ns.metrics_relist_interval,
+        max_age=max_age,
+        lister_kubeconfig=ns.lister_kubeconfig,
+        mapper_refresh_interval=ns.discovery_interval or 300.0,
+        bind_address=ns.bind_address,
+        secure_port=ns.secure_port,
+        cert_dir=ns.cert_dir,
+        tls_cert_file=ns.tls_cert_file,
+        tls_private_key_file=ns.tls_private_key_file,
+        tls_min_version=ns.tls_min_version,
+        insecure_http=ns.insecure_http,
+        log_level=ns.log_level,
+        log_format=ns.log_format,
+    )
+
+
+def parse_flags(
+    argv: Sequence[str], groups: Sequence[FlagGroup] = FLAG_GROUPS
+) -> tuple[AdapterOptions, argparse.Namespace, list[str]]:
+    """Parse argv (without the interpreter's argv[0] unless it is a Helm-style positional).
+
+    Returns the adapter options, the raw namespace (for flag groups owned by other modules) and the
+    warnings about ignored flags. argparse exits with status 2 on unknown flags, like Go's flag package.
+    """
+    parser = build_parser(groups)
+    normalized, warnings = normalize_argv(argv)
+    ns = parser.parse_args(normalized)
+    try:
+        options = options_from_namespace(ns)
+    except FlagError as err:
+        parser.error(str(err))
+    return options, ns, warnings

@@ -1,0 +1,98 @@
+"""The data a rule's `metricsQuery` template sees, and rendering it into PromQL.
+
+`.LabelMatchers` order is the anchor's: metric-selector matchers sorted by key, then the namespace
+matcher, then (custom metrics) the object matcher. `.LabelValuesByName` maps a label to its values
+as a regex alternation (`a|b`, each value regex-escaped) that is also string-escaped, so it can be
+placed between quotes; `.GroupBy` / `.GroupBySlice` are the object label plus extra labels.
+"""
+
+from collections.abc import Iterable, Sequence
+
+from adapter.gotemplate import GoStruct, Template, TemplateExecError
+from adapter.naming.errors import QueryBuildError
+from adapter.naming.promql import (
+    Matcher,
+    SelectorRequirement,
+    go_quote,
+    join_matchers,
+    object_matcher,
+    regex_alternation,
+    selector_matchers,
+    selector_values_by_name,
+)
+
+QUERY_TEMPLATE_TYPE = "naming.queryTemplateArgs"
+
+
+def _quoted_inner(value: str) -> str:
+    return go_quote(value)[1:-1]
+
+
+def _query_data(
+    series: str,
+    matchers: list[Matcher],
+    values_by_name: dict[str, str],
+    group_by: Sequence[str],
+) -> GoStruct:
+    return GoStruct(
+        QUERY_TEMPLATE_TYPE,
+        {
+            "Series": series,
+            "LabelMatchers": join_matchers(matchers),
+            "LabelValuesByName": {k: _quoted_inner(v) for k, v in values_by_name.items()},
+            "GroupBy": ",".join(group_by),
+            "GroupBySlice": list(group_by),
+        },
+    )
+
+
+def custom_query_data(
+    series: str,
+    requirements: Iterable[SelectorRequirement],
+    namespace: tuple[str, str] | None,
+    object_label: str,
+    names: Sequence[str],
+    extra_group_by: Sequence[str] = (),
+) -> GoStruct:
+    """Template data for a custom-metric query over objects `names` (labelled `object_label`).
+
+    `namespace` is (namespace label, namespace) for namespaced requests, else None.
+    """
+    if not names:
+        raise QueryBuildError("no object names to query")
+    requirements = list(requirements)
+    matchers = selector_matchers(requirements)
+    values = selector_values_by_name(requirements)
+    if namespace is not None:
+        matchers.append(Matcher(namespace[0], "=", namespace[1]))
+        values[namespace[0]] = regex_alternation([namespace[1]])
+    matchers.append(object_matcher(object_label, names))
+    values[object_label] = regex_alternation(names)
+    return _query_data(series, matchers, values, [object_label, *extra_group_by])
+
+
+def external_query_data(
+    series: str,
+    requirements: Iterable[SelectorRequirement],
+    namespace: tuple[str, str] | None,
+    group_by: Sequence[str] = (),
+) -> GoStruct:
+    """Template data for an external-metric query; `namespace` is None when not restricted."""
+    requirements = list(requirements)
+    matchers = selector_matchers(requirements)
+    values = selector_values_by_name(requirements)
+    if namespace is not None:
+        matchers.append(Matcher(namespace[0], "=", namespace[1]))
+        values[namespace[0]] = regex_alternation([namespace[1]])
+    return _query_data(series, matchers, values, group_by)
+
+
+def render_query(template: Template, data: GoStruct) -> str:
+    """Render `metricsQuery`; an execution error or an empty result is a `QueryBuildError`."""
+    try:
+        query = template.render(data)
+    except TemplateExecError as exc:
+        raise QueryBuildError(str(exc)) from exc
+    if not query:
+        raise QueryBuildError("empty query produced by metrics query template")
+    return query

@@ -1,0 +1,277 @@
+"""Async client for the Prometheus HTTP API (`/api/v1/series`, `/api/v1/query`).
+
+One pooled aiohttp session per client. Every query carries Prometheus' own `timeout` parameter and a
+slightly longer client-side deadline, so Prometheus normally reports the timeout itself and a hung
+connection still cannot hold a request forever. GET turns into a form-encoded POST when the URL would
+be long (many pod names in one regex), which proxies and Prometheus reject with 414 otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import ssl
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from multidict import CIMultiDict
+from yarl import URL
+
+# Values stay Prometheus' decimal text, so they convert to Quantity without float artefacts.
+from adapter.naming.results import Sample
+
+# Longest GET URL we send; beyond it the request becomes a POST. 8 KiB is a common proxy limit.
+MAX_GET_URL_LENGTH = 8000
+# Extra client-side time beyond the query timeout, so Prometheus' own timeout error wins the race.
+_CLIENT_DEADLINE_MARGIN = 1.0
+# Prometheus answers these with its JSON envelope; anything else is not the Prometheus API.
+_ENVELOPE_STATUSES = frozenset({400, 422, 503})
+
+QueryObserver = Callable[[str, str, float], None]
+"""Called with (API path, outcome, seconds) after every request; outcome is "success" or an error kind."""
+
+
+class PrometheusError(Exception):
+    """Any failure talking to Prometheus."""
+
+    kind = "error"
+
+
+class PrometheusUnavailable(PrometheusError):
+    """Prometheus could not be reached or said it is unavailable."""
+
+    kind = "unavailable"
+
+
+class PrometheusTimeout(PrometheusUnavailable):
+    """The query ran out of time (Prometheus' timeout or our deadline)."""
+
+    kind = "timeout"
+
+
+class PrometheusAPIError(PrometheusError):
+    """Prometheus rejected or failed the query (`bad_data`, `execution`, ...)."""
+
+    kind = "api_error"
+
+    def __init__(self, error_type: str, message: str) -> None:
+        super().__init__(f"{error_type}: {message}")
+        self.error_type = error_type
+
+
+class PrometheusBadResponse(PrometheusError):
+    """The response is not a Prometheus API answer (wrong status code, not JSON, wrong shape)."""
+
+    kind = "bad_response"
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    result_type: str  # "vector", "scalar", "matrix" or "string"
+    samples: tuple[Sample, ...]
+
+
+@dataclass(frozen=True)
+class PrometheusSettings:
+    url: str
+    verb: str = "GET"
+    timeout: float = 10.0
+    ca_file: str = ""
+    client_cert: str = ""
+    client_key: str = ""
+    token_file: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+    insecure_skip_verify: bool = False
+    max_get_url_length: int = MAX_GET_URL_LENGTH
+    pool_size: int = 100
+
+
+def build_ssl_context(settings: PrometheusSettings) -> ssl.SSLContext:
+    """TLS for Prometheus: system roots unless a CA file is given; optional client certificate."""
+    context = ssl.create_default_context(cafile=settings.ca_file or None)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    if settings.insecure_skip_verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if settings.client_cert:
+        context.load_cert_chain(settings.client_cert, settings.client_key)
+    return context
+
+
+@dataclass
+class _TokenFile:
+    """A bearer token file re-read whenever it changes (projected tokens rotate in place)."""
+
+    path: str
+    _stamp: tuple[int, int] = (-1, -1)
+    _token: str = ""
+
+    def current(self) -> str:
+        try:
+            stat = os.stat(self.path)
+        except OSError as err:
+            raise PrometheusError(f"cannot read token file {self.path}: {err}") from err
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        if stamp != self._stamp:
+            with open(self.path, encoding="utf-8") as handle:
+                self._token = handle.read().strip()
+            self._stamp = stamp
+        return self._token
+
+
+def _format_time(seconds: float) -> str:
+    return f"{seconds:.3f}"
+
+
+def _format_timeout(seconds: float) -> str:
+    return f"{max(1, round(seconds * 1000))}ms"
+
+
+def _parse_sample(labels: Mapping[str, str], pair: Sequence[Any]) -> Sample:
+    return Sample(labels=labels, timestamp=float(pair[0]), value=str(pair[1]))
+
+
+def parse_query_data(data: Any) -> QueryResult:
+    """Turn the `data` member of a query response into a QueryResult."""
+    try:
+        result_type = data["resultType"]
+        result = data["result"]
+        if result_type == "vector":
+            samples = tuple(_parse_sample(item["metric"], item["value"]) for item in result)
+        elif result_type in ("scalar", "string"):
+            samples = (_parse_sample({}, result),)
+        elif result_type == "matrix":
+            samples = tuple(_parse_sample(item["metric"], pair) for item in result for pair in item["values"])
+        else:
+            raise PrometheusBadResponse(f"unknown result type {result_type!r}")
+    except (KeyError, TypeError, IndexError, ValueError) as err:
+        raise PrometheusBadResponse(f"malformed query result: {err!r}") from err
+    return QueryResult(result_type=result_type, samples=samples)
+
+
+@dataclass
+class PrometheusClient:
+    settings: PrometheusSettings
+    observe: QueryObserver | None = None
+    _session: aiohttp.ClientSession | None = field(default=None, init=False)
+    _token: _TokenFile | None = field(default=None, init=False)
+    _base: URL = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.settings.verb not in ("GET", "POST"):
+            raise ValueError(f"unsupported Prometheus verb {self.settings.verb!r}")
+        # The query string of the configured URL is dropped, like prometheus-adapter does.
+        self._base = URL(self.settings.url).with_query(None).with_fragment(None)
+        if self.settings.token_file:
+            self._token = _TokenFile(self.settings.token_file)
+        # Build TLS now so a bad CA or key file is a start-up error, not a first-query error.
+        self._ssl = build_ssl_context(self.settings) if self._base.scheme == "https" else None
+
+    def _url(self, api_path: str) -> URL:
+        return self._base.with_path(self._base.path.rstrip("/") + api_path)
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(limit=self.settings.pool_size, ssl=self._ssl or False)
+            self._session = aiohttp.ClientSession(connector=connector, raise_for_status=False)
+        return self._session
+
+    def _headers(self) -> CIMultiDict[str]:
+        headers: CIMultiDict[str] = CIMultiDict(self.settings.headers)
+        if self._token is not None:
+            headers["Authorization"] = f"Bearer {self._token.current()}"
+        return headers
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def series(
+        self, matches: Sequence[str], start: float, end: float | None = None, time_limit: float | None = None
+    ) -> list[dict[str, str]]:
+        """Label sets of every series matching any of `matches` in [start, end]."""
+        params = [("match[]", match) for match in matches]
+        params.append(("start", _format_time(start)))
+        if end is not None:
+            params.append(("end", _format_time(end)))
+        data = await self._call("/api/v1/series", params, time_limit or self.settings.timeout, big=True)
+        if not isinstance(data, list):
+            raise PrometheusBadResponse("series result is not a list")
+        return data
+
+    async def query(self, promql: str, at: float | None = None) -> QueryResult:
+        """Instant query; `at` defaults to now (our clock)."""
+        timeout = self.settings.timeout
+        params = [
+            ("query", promql),
+            ("time", _format_time(time.time() if at is None else at)),
+            ("timeout", _format_timeout(timeout)),
+        ]
+        return parse_query_data(await self._call("/api/v1/query", params, timeout))
+
+    async def _call(
+        self, api_path: str, params: list[tuple[str, str]], time_limit: float, big: bool = False
+    ) -> Any:
+        started = time.perf_counter()
+        outcome = "success"
+        try:
+            return await self._request(api_path, params, time_limit, big)
+        except PrometheusError as err:
+            outcome = err.kind
+            raise
+        finally:
+            if self.observe is not None:
+                self.observe(api_path, outcome, time.perf_counter() - started)
+
+    async def _request(
+        self, api_path: str, params: list[tuple[str, str]], time_limit: float, big: bool
+    ) -> Any:
+        url = self._url(api_path)
+        get_url = url.with_query(params)
+        use_post = self.settings.verb == "POST" or len(str(get_url)) > self.settings.max_get_url_length
+        session = self._get_session()
+        deadline_seconds = time_limit + _CLIENT_DEADLINE_MARGIN
+        deadline = aiohttp.ClientTimeout(total=deadline_seconds)
+        try:
+            if use_post:
+                request = session.post(url, data=params, headers=self._headers(), timeout=deadline)
+            else:
+                request = session.get(get_url, headers=self._headers(), timeout=deadline)
+            async with request as response:
+                return await self._decode(response, big)
+        except TimeoutError as err:
+            raise PrometheusTimeout(f"{api_path}: no answer within {deadline_seconds}s") from err
+        except aiohttp.ClientError as err:
+            raise PrometheusUnavailable(f"{api_path}: {err}") from err
+
+    @staticmethod
+    async def _decode(response: aiohttp.ClientResponse, big: bool) -> Any:
+        """The `data` of a success envelope. `big` bodies (series lists) are parsed in a worker thread so
+        that a 100,000-series relist does not stall request handling."""
+        status = response.status
+        if not (200 <= status < 300 or status in _ENVELOPE_STATUSES):
+            if status >= 500:
+                raise PrometheusUnavailable(f"unknown response code {status}")
+            raise PrometheusBadResponse(f"unknown response code {status}")
+        raw = await response.read()
+        try:
+            body = await asyncio.to_thread(json.loads, raw) if big else json.loads(raw)
+        except ValueError as err:
+            if status == 503:
+                raise PrometheusUnavailable("response code 503") from err
+            raise PrometheusBadResponse(f"response is not JSON (code {status})") from err
+        if not isinstance(body, dict):
+            raise PrometheusBadResponse("response is not a JSON object")
+        if body.get("status") == "success":
+            return body.get("data")
+        error_type = str(body.get("errorType", "unknown"))
+        message = str(body.get("error", ""))
+        if error_type == "timeout":
+            raise PrometheusTimeout(message)
+        if status == 503 or error_type == "unavailable":
+            raise PrometheusUnavailable(f"{error_type}: {message}")
+        raise PrometheusAPIError(error_type, message)

@@ -1,0 +1,283 @@
+"""The series registry: discovered series → served metrics → PromQL for a request.
+
+The relist loop feeds each rule the series `/api/v1/series` returned for its `seriesQuery`
+(`update(rule_id, series)`); each rule's entries are kept separately, so a rule whose relist
+failed keeps its previous entries while the others change. Per series only dictionary lookups
+happen (filters, naming and label association are cached per distinct series name and label
+set), and nothing per series is retained: the registry stores one small entry per
+(metric, resource) pair, which keeps relisting 100,000 series fast and lean.
+
+`update` builds new dictionaries and swaps them in with single assignments, so readers (request
+handlers) never see a half-updated registry even if `update` runs in a worker thread.
+"""
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from adapter.config import AdapterConfig, DiscoveryRule
+from adapter.naming.errors import MetricNotFoundError, QueryBuildError
+from adapter.naming.names import accepts_all
+from adapter.naming.promql import SelectorRequirement
+from adapter.naming.query import custom_query_data, external_query_data, render_query
+from adapter.naming.resources import GroupResource, ResourceInfo, ResourceMapper
+
+NAMESPACES = GroupResource("", "namespaces")
+
+
+@dataclass(frozen=True, slots=True)
+class RuleId:
+    """A rule of the config: `rules[index]` or, when `external`, `externalRules[index]`."""
+
+    external: bool
+    index: int
+
+    def __str__(self) -> str:
+        return f"{'externalRules' if self.external else 'rules'}[{self.index}]"
+
+
+def series_query_groups(config: AdapterConfig) -> dict[str, list[RuleId]]:
+    """Distinct `seriesQuery` → the rules sharing it (one `/api/v1/series` call each)."""
+    groups: dict[str, list[RuleId]] = {}
+    for external, rules in ((False, config.rules), (True, config.external_rules)):
+        for index, rule in enumerate(rules):
+            groups.setdefault(rule.series_query, []).append(RuleId(external, index))
+    return groups
+
+
+@dataclass(frozen=True, slots=True)
+class CustomMetricInfo:
+    """One custom.metrics.k8s.io discovery entry."""
+
+    group_resource: GroupResource
+    metric: str
+    namespaced: bool
+
+    @property
+    def api_resource_name(self) -> str:
+        """The APIResourceList `name`: `<resource>[.<group>]/<metric>`."""
+        return f"{self.group_resource}/{self.metric}"
+
+
+@dataclass(frozen=True, slots=True)
+class CustomQuery:
+    """A rendered custom-metric query and the sample label that names each object."""
+
+    promql: str
+    object_label: str
+    series: str
+
+
+@dataclass(frozen=True, slots=True)
+class RuleStats:
+    """What the last successful update of one rule saw (for self-metrics)."""
+
+    series: int
+    metrics: int
+
+
+@dataclass(frozen=True, slots=True)
+class _CustomEntry:
+    series: str
+    rule: int
+    namespaced: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _ExternalEntry:
+    series: str
+    rule: int
+
+
+class SeriesRegistry:
+    """Discovered metrics of every rule, and query building for requests."""
+
+    def __init__(self, config: AdapterConfig, mapper: ResourceMapper) -> None:
+        self.config = config
+        self.mapper = mapper  # replace after a discovery refresh; applies from each rule's next update
+        self._custom_by_rule: dict[int, dict[tuple[str, GroupResource], _CustomEntry]] = {}
+        self._external_by_rule: dict[int, dict[str, _ExternalEntry]] = {}
+        self._stats: dict[RuleId, RuleStats] = {}
+        self._custom: dict[tuple[str, GroupResource], _CustomEntry] = {}
+        self._external: dict[str, _ExternalEntry] = {}
+        self._custom_list: list[CustomMetricInfo] = []
+        self._external_list: list[str] = []
+
+    # -- updates --------------------------------------------------------------------------------
+
+    def update(self, rule_id: RuleId, series: Iterable[Mapping[str, str]]) -> RuleStats:
+        """Replace `rule_id`'s entries with those derived from `series` (label dicts with `__name__`)."""
+        if rule_id.external:
+            rule = self.config.external_rules[rule_id.index]
+            external, count = self._external_entries(rule_id.index, rule, series)
+            by_rule_ext = {**self._external_by_rule, rule_id.index: external}
+            merged_ext: dict[str, _ExternalEntry] = {}
+            for index in sorted(by_rule_ext):
+                merged_ext.update(by_rule_ext[index])
+            self._external_by_rule = by_rule_ext
+            self._external = merged_ext
+            self._external_list = sorted(merged_ext)
+            stats = RuleStats(count, len(external))
+        else:
+            rule = self.config.rules[rule_id.index]
+            custom, count = self._custom_entries(rule_id.index, rule, series)
+            by_rule = {**self._custom_by_rule, rule_id.index: custom}
+            merged: dict[tuple[str, GroupResource], _CustomEntry] = {}
+            for index in sorted(by_rule):
+                # Later rules win a collision, as in the anchor (which processes rules in order).
+                merged.update(by_rule[index])
+            self._custom_by_rule = by_rule
+            self._custom = merged
+            self._custom_list = sorted(
+                (CustomMetricInfo(gr, metric, entry.namespaced) for (metric, gr), entry in merged.items()),
+                key=lambda info: (info.metric, str(info.group_resource)),
+            )
+            stats = RuleStats(count, len(custom))
+        self._stats = {**self._stats, rule_id: stats}
+        return stats
+
+    @staticmethod
+    def _metric_name(rule: DiscoveryRule, cache: dict[str, str | None], series_name: str) -> str | None:
+        """API metric name of `series_name` (None when filtered out), cached per series name."""
+        if series_name in cache:
+            return cache[series_name]
+        metric = (
+            rule.namer.metric_name(series_name) if accepts_all(rule.series_filters, series_name) else None
+        )
+        cache[series_name] = metric
+        return metric
+
+    def _custom_entries(
+        self, rule_index: int, rule: DiscoveryRule, series: Iterable[Mapping[str, str]]
+    ) -> tuple[dict[tuple[str, GroupResource], _CustomEntry], int]:
+        names: dict[str, str | None] = {}
+        label_resources: dict[str, ResourceInfo | None] = {}
+        keysets: dict[frozenset[str], tuple[ResourceInfo, ...]] = {}
+        entries: dict[tuple[str, GroupResource], _CustomEntry] = {}
+        count = 0
+        for labels in series:
+            count += 1
+            series_name = labels.get("__name__")
+            if series_name is None:
+                continue
+            metric = self._metric_name(rule, names, series_name)
+            if metric is None:
+                continue
+            keyset = frozenset(labels)
+            resources = keysets.get(keyset)
+            if resources is None:
+                resources = self._associate(rule, keyset, label_resources)
+                keysets[keyset] = resources
+            for info in resources:
+                entries[(metric, info.group_resource)] = _CustomEntry(
+                    series_name, rule_index, info.namespaced
+                )
+        return entries, count
+
+    def _associate(
+        self, rule: DiscoveryRule, labels: frozenset[str], cache: dict[str, ResourceInfo | None]
+    ) -> tuple[ResourceInfo, ...]:
+        found: dict[GroupResource, ResourceInfo] = {}
+        for label in sorted(labels):
+            if label == "__name__":
+                continue
+            if label in cache:
+                info = cache[label]
+            else:
+                info = cache[label] = rule.association.resource_for_label(label, self.mapper)
+            if info is not None:
+                found[info.group_resource] = info
+        return tuple(found.values())
+
+    def _external_entries(
+        self, rule_index: int, rule: DiscoveryRule, series: Iterable[Mapping[str, str]]
+    ) -> tuple[dict[str, _ExternalEntry], int]:
+        names: dict[str, str | None] = {}
+        entries: dict[str, _ExternalEntry] = {}
+        count = 0
+        for labels in series:
+            count += 1
+            series_name = labels.get("__name__")
+            if series_name is None:
+                continue
+            metric = self._metric_name(rule, names, series_name)
+            if metric is not None:
+                entries[metric] = _ExternalEntry(series_name, rule_index)
+        return entries, count
+
+    # -- discovery ------------------------------------------------------------------------------
+
+    def custom_metrics(self) -> list[CustomMetricInfo]:
+        """Every custom metric and the resource it describes, sorted by metric then resource."""
+        return self._custom_list
+
+    def external_metrics(self) -> list[str]:
+        """Every external metric name, sorted."""
+        return self._external_list
+
+    def rule_stats(self) -> dict[RuleId, RuleStats]:
+        """Per rule, what its last update saw."""
+        return self._stats
+
+    def unresolved_overrides(self) -> list[str]:
+        """`resources.overrides` entries the current mapper cannot resolve (the anchor's start-up check)."""
+        problems = []
+        for external, rules in ((False, self.config.rules), (True, self.config.external_rules)):
+            for index, rule in enumerate(rules):
+                problems.extend(
+                    f"{RuleId(external, index)}: {p}"
+                    for p in rule.association.unresolved_overrides(self.mapper)
+                )
+        return problems
+
+    # -- queries --------------------------------------------------------------------------------
+
+    def custom_query(
+        self,
+        metric: str,
+        resource: ResourceInfo,
+        namespace: str | None,
+        names: Sequence[str],
+        metric_selector: Iterable[SelectorRequirement] = (),
+    ) -> CustomQuery:
+        """The PromQL for `metric` of objects `names` of `resource`.
+
+        `namespace` is the request's namespace, or None for cluster-scoped objects; a metric of
+        Namespace objects (`…/namespaces/<ns>/metrics/<m>`) is asked with resource `namespaces`,
+        namespace None and names `[<ns>]`. Raises `MetricNotFoundError`, `QueryBuildError` or
+        `InvalidSelectorError`.
+        """
+        gr = resource.group_resource
+        entry = self._custom.get((metric, gr))
+        if entry is None or entry.namespaced != (namespace is not None):
+            raise MetricNotFoundError(f"the server could not find the metric {metric} for {gr}")
+        rule = self.config.rules[entry.rule]
+        object_label = rule.association.label_for_resource(resource, self.mapper)
+        if object_label is None:
+            raise QueryBuildError(f"no label is known for resource {gr} in {RuleId(False, entry.rule)}")
+        namespace_matcher = None
+        if namespace is not None:
+            namespace_matcher = (self._namespace_label(rule, RuleId(False, entry.rule)), namespace)
+        data = custom_query_data(entry.series, metric_selector, namespace_matcher, object_label, names)
+        return CustomQuery(render_query(rule.metrics_query, data), object_label, entry.series)
+
+    def external_query(
+        self, metric: str, namespace: str | None, selector: Iterable[SelectorRequirement] = ()
+    ) -> str:
+        """The PromQL for external `metric`; the namespace restricts it only for namespaced rules."""
+        entry = self._external.get(metric)
+        if entry is None:
+            raise MetricNotFoundError(f"the server could not find the metric {metric}")
+        rule = self.config.external_rules[entry.rule]
+        namespace_matcher = None
+        if rule.namespaced and namespace:
+            namespace_matcher = (self._namespace_label(rule, RuleId(True, entry.rule)), namespace)
+        return render_query(
+            rule.metrics_query, external_query_data(entry.series, selector, namespace_matcher)
+        )
+
+    def _namespace_label(self, rule: DiscoveryRule, rule_id: RuleId) -> str:
+        info = self.mapper.resolve(NAMESPACES.group, NAMESPACES.resource)
+        label = rule.association.label_for_resource(info, self.mapper) if info is not None else None
+        if label is None:
+            raise QueryBuildError(f"no generic resource label form specified for namespaces in {rule_id}")
+        return label

@@ -1,0 +1,107 @@
+"""The aiohttp application: routes, error rendering, content negotiation, self-metrics, serving."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+import structlog
+from aiohttp import web
+
+from adapter.server import documents
+from adapter.server.health import HealthChecks
+from adapter.server.negotiation import accepts_plain_json
+from adapter.server.routes import MetricRoutes, MetricsProvider
+from adapter.server.selfmetrics import AdapterMetrics
+from adapter.server.status import StatusError, internal_error, method_not_allowed, not_acceptable, not_found
+from adapter.server.tls import ServingTLS
+
+log = structlog.get_logger(__name__)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
+
+VERSION = "v0.1.0"
+_JSON_PREFIXES = ("/apis", "/openapi", "/version")
+
+
+@web.middleware
+async def render_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every error leaves as a metav1.Status; JSON endpoints refuse non-JSON Accept headers with 406."""
+    try:
+        if request.path.startswith(_JSON_PREFIXES) and not accepts_plain_json(request.headers.get("Accept")):
+            raise not_acceptable()
+        return await handler(request)
+    except StatusError as err:
+        return err.response()
+    except web.HTTPMethodNotAllowed as err:
+        return method_not_allowed(err.method).response()
+    except web.HTTPNotFound:
+        return not_found().response()
+    except web.HTTPException:
+        raise
+    except Exception:
+        log.exception("request failed", path=request.path)
+        return internal_error("unexpected server error").response()
+
+
+@dataclass
+class AppDependencies:
+    provider: MetricsProvider
+    health: HealthChecks
+    metrics: AdapterMetrics
+
+
+def make_app(deps: AppDependencies, middlewares: Sequence[Middleware] = ()) -> web.Application:
+    """The adapter's application. `middlewares` run inside error rendering (authn/authz go here), so a
+    StatusError they raise is rendered like any other."""
+    app = web.Application(middlewares=[deps.metrics.middleware(), render_errors, *middlewares])
+    MetricRoutes(deps.provider).add_routes(app)
+    deps.health.add_routes(app)
+
+    async def openapi_v2(request: web.Request) -> web.Response:
+        return web.json_response(documents.openapi_v2())
+
+    async def openapi_v3(request: web.Request) -> web.Response:
+        return web.json_response(documents.openapi_v3())
+
+    async def version(request: web.Request) -> web.Response:
+        return web.json_response(documents.version_info(VERSION))
+
+    app.router.add_get("/openapi/v2", openapi_v2)
+    app.router.add_get("/openapi/v3", openapi_v3)
+    app.router.add_get("/version", version)
+    app.router.add_get("/metrics", deps.metrics.handle)
+    return app
+
+
+async def serve(
+    app: web.Application, host: str, port: int, tls: ServingTLS | None, reload_interval: float = 10.0
+) -> web.AppRunner:
+    """Start serving; returns the runner (call `cleanup()` to stop). Plain HTTP when `tls` is None."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, ssl_context=tls.context if tls else None)
+    await site.start()
+    if tls is not None:
+        task = asyncio.create_task(tls.watch(reload_interval), name="serving certificate reload")
+        app.on_cleanup.append(_cancel_on_cleanup(task))
+    return runner
+
+
+def _cancel_on_cleanup(task: asyncio.Task[None]) -> Callable[[web.Application], Awaitable[None]]:
+    async def cancel(app: web.Application) -> None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    return cancel
+
+
+def bound_port(runner: web.AppRunner) -> int:
+    """The port the first site listens on (for port 0 in tests)."""
+    for site in runner.sites:
+        server = getattr(site, "_server", None)
+        if server is not None and server.sockets:
+            return int(server.sockets[0].getsockname()[1])
+    raise RuntimeError("runner has no listening socket")

@@ -1,0 +1,28 @@
+"""Accept-header negotiation: we answer JSON only (wire-contract §2.7)."""
+
+from __future__ import annotations
+
+_JSON_RANGES = frozenset({"*/*", "application/*", "application/json"})
+# Parameters that ask for a converted representation (Table, APIGroupDiscoveryList...) we don't produce.
+_CONVERSION_PARAMS = frozenset({"as", "g", "v"})
+
+
+def accepts_plain_json(accept: str | None) -> bool:
+    """True when a plain JSON body is acceptable: no Accept, or a JSON-compatible range without `as=`."""
+    if accept is None or not accept.strip():
+        return True
+    for media_range in accept.split(","):
+        media_type, *params = (part.strip() for part in media_range.split(";"))
+        if media_type.lower() not in _JSON_RANGES:
+            continue
+        names = {p.partition("=")[0].strip().lower() for p in params}
+        quality = next((p.partition("=")[2] for p in params if p.lower().startswith("q=")), "1")
+        if names & _CONVERSION_PARAMS:
+            continue
+        try:
+            if float(quality) <= 0:
+                continue
+        except ValueError:
+            continue
+        return True
+    return False

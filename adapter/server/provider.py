@@ -1,0 +1,157 @@
+"""The metrics backend behind the HTTP routes: registry → PromQL → Prometheus → values.
+
+Every failure becomes the anchor's StatusError (prometheus-adapter spec §3.6): unknown metric or
+resource, or no object matched → 404; bad selectors → 400; Prometheus or object-cache trouble → 500
+with a fixed cause (backend details go to the log, not to the caller).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from adapter.naming.errors import InvalidSelectorError, MetricNotFoundError, QueryBuildError
+from adapter.naming.resources import GroupResource, ResourceInfo, ResourceMapper
+from adapter.naming.results import samples_by_object
+from adapter.objects import ObjectCaches, api_version
+from adapter.prometheus import PrometheusClient, PrometheusError, QueryResult
+from adapter.registry import SeriesRegistry
+from adapter.server.bodies import CustomValue, DescribedObject, ExternalValue, sample_quantity
+from adapter.server.routes import CustomRequest
+from adapter.server.status import (
+    bad_request,
+    internal_error,
+    metric_not_found,
+    metric_not_found_for,
+)
+from shared.selectors import Selector, parse_selector
+
+log = structlog.get_logger(__name__)
+
+FETCH_FAILED = "unable to fetch metrics"
+LIST_FAILED = "unable to list matching resources"
+
+
+def parse_request_selector(text: str) -> Selector:
+    """A label selector from a query parameter; absent means everything; unparsable → 400."""
+    try:
+        return parse_selector(text)
+    except ValueError as err:
+        raise bad_request(f"unable to parse requirement: {err}") from None
+
+
+@dataclass
+class PrometheusMetricsProvider:
+    registry: SeriesRegistry
+    prometheus: PrometheusClient
+    mapper: ResourceMapper
+    objects: ObjectCaches
+
+    # -- discovery ------------------------------------------------------------------------------
+
+    def custom_metrics(self) -> list[tuple[str, str, bool]]:
+        return [(str(m.group_resource), m.metric, m.namespaced) for m in self.registry.custom_metrics()]
+
+    def external_metrics(self) -> list[str]:
+        return self.registry.external_metrics()
+
+    def metric_selector_json(self, selector: str) -> dict[str, Any] | None:
+        return parse_request_selector(selector).to_label_selector()
+
+    # -- custom metrics -------------------------------------------------------------------------
+
+    async def custom_values(self, request: CustomRequest) -> list[CustomValue]:
+        metric_selector = parse_request_selector(request.metric_selector)
+        object_selector = parse_request_selector(request.label_selector) if request.name == "*" else None
+        group_resource = GroupResource.parse(request.resource)
+        info = self.mapper.resolve(group_resource.group, group_resource.resource)
+        if info is None:
+            raise metric_not_found(request.metric, request.resource)
+        if info.namespaced != bool(request.namespace):
+            # A namespaced resource asked at cluster scope (or the reverse): nothing is registered there.
+            raise metric_not_found(request.metric, str(info.group_resource))
+        if object_selector is not None:
+            names = await self._select_names(info, request, object_selector)
+        else:
+            names = [request.name]
+        namespace = request.namespace if info.namespaced else None
+        try:
+            query = self.registry.custom_query(
+                request.metric, info, namespace, names, metric_selector.requirements
+            )
+        except InvalidSelectorError as err:
+            raise bad_request(str(err)) from None
+        except (MetricNotFoundError, QueryBuildError) as err:
+            log.info(
+                "custom metric not served", metric=request.metric, resource=request.resource, why=str(err)
+            )
+            raise metric_not_found(request.metric, str(info.group_resource)) from None
+        result = await self._query(query.promql)
+        if result.result_type != "vector":
+            log.warning("custom metric query did not return a vector", promql=query.promql)
+            raise internal_error(FETCH_FAILED)
+        by_name = samples_by_object(result.samples, query.object_label)
+        values = []
+        for name in names:
+            sample = by_name.get(name)
+            quantity = sample_quantity(sample.value) if sample is not None else None
+            if sample is None or quantity is None:
+                continue
+            described = DescribedObject(info.kind, api_version(info), name, request.namespace)
+            values.append(CustomValue(described, sample.timestamp, quantity))
+        if object_selector is None and not values:
+            raise metric_not_found_for(
+                request.metric, str(info.group_resource), request.name, request.metric_selector
+            )
+        return values
+
+    async def _select_names(
+        self, info: ResourceInfo, request: CustomRequest, selector: Selector
+    ) -> list[str]:
+        namespace = request.namespace if info.namespaced else ""
+        try:
+            objects = await self.objects.select(info, namespace, selector.matches)
+        except (TimeoutError, OSError) as err:
+            log.warning("object cache unavailable", resource=str(info.group_resource), error=repr(err))
+            raise internal_error(LIST_FAILED) from None
+        if not objects:
+            # The anchor answers 404 when no object matches the selector (spec §3.6).
+            raise metric_not_found(request.metric, str(info.group_resource))
+        return [obj.name for obj in objects]
+
+    # -- external metrics -----------------------------------------------------------------------
+
+    async def external_values(self, namespace: str, metric: str, selector: str) -> list[ExternalValue]:
+        parsed = parse_request_selector(selector)
+        try:
+            promql = self.registry.external_query(metric, namespace, parsed.requirements)
+        except InvalidSelectorError as err:
+            raise bad_request(str(err)) from None
+        except MetricNotFoundError:
+            raise metric_not_found(metric, "namespaces") from None
+        except QueryBuildError as err:
+            log.warning("external query could not be built", metric=metric, error=str(err))
+            raise internal_error(FETCH_FAILED) from None
+        result = await self._query(promql)
+        if result.result_type == "scalar":
+            sample = result.samples[0]
+            quantity = sample_quantity(sample.value)
+            return [ExternalValue(None, sample.timestamp, quantity)] if quantity is not None else []
+        if result.result_type != "vector":
+            log.warning("external metric query did not return a vector", promql=promql)
+            raise internal_error(FETCH_FAILED)
+        values = []
+        for sample in result.samples:
+            quantity = sample_quantity(sample.value)
+            if quantity is not None:
+                values.append(ExternalValue(dict(sample.labels), sample.timestamp, quantity))
+        return values
+
+    async def _query(self, promql: str) -> QueryResult:
+        try:
+            return await self.prometheus.query(promql)
+        except PrometheusError as err:
+            log.warning("prometheus query failed", promql=promql, error=str(err), kind=err.kind)
+            raise internal_error(FETCH_FAILED) from None

@@ -1,0 +1,123 @@
+"""The adapter's own metrics (`/metrics`), in a registry of their own so tests and bench runs don't clash."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from adapter.server.status import CUSTOM_GROUP, EXTERNAL_GROUP
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def api_of(path: str) -> str:
+    """A low-cardinality name for the API a path belongs to."""
+    if path.startswith(f"/apis/{CUSTOM_GROUP}/"):
+        return "custom" if path.count("/") > 3 else "discovery"
+    if path.startswith(f"/apis/{EXTERNAL_GROUP}/"):
+        return "external" if path.count("/") > 3 else "discovery"
+    if path.startswith("/apis") or path.startswith("/openapi") or path == "/version":
+        return "discovery"
+    if path in ("/healthz", "/livez", "/readyz") or path.startswith(("/healthz/", "/livez/", "/readyz/")):
+        return "health"
+    if path == "/metrics":
+        return "metrics"
+    return "other"
+
+
+def outcome_of(status: int) -> str:
+    if status < 400:
+        return "success"
+    return {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found"}.get(
+        status, "client_error" if status < 500 else "server_error"
+    )
+
+
+class AdapterMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "surge_adapter_requests", "HTTP requests served.", ["api", "outcome"], registry=self.registry
+        )
+        self.request_seconds = Histogram(
+            "surge_adapter_request_duration_seconds",
+            "HTTP request latency.",
+            ["api", "outcome"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.prometheus_seconds = Histogram(
+            "surge_adapter_prometheus_request_duration_seconds",
+            "Prometheus API call latency.",
+            ["path", "outcome"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.prometheus_errors = Counter(
+            "surge_adapter_prometheus_errors",
+            "Failed Prometheus API calls.",
+            ["path", "kind"],
+            registry=self.registry,
+        )
+        self.relist_seconds = Histogram(
+            "surge_adapter_relist_duration_seconds",
+            "Series discovery duration per rule.",
+            ["rule"],
+            buckets=(0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60),
+            registry=self.registry,
+        )
+        self.relist_errors = Counter(
+            "surge_adapter_relist_errors",
+            "Failed series discoveries per rule.",
+            ["rule"],
+            registry=self.registry,
+        )
+        self.discovered_series = Gauge(
+            "surge_adapter_discovered_series",
+            "Series returned by the last successful discovery per rule.",
+            ["rule"],
+            registry=self.registry,
+        )
+        self.discovered_metrics = Gauge(
+            "surge_adapter_discovered_metrics", "Metrics served, by API.", ["api"], registry=self.registry
+        )
+        self.last_relist_success = Gauge(
+            "surge_adapter_last_successful_relist_timestamp_seconds",
+            "Unix time of the last relist in which every rule succeeded.",
+            registry=self.registry,
+        )
+
+    def observe_prometheus(self, path: str, outcome: str, seconds: float) -> None:
+        self.prometheus_seconds.labels(path, outcome).observe(seconds)
+        if outcome != "success":
+            self.prometheus_errors.labels(path, outcome).inc()
+
+    def middleware(self) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+        @web.middleware
+        async def count_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
+            started = time.perf_counter()
+            status = 500
+            try:
+                response = await handler(request)
+                status = response.status
+                return response
+            except web.HTTPException as err:
+                status = err.status
+                raise
+            finally:
+                api = api_of(request.path)
+                outcome = outcome_of(status)
+                self.requests.labels(api, outcome).inc()
+                self.request_seconds.labels(api, outcome).observe(time.perf_counter() - started)
+
+        return count_requests
+
+    async def handle(self, request: web.Request) -> web.Response:
+        body = generate_latest(self.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})

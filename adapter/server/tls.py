@@ -1,0 +1,160 @@
+"""Serving TLS: certificate files (reloaded when they change) or a self-signed pair in --cert-dir.
+
+Self-signing follows k8s.io/apiserver (wire-contract §7): look for `<cert-dir>/apiserver.crt`/`.key`,
+otherwise generate a CA and a serving certificate for localhost/127.0.0.1 and write them there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import ipaddress
+import os
+import socket
+import ssl
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import structlog
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+log = structlog.get_logger(__name__)
+
+_VALIDITY = dt.timedelta(days=365)
+_BACKDATE = dt.timedelta(hours=1)
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def generate_self_signed(host: str, alt_names: list[str], alt_ips: list[str]) -> tuple[bytes, bytes]:
+    """(certificate chain PEM, key PEM): a fresh CA and a serving certificate it signed."""
+    now = dt.datetime.now(dt.UTC)
+    stamp = int(now.timestamp())
+    ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    ca_name = _name(f"{host}-ca@{stamp}")
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _BACKDATE)
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in alt_names]
+    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in alt_ips]
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(f"{host}@{stamp}"))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _BACKDATE)
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(True, False, True, False, False, False, False, False, False), critical=True
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    chain = cert.public_bytes(serialization.Encoding.PEM) + ca_cert.public_bytes(serialization.Encoding.PEM)
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+    return chain, key_pem
+
+
+def ensure_self_signed(cert_dir: str, bind_address: str) -> tuple[Path, Path]:
+    """Paths of `apiserver.crt`/`apiserver.key` in cert_dir, generating them when missing.
+
+    An empty cert_dir means "keep them in a private temporary directory" (upstream keeps them in memory).
+    """
+    directory = Path(cert_dir) if cert_dir else Path(tempfile.mkdtemp(prefix="surge-adapter-certs-"))
+    cert_path, key_path = directory / "apiserver.crt", directory / "apiserver.key"
+    if cert_path.exists() and key_path.exists():
+        return cert_path, key_path
+    alt_names = ["localhost"] if bind_address in ("0.0.0.0", "::", "") else []
+    alt_ips = ["127.0.0.1"]
+    try:
+        ipaddress.ip_address(bind_address)
+        if bind_address not in ("0.0.0.0", "::", "127.0.0.1"):
+            alt_ips.append(bind_address)
+    except ValueError:
+        alt_names.append(bind_address)
+    chain, key_pem = generate_self_signed(socket.gethostname(), alt_names, alt_ips)
+    directory.mkdir(parents=True, exist_ok=True)
+    cert_path.write_bytes(chain)
+    # The key is written private from the start (no window where it is world-readable).
+    fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(key_pem)
+    log.info("generated self-signed serving certificate", cert=str(cert_path))
+    return cert_path, key_path
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_mtime_ns, stat.st_size
+
+
+@dataclass
+class ServingTLS:
+    """A server SSLContext whose certificate is reloaded when its files change.
+
+    Reloading calls `load_cert_chain` on the same context: new handshakes get the new certificate,
+    open connections keep theirs. Other modules (client-certificate authentication) may configure
+    `context` further (verify mode, CA locations).
+    """
+
+    cert_file: Path
+    key_file: Path
+    min_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2
+    context: ssl.SSLContext = field(init=False)
+    _stamps: tuple[tuple[int, int], tuple[int, int]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.minimum_version = self.min_version
+        self.context.set_alpn_protocols(["http/1.1"])
+        self._stamps = (_stamp(self.cert_file), _stamp(self.key_file))
+        self.context.load_cert_chain(self.cert_file, self.key_file)
+
+    def reload_if_changed(self) -> bool:
+        """Reload the pair if either file changed; a broken new pair is logged and the old one kept."""
+        try:
+            stamps = (_stamp(self.cert_file), _stamp(self.key_file))
+        except OSError as err:
+            log.warning("cannot stat serving certificate", error=str(err))
+            return False
+        if stamps == self._stamps:
+            return False
+        try:
+            self.context.load_cert_chain(self.cert_file, self.key_file)
+        except (OSError, ssl.SSLError) as err:
+            # Often a half-written rotation (cert updated, key not yet): retry on the next check.
+            log.warning("cannot load changed serving certificate", error=str(err))
+            return False
+        self._stamps = stamps
+        log.info("reloaded serving certificate", cert=str(self.cert_file))
+        return True
+
+    async def watch(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            self.reload_if_changed()

@@ -1,0 +1,216 @@
+"""A watch-based informer: list, then watch from the list's resourceVersion, forever.
+
+* Resumes a dropped watch from the last resourceVersion seen (events or bookmarks), with back-off.
+* On 410 Gone (HTTP or an ERROR event) it re-lists and diffs the new list against the store, so changes
+  made while it was not watching (including deletions) still reach the handlers: nothing is missed.
+* Handlers are called synchronously in event order; they must be quick (they enqueue keys).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import aiohttp
+import structlog
+
+from autoscaler.cache.store import Store
+from autoscaler.kubeclient import ApiError, KubeClient, Obj
+
+log = structlog.get_logger(__name__)
+
+LIST_PAGE_SIZE = 500
+MIN_BACKOFF = 0.05
+MAX_BACKOFF = 5.0
+
+
+@dataclass(frozen=True)
+class EventHandlers:
+    on_add: Callable[[Obj], None] | None = None
+    on_update: Callable[[Obj, Obj], None] | None = None
+    on_delete: Callable[[Obj], None] | None = None
+
+
+class _Expired(Exception):
+    """The resourceVersion we would resume from is gone: re-list."""
+
+
+class Informer:
+    def __init__(
+        self,
+        client: KubeClient,
+        path: str,
+        *,
+        label_selector: str = "",
+        transform: Callable[[Obj], Obj] | None = None,
+        watch_timeout_seconds: int = 300,
+    ) -> None:
+        self.path = path
+        self.store = Store()
+        self.synced = asyncio.Event()
+        self._client = client
+        self._label_selector = label_selector
+        self._transform = transform
+        self._watch_timeout = watch_timeout_seconds
+        self._handlers: list[EventHandlers] = []
+        self._resource_version = ""
+        self.relists = 0
+        self.reconnects = 0
+
+    def add_handlers(self, handlers: EventHandlers) -> None:
+        self._handlers.append(handlers)
+
+    @property
+    def resource_version(self) -> str:
+        return self._resource_version
+
+    async def run(self) -> None:
+        backoff = MIN_BACKOFF
+        need_list = True
+        while True:
+            try:
+                if need_list:
+                    await self._list()
+                    need_list = False
+                    backoff = MIN_BACKOFF
+                if await self._watch():
+                    backoff = MIN_BACKOFF
+            except _Expired:
+                log.info("watch expired, re-listing", path=self.path)
+                need_list = True
+                self.relists += 1
+                continue
+            except (aiohttp.ClientError, ApiError, TimeoutError, ValueError) as err:
+                log.warning("watch interrupted", path=self.path, error=str(err), retry_in=backoff)
+                self.reconnects += 1
+            # Jitter spreads the reconnects of many informers after an API server restart.
+            await asyncio.sleep(backoff * (1 + random.random() / 2))
+            backoff = min(backoff * 2, MAX_BACKOFF)
+
+    async def _list(self) -> None:
+        items: list[Obj] = []
+        params = {"limit": str(LIST_PAGE_SIZE)}
+        if self._label_selector:
+            params["labelSelector"] = self._label_selector
+        while True:
+            page = await self._client.get(self.path, params=params, request_timeout=60)
+            items.extend(page.get("items") or [])
+            meta = page.get("metadata") or {}
+            cont = meta.get("continue")
+            if not cont:
+                break
+            params["continue"] = cont
+        self._replace([self._shape(item) for item in items])
+        self._resource_version = str(meta.get("resourceVersion", ""))
+        self.synced.set()
+
+    def _replace(self, items: list[Obj]) -> None:
+        """Make the store equal the fresh list, telling handlers what changed since the last state."""
+        fresh = {Store.key_of(obj): obj for obj in items}
+        for key, old in list(self.store.items()):
+            if key not in fresh:
+                self.store.delete(key)
+                self._emit_delete(old)
+        for key, obj in fresh.items():
+            old = self.store.get(*key)
+            self.store.put(obj)
+            if old is None:
+                self._emit_add(obj)
+            elif _rv(old) != _rv(obj):
+                self._emit_update(old, obj)
+
+    async def _watch(self) -> bool:
+        """Watch until the stream ends. True when at least one event arrived (the connection was healthy)."""
+        params = {
+            "watch": "true",
+            "resourceVersion": self._resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(self._watch_timeout),
+        }
+        if self._label_selector:
+            params["labelSelector"] = self._label_selector
+        got_event = False
+        try:
+            async with self._client.stream(self.path, params) as resp:
+                while True:
+                    line = await resp.content.readline()
+                    if not line:
+                        return got_event
+                    if not line.strip():
+                        continue
+                    self._handle_event(json.loads(line))
+                    got_event = True
+        except ApiError as err:
+            if err.code == 410:
+                raise _Expired from err
+            raise
+
+    def _handle_event(self, event: Obj) -> None:
+        kind = event.get("type")
+        obj = event.get("object") or {}
+        if kind == "ERROR":
+            if obj.get("code") == 410:
+                raise _Expired
+            code = int(obj.get("code") or 500)
+            raise ApiError(code, str(obj.get("reason", "")), str(obj.get("message", "")))
+        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        if kind == "BOOKMARK":
+            self._resource_version = rv or self._resource_version
+            return
+        obj = self._shape(obj)
+        key = Store.key_of(obj)
+        old = self.store.get(*key)
+        if kind == "MODIFIED" and old is not None and _older(obj, old):
+            # The store already holds a newer version written through by us; this event is its past.
+            self._resource_version = rv or self._resource_version
+            return
+        if kind == "DELETED":
+            if old is not None:
+                self.store.delete(key)
+            self._emit_delete(obj)
+        elif kind in ("ADDED", "MODIFIED"):
+            self.store.put(obj)
+            if old is None:
+                self._emit_add(obj)
+            else:
+                self._emit_update(old, obj)
+        if rv:
+            self._resource_version = rv
+
+    def write_through(self, obj: Obj) -> None:
+        """Put an object we just wrote (the API server's answer) so readers see it before its watch event."""
+        shaped = self._shape(obj)
+        old = self.store.get(*Store.key_of(shaped))
+        if old is not None and not _older(shaped, old):
+            self.store.put(shaped)
+
+    def _shape(self, obj: Obj) -> Obj:
+        return self._transform(obj) if self._transform is not None else obj
+
+    def _emit_add(self, obj: Obj) -> None:
+        for handlers in self._handlers:
+            if handlers.on_add is not None:
+                handlers.on_add(obj)
+
+    def _emit_update(self, old: Obj, new: Obj) -> None:
+        for handlers in self._handlers:
+            if handlers.on_update is not None:
+                handlers.on_update(old, new)
+
+    def _emit_delete(self, obj: Obj) -> None:
+        for handlers in self._handlers:
+            if handlers.on_delete is not None:
+                handlers.on_delete(obj)
+
+
+def _rv(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion", ""))
+
+
+def _older(obj: Obj, than: Obj) -> bool:
+    """True when both resourceVersions are integers (as etcd's are) and `obj`'s is smaller."""
+    a, b = _rv(obj), _rv(than)
+    return a.isdigit() and b.isdigit() and int(a) < int(b)

@@ -1,0 +1,361 @@
+"""The reconcile shell around the algorithm core: caches -> snapshot -> `decide` -> writes.
+
+One code path for both sources (CRD / HPA). Workers are independent tasks; every reconcile fetches its
+metrics concurrently under one deadline, so a slow metrics backend only delays the autoscalers using it.
+Event-driven: a spec change (new generation) is reconciled at once; pods of a target appearing,
+disappearing or changing readiness trigger a debounced reconcile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import aiohttp
+import structlog
+
+from autoscaler.cache import EventHandlers, Informer, PodIndex, slim_pod
+from autoscaler.cache.pods import compiled_selector
+from autoscaler.codec import SpecError, parse_autoscaler, parse_scale, status_json
+from autoscaler.core.defaults import effective_metrics
+from autoscaler.core.reconcile import Decision, decide, scale_unavailable
+from autoscaler.core.types import (
+    CONTAINER_RESOURCE,
+    EXTERNAL,
+    HPA,
+    OBJECT,
+    PODS,
+    RESOURCE,
+    ControllerConfig,
+    History,
+    MetricAnswer,
+    MetricFetchError,
+    MetricSpec,
+    Snapshot,
+)
+from autoscaler.events import EventRecorder
+from autoscaler.kubeclient import ApiError, KubeClient, Obj
+from autoscaler.metrics import MetricsClient
+from autoscaler.restmapper import RestMapper
+from autoscaler.scale import ScaleError, read_scale, scale_path, update_replicas
+from autoscaler.sources import Source
+from autoscaler.telemetry import Telemetry
+from autoscaler.workqueue import (
+    ItemExponentialBackoff,
+    MaxOf,
+    Outcome,
+    TokenBucket,
+    WorkQueue,
+    start_workers,
+    sync_period,
+)
+
+log = structlog.get_logger(__name__)
+
+Key = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class ControllerOptions:
+    workers: int = 32
+    reconcile_deadline: float = 10.0
+    readiness_debounce: float = 0.25
+    label_selector: str = ""
+    config: ControllerConfig = field(default_factory=ControllerConfig)
+
+
+def _key_str(key: Key) -> str:
+    return f"{key[0]}/{key[1]}"
+
+
+def _default_leader() -> bool:
+    return True
+
+
+class Controller:
+    def __init__(
+        self,
+        client: KubeClient,
+        source: Source,
+        metrics: MetricsClient,
+        mapper: RestMapper,
+        telemetry: Telemetry,
+        options: ControllerOptions,
+        is_leader: Callable[[], bool] = _default_leader,
+    ) -> None:
+        self.source = source
+        self.options = options
+        self.telemetry = telemetry
+        self._client = client
+        self._metrics = metrics
+        self._mapper = mapper
+        self._is_leader = is_leader
+        self._events = EventRecorder(client)
+        self.queue = WorkQueue(
+            rate_limiter=MaxOf(ItemExponentialBackoff(0.25, 60.0), TokenBucket(qps=100.0, burst=1000)),
+            metrics=telemetry,
+        )
+        self.autoscalers = Informer(client, source.list_path(), label_selector=options.label_selector)
+        self.pods = Informer(client, "/api/v1/pods", transform=slim_pod)
+        self.pod_index = PodIndex(self.pods.store)
+        self._history: dict[Key, History] = {}
+        # The last scale selector of each autoscaler, per namespace: for the ambiguous-selector check and
+        # to route pod changes to the autoscalers whose targets they belong to.
+        self._selectors: dict[str, dict[Key, str]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self.autoscalers.add_handlers(
+            EventHandlers(
+                on_add=self._autoscaler_added,
+                on_update=self._autoscaler_updated,
+                on_delete=self._autoscaler_deleted,
+            )
+        )
+        self.pods.add_handlers(
+            EventHandlers(on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted)
+        )
+
+    # ---- lifecycle
+
+    async def start(self) -> None:
+        self._tasks.append(asyncio.create_task(self.pods.run(), name="pods-informer"))
+        self._tasks.append(asyncio.create_task(self.autoscalers.run(), name="autoscalers-informer"))
+        await self.pods.synced.wait()
+        await self.autoscalers.synced.wait()
+        self._tasks.extend(start_workers(self.queue, self.options.workers, self.reconcile))
+
+    @property
+    def ready(self) -> bool:
+        return self.pods.synced.is_set() and self.autoscalers.synced.is_set()
+
+    def resync_all(self) -> None:
+        """Queue every known autoscaler (e.g. on becoming leader)."""
+        for key, _ in self.autoscalers.store.items():
+            self.queue.add(key)
+
+    async def stop(self, grace: float) -> None:
+        """Stop taking work, let in-flight reconciles finish within `grace`, then stop the caches."""
+        try:
+            await asyncio.wait_for(self.queue.shutdown_with_drain(), grace)
+        except TimeoutError:
+            log.warning("in-flight reconciles did not finish within the grace period", grace=grace)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    # ---- event handlers (quick: they only enqueue)
+
+    def _autoscaler_added(self, obj: Obj) -> None:
+        self.queue.add(object_key(obj))
+
+    def _autoscaler_updated(self, old: Obj, new: Obj) -> None:
+        # Our own status writes change nothing the decision depends on; a new generation (spec edit) or
+        # changed annotations (sync period) does.
+        old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+        if old_meta.get("generation") != new_meta.get("generation") or old_meta.get(
+            "annotations"
+        ) != new_meta.get("annotations"):
+            self.queue.add(object_key(new))
+
+    def _autoscaler_deleted(self, obj: Obj) -> None:
+        key = object_key(obj)
+        self._history.pop(key, None)
+        self._selectors.get(key[0], {}).pop(key, None)
+        self.queue.forget(key)
+        self._events.forget(*key)
+
+    def _pod_added(self, slim: Obj) -> None:
+        self.pod_index.on_add(slim)
+        self._poke_owners(slim)
+
+    def _pod_updated(self, old: Obj, new: Obj) -> None:
+        self.pod_index.on_update(old, new)
+        before, after = old["pod"], new["pod"]
+        if (
+            _ready(before) != _ready(after)
+            or before.phase != after.phase
+            or (before.deletion_timestamp is None) != (after.deletion_timestamp is None)
+            or old["metadata"]["labels"] != new["metadata"]["labels"]
+        ):
+            self._poke_owners(new)
+            if old["metadata"]["labels"] != new["metadata"]["labels"]:
+                self._poke_owners(old)
+
+    def _pod_deleted(self, slim: Obj) -> None:
+        self.pod_index.on_delete(slim)
+        self._poke_owners(slim)
+
+    def _poke_owners(self, slim: Obj) -> None:
+        meta = slim["metadata"]
+        for key, selector in self._selectors.get(meta["namespace"], {}).items():
+            try:
+                if compiled_selector(selector).matches(meta["labels"]):
+                    # Debounced: a rollout's burst of pod changes becomes one reconcile (the queue keeps
+                    # the earliest pending time of a key).
+                    self.queue.add_after(key, self.options.readiness_debounce)
+            except ValueError:
+                continue
+
+    # ---- reconcile
+
+    async def reconcile(self, key: object) -> Outcome:
+        assert isinstance(key, tuple)
+        namespace, name = key
+        obj = self.autoscalers.store.get(namespace, name)
+        if obj is None:
+            return Outcome(failed=False, resync_after=None)
+        period = sync_period(self.source.sync_period_of(obj))
+        if not self._is_leader():
+            return Outcome(failed=False, resync_after=period)
+        started = time.perf_counter()
+        try:
+            hpa = parse_autoscaler(obj)
+        except (SpecError, ValueError, KeyError, TypeError) as err:
+            log.warning("autoscaler spec unreadable", key=_key_str(key), error=str(err))
+            self.telemetry.reconciles.labels(outcome="invalid_spec").inc()
+            return Outcome(failed=False, resync_after=period)
+        try:
+            async with asyncio.timeout(self.options.reconcile_deadline):
+                outcome = await self._reconcile(key, obj, hpa)
+        except TimeoutError:
+            log.warning(
+                "reconcile deadline exceeded", key=_key_str(key), deadline=self.options.reconcile_deadline
+            )
+            outcome = "deadline"
+        except (ApiError, aiohttp.ClientError) as err:
+            log.warning("reconcile failed", key=_key_str(key), error=str(err))
+            outcome = "api_error"
+        self.telemetry.reconciles.labels(outcome=outcome).inc()
+        self.telemetry.reconcile_seconds.observe(time.perf_counter() - started)
+        return Outcome(failed=outcome not in ("ok", "scaled"), resync_after=period)
+
+    async def _reconcile(self, key: Key, obj: Obj, hpa: HPA) -> str:
+        history = self._history.get(key, History())
+        ref = hpa.spec.scale_target_ref
+        try:
+            path = await scale_path(self._mapper, ref.api_version, ref.kind, hpa.namespace, ref.name)
+            scale_obj = await read_scale(self._client, path)
+        except ScaleError as err:
+            return await self._act(key, obj, scale_unavailable(hpa, history, str(err), _now()), None, None)
+        except ApiError as err:
+            message = (
+                f"failed to query scale subresource for {ref.kind}/{hpa.namespace}/{ref.name}: {err.message}"
+            )
+            return await self._act(key, obj, scale_unavailable(hpa, history, message, _now()), None, None)
+        scale = parse_scale(scale_obj)
+        self._selectors.setdefault(hpa.namespace, {})[key] = scale.selector
+        try:
+            pods = self.pod_index.select(hpa.namespace, scale.selector) if scale.selector else ()
+        except ValueError:
+            pods = ()  # the core reports the unparsable selector
+        metric_specs = effective_metrics(hpa.spec)
+        answers = await asyncio.gather(
+            *(self._fetch(hpa.namespace, spec, scale.selector) for spec in metric_specs)
+        )
+        snapshot = Snapshot(
+            hpa=hpa,
+            scale=scale,
+            pods=pods,
+            metric_answers=tuple(answers),
+            now=_now(),
+            history=history,
+            config=self.options.config,
+            other_selectors={
+                _key_str(k): s for k, s in self._selectors.get(hpa.namespace, {}).items() if k != key
+            },
+        )
+        decision = decide(snapshot)
+        return await self._act(key, obj, decision, path, scale_obj)
+
+    async def _fetch(self, namespace: str, spec: MetricSpec, pod_selector: str) -> MetricAnswer:
+        m = self._metrics
+        if spec.type in (RESOURCE, CONTAINER_RESOURCE):
+            return await m.resource_metrics(namespace, pod_selector)
+        if spec.type == PODS and spec.metric is not None:
+            return await m.pods_metric(namespace, spec.metric.name, spec.metric.selector, pod_selector)
+        if spec.type == OBJECT and spec.metric is not None and spec.described_object is not None:
+            return await m.object_metric(
+                namespace, spec.described_object, spec.metric.name, spec.metric.selector
+            )
+        if spec.type == EXTERNAL and spec.metric is not None:
+            return await m.external_metric(namespace, spec.metric.name, spec.metric.selector)
+        # Unknown types are reported by the core with the upstream reason; no call is made.
+        return MetricFetchError(f"unknown metric source type {spec.type!r}")
+
+    async def _act(
+        self, key: Key, obj: Obj, decision: Decision, path: str | None, scale_obj: Obj | None
+    ) -> str:
+        outcome = "ok"
+        if decision.rescale and path is not None and scale_obj is not None:
+            try:
+                _, attempts = await update_replicas(self._client, path, scale_obj, decision.desired_replicas)
+                self.telemetry.scale_writes.labels(result="ok").inc()
+                if decision.metric_timestamp is not None:
+                    self.telemetry.sample_age.observe((_now() - decision.metric_timestamp).total_seconds())
+                outcome = "scaled"
+                if attempts > 1:
+                    log.info("scale written after conflicts", key=_key_str(key), attempts=attempts)
+            except ApiError as err:
+                self.telemetry.scale_writes.labels(result="error").inc()
+                decision = decision.rescale_failed(err.message)
+        self._history[key] = decision.history
+        await asyncio.gather(
+            self._write_status(key, obj, decision),
+            *(self._events.record(obj, e.type, e.reason, e.message) for e in decision.events),
+        )
+        self._log_decision(key, decision)
+        if decision.error is not None:
+            return "error"
+        return outcome
+
+    async def _write_status(self, key: Key, obj: Obj, decision: Decision) -> None:
+        if not decision.status_changed:
+            return
+        new_status = status_json(decision.status)
+        # A merge patch with explicit nulls for vanished fields: no resourceVersion, so no 409 with the
+        # spec edits of users.
+        patch_status: Obj = dict.fromkeys((obj.get("status") or {}).keys() - new_status.keys())
+        patch_status.update(new_status)
+        try:
+            written = await self._client.request(
+                "PATCH",
+                self.source.object_path(key[0], key[1], "status"),
+                body={"status": patch_status},
+                content_type="application/merge-patch+json",
+            )
+            self.autoscalers.write_through(written)
+        except ApiError as err:
+            log.warning("status not written", key=_key_str(key), error=err.message)
+            await self._events.record(obj, "Warning", "FailedUpdateStatus", err.message)
+
+    def _log_decision(self, key: Key, decision: Decision) -> None:
+        status = decision.status
+        limited = next((c for c in status.conditions if c.type == "ScalingLimited"), None)
+        log.info(
+            "decision",
+            key=_key_str(key),
+            metric=decision.metric_name,
+            metrics=status_json(status).get("currentMetrics", []),
+            current=status.current_replicas,
+            proposal=decision.desired_replicas,
+            limited=limited.reason if limited is not None and limited.status == "True" else None,
+            result="rescaled" if decision.rescale else ("failed" if decision.error else "unchanged"),
+            reason=decision.reason or None,
+            error=decision.error,
+        )
+
+
+def object_key(obj: Obj) -> Key:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace", "")), str(meta.get("name", ""))
+
+
+def _ready(pod: object) -> str | None:
+    condition = getattr(pod, "ready_condition", None)
+    return None if condition is None else condition.status
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

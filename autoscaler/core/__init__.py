@@ -1,0 +1,36 @@
+"""The HPA controller's decision logic as a pure core: plain functions on plain data, no I/O.
+
+``decide(snapshot) -> Decision`` is the entry point (see docs/algorithm.md); the lower-level
+steps live in their own modules: grouping, requests, utilization, replica_calculator,
+metric_compute, normalization, defaults, conditions. ``kube_json`` builds the data from
+Kubernetes JSON objects and writes the status back.
+"""
+
+from autoscaler.core.reconcile import Decision, decide, scale_unavailable, tolerances_for
+from autoscaler.core.types import (
+    HPA,
+    ControllerConfig,
+    Event,
+    FeatureGates,
+    History,
+    HPASpec,
+    HPAStatus,
+    Scale,
+    Snapshot,
+)
+
+__all__ = [
+    "HPA",
+    "ControllerConfig",
+    "Decision",
+    "Event",
+    "FeatureGates",
+    "HPASpec",
+    "HPAStatus",
+    "History",
+    "Scale",
+    "Snapshot",
+    "decide",
+    "scale_unavailable",
+    "tolerances_for",
+]

@@ -1,0 +1,506 @@
+"""``decide``: one reconcile pass of the HPA controller as a pure function (spec §5.1, §5.4).
+
+The daemon reads everything into a ``Snapshot``, calls ``decide`` and then acts on the
+``Decision``: update the scale if ``rescale``, emit ``events``, write ``status`` if
+``status_changed``, and keep ``history`` for the next pass. If the scale update fails it calls
+``decision.rescale_failed(error)`` and acts on that decision instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from functools import lru_cache
+
+from autoscaler.core.conditions import has_true_condition, remove_condition, set_condition
+from autoscaler.core.defaults import with_defaults
+from autoscaler.core.metric_compute import MetricsResult, compute_replicas_for_metrics
+from autoscaler.core.normalization import (
+    SCALE_DOWN_STABILIZED,
+    convert_desired_replicas_with_behavior_rate,
+    convert_desired_replicas_with_rules,
+    record_rescale,
+    stabilize_recommendation,
+    stabilize_recommendation_with_behaviors,
+)
+from autoscaler.core.replica_calculator import CalcContext
+from autoscaler.core.types import (
+    ABLE_TO_SCALE,
+    EXTERNAL,
+    HPA,
+    OBJECT,
+    SCALED_TO_ZERO,
+    SCALING_ACTIVE,
+    SCALING_LIMITED,
+    Condition,
+    ControllerConfig,
+    Event,
+    History,
+    HPASpec,
+    HPAStatus,
+    MetricStatus,
+    Pod,
+    Recommendation,
+    Snapshot,
+    Tolerances,
+)
+from shared.selectors import Selector, parse_selector
+
+ABOVE_MAX = "Current number of replicas above Spec.MaxReplicas"
+BELOW_MIN = "Current number of replicas below Spec.MinReplicas"
+ALL_BELOW_TARGET = "All metrics below target"
+
+
+@dataclass(frozen=True, slots=True)
+class _BeforeRescale:
+    """The state just before the scale update, from which a failed update is finished."""
+
+    hpa: HPA
+    current_replicas: int
+    desired_replicas: int
+    reason: str
+    conditions: tuple[Condition, ...]
+    statuses: tuple[MetricStatus, ...] | None
+    events: tuple[Event, ...]
+    history: History
+    reference: str
+    now: datetime
+    observed_generation: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The outcome of one reconcile pass.
+
+    ``rescale``: set the scale's ``spec.replicas`` to ``desired_replicas``. ``reason`` is the
+    rescale reason of the SuccessfulRescale/FailedRescale event. ``status`` is the HPA status to
+    write (only needed when ``status_changed``). ``history`` is carried into the next decision.
+    ``error`` is the error upstream's reconcile returns (logged; the HPA is requeued), or None.
+    All fields assume the scale update, if any, succeeds; see ``rescale_failed``.
+    """
+
+    desired_replicas: int
+    rescale: bool
+    reason: str
+    status: HPAStatus
+    status_changed: bool
+    events: tuple[Event, ...]
+    history: History
+    error: str | None
+    metric_name: str = ""
+    metric_timestamp: datetime | None = None
+    _before_rescale: _BeforeRescale | None = field(default=None, repr=False, compare=False)
+
+    def rescale_failed(self, error: str) -> Decision:
+        """The decision to act on when updating the scale failed with ``error``."""
+        b = self._before_rescale
+        if b is None or not self.rescale:
+            raise ValueError("this decision did not rescale")
+        conditions = set_condition(
+            b.conditions,
+            ABLE_TO_SCALE,
+            "False",
+            "FailedUpdateScale",
+            f"the HPA controller was unable to update the target scale: {error}",
+            b.now,
+        )
+        status = HPAStatus(
+            current_replicas=b.current_replicas,
+            desired_replicas=b.hpa.status.desired_replicas,
+            last_scale_time=b.hpa.status.last_scale_time,
+            current_metrics=b.statuses,
+            conditions=conditions,
+            observed_generation=b.observed_generation,
+        )
+        event = Event(
+            "Warning", "FailedRescale", f"New size: {b.desired_replicas}; reason: {b.reason}; error: {error}"
+        )
+        return Decision(
+            desired_replicas=b.current_replicas,
+            rescale=False,
+            reason=b.reason,
+            status=status,
+            status_changed=not _status_equal(status, b.hpa.status),
+            events=(*b.events, event),
+            history=b.history,
+            error=f"failed to rescale {b.reference}: {error}",
+            metric_name=self.metric_name,
+            metric_timestamp=self.metric_timestamp,
+        )
+
+
+def tolerances_for(spec: HPASpec, config: ControllerConfig) -> Tolerances:
+    """The controller-wide tolerance, overridden per direction by the behavior when enabled."""
+    down = up = config.tolerance
+    behavior = spec.behavior
+    if behavior is not None and config.features.hpa_configurable_tolerance:
+        if behavior.scale_down is not None and behavior.scale_down.tolerance is not None:
+            down = float(behavior.scale_down.tolerance)
+        if behavior.scale_up is not None and behavior.scale_up.tolerance is not None:
+            up = float(behavior.scale_up.tolerance)
+    return Tolerances(down, up)
+
+
+def reference_of(hpa: HPA) -> str:
+    ref = hpa.spec.scale_target_ref
+    return f"{ref.kind}/{hpa.namespace}/{ref.name}"
+
+
+@lru_cache(maxsize=4096)
+def _parse_selector(text: str) -> Selector:
+    # Selectors repeat from pass to pass; parsing is the costly part of the check.
+    return parse_selector(text)
+
+
+class _SelectorProblem(Exception):
+    def __init__(self, event_reason: str, event_message: str, condition_reason: str, condition_message: str):
+        super().__init__(event_message)
+        self.event_reason = event_reason
+        self.event_message = event_message
+        self.condition_reason = condition_reason
+        self.condition_message = condition_message
+
+
+def validate_selector(
+    hpa_key: str, selector: str, pods: tuple[Pod, ...], other_selectors: dict[str, str]
+) -> None:
+    """Raise ``_SelectorProblem`` for a missing, unparsable or ambiguous scale selector (§5.1)."""
+    if not selector:
+        raise _SelectorProblem(
+            "SelectorRequired",
+            "selector is required",
+            "InvalidSelector",
+            "the HPA target's scale is missing a selector",
+        )
+    try:
+        _parse_selector(selector)
+    except ValueError as err:
+        message = f"couldn't convert selector into a corresponding internal selector object: {err}"
+        raise _SelectorProblem("InvalidSelector", message, "InvalidSelector", message) from None
+    if not pods:
+        return
+    selecting = {hpa_key}
+    for key, other in other_selectors.items():
+        if key == hpa_key:
+            continue
+        try:
+            other_selector = _parse_selector(other)
+        except ValueError:
+            continue  # an autoscaler with a broken selector selects nothing
+        if any(other_selector.matches(pod.labels) for pod in pods):
+            selecting.add(key)
+    if len(selecting) > 1:
+        message = (
+            f"pods by selector {selector} are controlled by multiple HPAs: [{' '.join(sorted(selecting))}]"
+        )
+        raise _SelectorProblem("AmbiguousSelector", message, "AmbiguousSelector", message)
+
+
+def _status_equal(a: HPAStatus, b: HPAStatus) -> bool:
+    # Kubernetes' semantic equality treats a nil and an empty list alike.
+    return replace(a, current_metrics=a.current_metrics or ()) == replace(
+        b, current_metrics=b.current_metrics or ()
+    )
+
+
+def decide(snapshot: Snapshot) -> Decision:
+    """One reconcile pass of one HPA: see the module docstring and docs/algorithm.md."""
+    hpa, scale, now, config = snapshot.hpa, snapshot.scale, snapshot.now, snapshot.config
+    gates = config.features
+    spec = with_defaults(hpa.spec)
+    original = hpa.status
+    events: list[Event] = []
+    observed_generation = hpa.generation if gates.hpa_generation else None
+
+    conditions = set_condition(
+        original.conditions,
+        ABLE_TO_SCALE,
+        "True",
+        "SucceededGetScale",
+        "the HPA controller was able to get the target's current scale",
+        now,
+    )
+    current = scale.spec_replicas
+    history = snapshot.history
+    recommendations = history.recommendations
+    if recommendations is None:
+        recommendations = (Recommendation(current, now),)
+    min_replicas = spec.min_replicas if spec.min_replicas is not None else 1
+    desired = 0
+    rescale = True
+    need_metrics = True
+    reason = ""
+    statuses: tuple[MetricStatus, ...] | None = None
+    error: str | None = None
+    metric_name = ""
+    metric_timestamp: datetime | None = None
+
+    scaled_to_zero = gates.hpa_scale_to_zero and has_true_condition(conditions, SCALED_TO_ZERO)
+    has_object_or_external = any(m.type in (OBJECT, EXTERNAL) for m in spec.metrics)
+
+    if current == 0:
+        if not ((min_replicas != 0 and scaled_to_zero) or (scaled_to_zero and has_object_or_external)):
+            rescale = False
+            need_metrics = False
+            conditions = set_condition(
+                conditions,
+                SCALING_ACTIVE,
+                "False",
+                "ScalingDisabled",
+                "scaling is disabled since the replica count of the target is zero",
+                now,
+            )
+            if not gates.hpa_scale_to_zero:
+                conditions = remove_condition(conditions, SCALED_TO_ZERO)
+    elif current > spec.max_replicas:
+        reason, desired, need_metrics = ABOVE_MAX, spec.max_replicas, False
+    elif current < min_replicas:
+        reason, desired, need_metrics = BELOW_MIN, min_replicas, False
+
+    def unchanged_desired(error_text: str) -> Decision:
+        """Metrics could not be computed: record what is known, keep the old desired count."""
+        status = HPAStatus(
+            current_replicas=current,
+            desired_replicas=original.desired_replicas,
+            last_scale_time=original.last_scale_time,
+            current_metrics=statuses,
+            conditions=conditions,
+            observed_generation=observed_generation,
+        )
+        events.append(Event("Warning", "FailedComputeMetricsReplicas", error_text))
+        return Decision(
+            desired_replicas=current,
+            rescale=False,
+            reason="",
+            status=status,
+            status_changed=not _status_equal(status, original),
+            events=tuple(events),
+            history=replace(history, recommendations=recommendations),
+            error=(
+                f"failed to compute desired number of replicas based on listed metrics for "
+                f"{reference_of(hpa)}: {error_text}"
+            ),
+        )
+
+    if need_metrics:
+        try:
+            validate_selector(hpa.key, scale.selector, snapshot.pods, snapshot.other_selectors)
+        except _SelectorProblem as problem:
+            events.append(Event("Warning", problem.event_reason, problem.event_message))
+            conditions = set_condition(
+                conditions, SCALING_ACTIVE, "False", problem.condition_reason, problem.condition_message, now
+            )
+            return unchanged_desired(problem.event_message)
+
+        ctx = CalcContext(
+            tolerances=tolerances_for(spec, config),
+            cpu_initialization_period=timedelta(seconds=config.cpu_initialization_period_s),
+            delay_of_initial_readiness_status=timedelta(seconds=config.initial_readiness_delay_s),
+            pod_level_resources=gates.pod_level_resources,
+            now=now,
+        )
+        result: MetricsResult = compute_replicas_for_metrics(
+            ctx,
+            hpa.namespace,
+            spec.metrics,
+            snapshot.metric_answers,
+            scale.spec_replicas,
+            scale.status_replicas,
+            snapshot.pods,
+        )
+        events.extend(Event("Warning", f.reason, f.detail) for f in result.failures)
+        statuses = result.statuses
+        if result.replicas == -1:
+            first = result.failures[0]
+            conditions = set_condition(
+                conditions,
+                SCALING_ACTIVE,
+                "False",
+                first.reason,
+                f"the HPA was unable to compute the replica count: {first.detail}",
+                now,
+            )
+            return unchanged_desired(result.error or "")
+        conditions = set_condition(
+            conditions,
+            SCALING_ACTIVE,
+            "True",
+            "ValidMetricFound",
+            f"the HPA was able to successfully calculate a replica count from {result.metric_name}",
+            now,
+        )
+        error = result.error
+        metric_name, metric_timestamp = result.metric_name, result.timestamp
+
+        rescale_metric = ""
+        if result.replicas > desired:
+            desired, rescale_metric = result.replicas, result.metric_name
+        if desired > current:
+            reason = f"{rescale_metric} above target"
+        if desired < current:
+            reason = ALL_BELOW_TARGET
+
+        if spec.behavior is None:
+            stabilized = stabilize_recommendation(
+                recommendations, desired, timedelta(seconds=config.downscale_stabilization_window_s), now
+            )
+            stabilized_reason = SCALE_DOWN_STABILIZED
+            recommendations = stabilized.recommendations
+            limited = convert_desired_replicas_with_rules(
+                current,
+                stabilized.replicas,
+                min_replicas,
+                spec.max_replicas,
+                config.scale_up_limit_factor,
+                config.scale_up_limit_minimum,
+            )
+        else:
+            scale_up = spec.behavior.scale_up
+            scale_down = spec.behavior.scale_down
+            assert scale_up is not None and scale_down is not None  # completed by with_defaults
+            if scale_down.stabilization_window_seconds is None:
+                scale_down = replace(
+                    scale_down, stabilization_window_seconds=int(config.downscale_stabilization_window_s)
+                )
+            stabilized_b = stabilize_recommendation_with_behaviors(
+                recommendations,
+                current,
+                desired,
+                scale_up.stabilization_window_seconds or 0,
+                scale_down.stabilization_window_seconds or 0,
+                now,
+            )
+            stabilized = stabilized_b
+            stabilized_reason = stabilized_b.reason, stabilized_b.message
+            recommendations = stabilized_b.recommendations
+            limited = convert_desired_replicas_with_behavior_rate(
+                current,
+                stabilized_b.replicas,
+                min_replicas,
+                spec.max_replicas,
+                scale_up,
+                scale_down,
+                history.scale_up_events,
+                history.scale_down_events,
+                now,
+            )
+        if stabilized.replicas != desired:
+            conditions = set_condition(conditions, ABLE_TO_SCALE, "True", *stabilized_reason, now)
+        else:
+            conditions = set_condition(
+                conditions,
+                ABLE_TO_SCALE,
+                "True",
+                "ReadyForNewScale",
+                "recommended size matches current size",
+                now,
+            )
+        conditions = set_condition(
+            conditions,
+            SCALING_LIMITED,
+            "False" if limited.replicas == stabilized.replicas else "True",
+            limited.reason,
+            limited.message,
+            now,
+        )
+        desired = limited.replicas
+
+        if current == 0 and min_replicas != 0 and scaled_to_zero and desired < min_replicas:
+            desired = min_replicas
+            reason = reason or BELOW_MIN
+        rescale = desired != current
+
+    history = replace(history, recommendations=recommendations)
+    before = _BeforeRescale(
+        hpa=hpa,
+        current_replicas=current,
+        desired_replicas=desired,
+        reason=reason,
+        conditions=conditions,
+        statuses=statuses,
+        events=tuple(events),
+        history=history,
+        reference=reference_of(hpa),
+        now=now,
+        observed_generation=observed_generation,
+    )
+    if rescale:
+        conditions = set_condition(
+            conditions,
+            ABLE_TO_SCALE,
+            "True",
+            "SucceededRescale",
+            f"the HPA controller was able to update the target scale to {desired}",
+            now,
+        )
+        events.append(Event("Normal", "SuccessfulRescale", f"New size: {desired}; reason: {reason}"))
+        history = record_rescale(spec.behavior, history, current, desired, now)
+        if gates.hpa_scale_to_zero:
+            if current > 0 and desired == 0 and min_replicas == 0 and has_object_or_external:
+                conditions = set_condition(
+                    conditions,
+                    SCALED_TO_ZERO,
+                    "True",
+                    "ScaledToZero",
+                    "the HPA controller scaled the workload to zero",
+                    now,
+                )
+            else:
+                conditions = set_condition(
+                    conditions,
+                    SCALED_TO_ZERO,
+                    "False",
+                    "NotScaledToZero",
+                    "the HPA controller did not scale the workload to zero",
+                    now,
+                )
+        else:
+            conditions = remove_condition(conditions, SCALED_TO_ZERO)
+    else:
+        desired = current
+
+    status = HPAStatus(
+        current_replicas=current,
+        desired_replicas=desired,
+        last_scale_time=now if rescale else original.last_scale_time,
+        current_metrics=statuses,
+        conditions=conditions,
+        observed_generation=observed_generation,
+    )
+    return Decision(
+        desired_replicas=desired,
+        rescale=rescale,
+        reason=reason,
+        status=status,
+        status_changed=not _status_equal(status, original),
+        events=tuple(events),
+        history=history,
+        error=error,
+        metric_name=metric_name,
+        metric_timestamp=metric_timestamp,
+        _before_rescale=before if rescale else None,
+    )
+
+
+def scale_unavailable(hpa: HPA, history: History, error: str, now: datetime) -> Decision:
+    """Reading the scale subresource failed: only AbleToScale and an event change (§5.4)."""
+    conditions = set_condition(
+        hpa.status.conditions,
+        ABLE_TO_SCALE,
+        "False",
+        "FailedGetScale",
+        f"the HPA controller was unable to get the target's current scale: {error}",
+        now,
+    )
+    status = replace(hpa.status, conditions=conditions)
+    current = hpa.status.current_replicas
+    return Decision(
+        desired_replicas=current,
+        rescale=False,
+        reason="",
+        status=status,
+        status_changed=status != hpa.status,
+        events=(Event("Warning", "FailedGetScale", error),),
+        history=history,
+        error=f"failed to query scale subresource for {reference_of(hpa)}: {error}",
+    )

@@ -1,0 +1,344 @@
+"""Replica proposals for each metric source and target type (spec §4).
+
+Every function is pure: the pods (the pod lister's answer for the scale selector) and the metrics
+API answer come in as data. A failure raises ``ReplicaCalcError`` carrying the upstream text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import NamedTuple
+
+from autoscaler.core.goformat import label_selector_go_string
+from autoscaler.core.gomath import ceil_int32, ceil_int64, div_trunc, fdiv
+from autoscaler.core.grouping import group_pods
+from autoscaler.core.requests import RequestError, calculate_requests
+from autoscaler.core.samples import (
+    MetricsClientError,
+    external_metric_values,
+    object_metric_value,
+    pods_metric_samples,
+    resource_samples,
+)
+from autoscaler.core.types import (
+    MAX_INT64,
+    ZERO_TIME,
+    CrossVersionObjectReference,
+    LabelSelector,
+    MetricAnswer,
+    Pod,
+    PodSample,
+    Tolerances,
+)
+from autoscaler.core.utilization import (
+    NoMatchingMetricsError,
+    metric_usage_ratio,
+    resource_utilization_ratio,
+)
+
+NO_PODS = "no pods returned by selector while calculating replica count"
+NO_TARGETED_METRICS = "did not receive metrics for targeted pods (pods might be unready)"
+
+
+class ReplicaCalcError(Exception):
+    """The calculator failed; ``str()`` is the upstream error text."""
+
+
+@dataclass(frozen=True, slots=True)
+class CalcContext:
+    """The calculator's settings, fixed for one decision."""
+
+    tolerances: Tolerances
+    cpu_initialization_period: timedelta
+    delay_of_initial_readiness_status: timedelta
+    pod_level_resources: bool
+    now: datetime
+
+
+class Proposal(NamedTuple):
+    replicas: int
+    usage: int  # milli; the average, the sum or the per-pod value depending on the calculator
+    timestamp: datetime
+    utilization: int | None = None  # percent, utilization targets only
+
+
+def get_resource_replicas(
+    ctx: CalcContext,
+    current_replicas: int,
+    target_utilization: int,
+    resource: str,
+    container: str,
+    pods: Sequence[Pod],
+    answer: MetricAnswer,
+) -> Proposal:
+    """Resource/ContainerResource metric with an ``averageUtilization`` target (§4.1)."""
+    try:
+        metrics, timestamp = resource_samples(answer, resource, container)
+    except MetricsClientError as err:
+        raise ReplicaCalcError(f"unable to get metrics for resource {resource}: {err}") from None
+    if not pods:
+        raise ReplicaCalcError(NO_PODS)
+    groups = group_pods(
+        pods, metrics, resource, ctx.cpu_initialization_period, ctx.delay_of_initial_readiness_status, ctx.now
+    )
+    _remove(metrics, groups.ignored)
+    _remove(metrics, groups.unready)
+    if not metrics:
+        raise ReplicaCalcError(NO_TARGETED_METRICS)
+    try:
+        requests = calculate_requests(pods, container, resource, ctx.pod_level_resources)
+        ratio, utilization, raw = resource_utilization_ratio(metrics, requests, target_utilization)
+    except (RequestError, NoMatchingMetricsError) as err:
+        raise ReplicaCalcError(str(err)) from None
+
+    tolerances = ctx.tolerances
+    scale_up_with_unready = bool(groups.unready) and ratio > 1.0
+    if not scale_up_with_unready and not groups.missing:
+        if tolerances.is_within(ratio):
+            return Proposal(current_replicas, raw, timestamp, utilization)
+        return Proposal(ceil_int32(ratio * groups.ready_count), raw, timestamp, utilization)
+
+    if groups.missing:
+        if ratio < 1.0:
+            # Scaling down: assume the pods without a sample use at least their whole request.
+            fallback = max(100, target_utilization)
+            for name in groups.missing:
+                metrics[name] = PodSample(div_trunc(requests[name] * fallback, 100))
+        elif ratio > 1.0:
+            # Scaling up: assume they use nothing.
+            for name in groups.missing:
+                metrics[name] = PodSample(0)
+    if scale_up_with_unready:
+        for name in groups.unready:
+            metrics[name] = PodSample(0)
+
+    new_ratio, _, _ = resource_utilization_ratio(metrics, requests, target_utilization)
+    replicas = _rebalanced_replicas(tolerances, current_replicas, ratio, new_ratio, len(metrics))
+    return Proposal(replicas, raw, timestamp, utilization)
+
+
+def get_raw_resource_replicas(
+    ctx: CalcContext,
+    current_replicas: int,
+    target_usage: int,
+    resource: str,
+    container: str,
+    pods: Sequence[Pod],
+    answer: MetricAnswer,
+) -> Proposal:
+    """Resource/ContainerResource metric with an ``averageValue`` target (§4.2)."""
+    try:
+        metrics, timestamp = resource_samples(answer, resource, container)
+    except MetricsClientError as err:
+        raise ReplicaCalcError(f"unable to get metrics for resource {resource}: {err}") from None
+    replicas, usage = calc_plain_metric_replicas(ctx, metrics, current_replicas, target_usage, resource, pods)
+    return Proposal(replicas, usage, timestamp)
+
+
+def get_metric_replicas(
+    ctx: CalcContext,
+    current_replicas: int,
+    target_usage: int,
+    metric_name: str,
+    pods: Sequence[Pod],
+    answer: MetricAnswer,
+) -> Proposal:
+    """Pods metric with an ``averageValue`` target (§4.3); readiness plays no role."""
+    try:
+        metrics, timestamp = pods_metric_samples(answer)
+    except MetricsClientError as err:
+        raise ReplicaCalcError(f"unable to get metric {metric_name}: {err}") from None
+    replicas, usage = calc_plain_metric_replicas(ctx, metrics, current_replicas, target_usage, "", pods)
+    return Proposal(replicas, usage, timestamp)
+
+
+def calc_plain_metric_replicas(
+    ctx: CalcContext,
+    metrics: dict[str, PodSample],
+    current_replicas: int,
+    target_usage: int,
+    resource: str,
+    pods: Sequence[Pod],
+) -> tuple[int, int]:
+    """The §4.1 shape for average-value targets: no requests; missing pods count as the target."""
+    if not pods:
+        raise ReplicaCalcError(NO_PODS)
+    groups = group_pods(
+        pods, metrics, resource, ctx.cpu_initialization_period, ctx.delay_of_initial_readiness_status, ctx.now
+    )
+    _remove(metrics, groups.ignored)
+    _remove(metrics, groups.unready)
+    if not metrics:
+        raise ReplicaCalcError(NO_TARGETED_METRICS)
+    ratio, usage = metric_usage_ratio(metrics, target_usage)
+
+    tolerances = ctx.tolerances
+    scale_up_with_unready = bool(groups.unready) and ratio > 1.0
+    if not scale_up_with_unready and not groups.missing:
+        if tolerances.is_within(ratio):
+            return current_replicas, usage
+        return ceil_int32(ratio * groups.ready_count), usage
+
+    if groups.missing:
+        if ratio < 1.0:
+            for name in groups.missing:
+                metrics[name] = PodSample(target_usage)
+        elif ratio > 1.0:
+            for name in groups.missing:
+                metrics[name] = PodSample(0)
+    if scale_up_with_unready:
+        for name in groups.unready:
+            metrics[name] = PodSample(0)
+
+    new_ratio, _ = metric_usage_ratio(metrics, target_usage)
+    return _rebalanced_replicas(tolerances, current_replicas, ratio, new_ratio, len(metrics)), usage
+
+
+def _rebalanced_replicas(
+    tolerances: Tolerances, current_replicas: int, ratio: float, new_ratio: float, sample_count: int
+) -> int:
+    """Second pass: keep the current count when the change is small or changed direction."""
+    if (
+        tolerances.is_within(new_ratio)
+        or (ratio < 1.0 and new_ratio > 1.0)
+        or (ratio > 1.0 and new_ratio < 1.0)
+    ):
+        return current_replicas
+    new_replicas = ceil_int32(new_ratio * sample_count)
+    if (new_ratio < 1.0 and new_replicas > current_replicas) or (
+        new_ratio > 1.0 and new_replicas < current_replicas
+    ):
+        return current_replicas
+    return new_replicas
+
+
+def _remove(metrics: dict[str, PodSample], names: set[str]) -> None:
+    for name in names:
+        metrics.pop(name, None)
+
+
+def usage_ratio_replica_count(
+    tolerances: Tolerances, current_replicas: int, ratio: float, pods: Sequence[Pod]
+) -> int:
+    """Replicas for a whole-target ratio (§4.5); from zero replicas tolerance and pods are ignored."""
+    if current_replicas == 0:
+        return ceil_int32(ratio)
+    if tolerances.is_within(ratio):
+        return current_replicas
+    if not pods:
+        raise ReplicaCalcError(f"unable to calculate ready pods: {NO_PODS}")
+    ready = sum(
+        1
+        for pod in pods
+        if pod.phase == "Running" and pod.ready_condition is not None and pod.ready_condition.status == "True"
+    )
+    return ceil_int32(ratio * ready)
+
+
+def get_object_metric_replicas(
+    ctx: CalcContext,
+    current_replicas: int,
+    target_usage: int,
+    metric_name: str,
+    namespace: str,
+    described_object: CrossVersionObjectReference,
+    pods: Sequence[Pod],
+    answer: MetricAnswer,
+) -> Proposal:
+    """Object metric with a ``value`` target (§4.6). The timestamp is dropped, as upstream."""
+    usage = _object_usage(metric_name, namespace, described_object, answer)[0]
+    ratio = fdiv(usage, target_usage)
+    replicas = usage_ratio_replica_count(ctx.tolerances, current_replicas, ratio, pods)
+    return Proposal(replicas, usage, ZERO_TIME)
+
+
+def get_object_per_pod_metric_replicas(
+    ctx: CalcContext,
+    status_replicas: int,
+    target_average_usage: int,
+    metric_name: str,
+    namespace: str,
+    described_object: CrossVersionObjectReference,
+    answer: MetricAnswer,
+) -> Proposal:
+    """Object metric with an ``averageValue`` target (§4.7); uses the status replica count."""
+    usage, timestamp = _object_usage(metric_name, namespace, described_object, answer)
+    replicas = status_replicas
+    ratio = fdiv(usage, float(target_average_usage) * float(status_replicas))
+    if not ctx.tolerances.is_within(ratio):
+        replicas = ceil_int32(fdiv(usage, target_average_usage))
+    return Proposal(replicas, ceil_int64(fdiv(usage, status_replicas)), timestamp)
+
+
+def _object_usage(
+    metric_name: str, namespace: str, ref: CrossVersionObjectReference, answer: MetricAnswer
+) -> tuple[int, datetime]:
+    try:
+        return object_metric_value(answer)
+    except MetricsClientError as err:
+        # The argument order is mismatched upstream; the text reproduces it.
+        raise ReplicaCalcError(
+            f"unable to get metric {metric_name}: {ref.kind} on {namespace} {ref.name}/{err}"
+        ) from None
+
+
+def get_external_metric_replicas(
+    ctx: CalcContext,
+    current_replicas: int,
+    target_usage: int,
+    metric_name: str,
+    namespace: str,
+    metric_selector: LabelSelector | None,
+    pods: Sequence[Pod],
+    answer: MetricAnswer,
+) -> Proposal:
+    """External metric with a ``value`` target (§4.8): the sum of the values, saturated at int64."""
+    values = _external_values(metric_name, namespace, metric_selector, answer)[0]
+    usage = 0
+    for v in values:
+        if v > 0 and usage > MAX_INT64 - v:
+            usage = MAX_INT64
+            break
+        usage += v
+    ratio = fdiv(usage, target_usage)
+    replicas = usage_ratio_replica_count(ctx.tolerances, current_replicas, ratio, pods)
+    return Proposal(replicas, usage, ZERO_TIME)
+
+
+def get_external_per_pod_metric_replicas(
+    ctx: CalcContext,
+    status_replicas: int,
+    target_average_usage: int,
+    metric_name: str,
+    namespace: str,
+    metric_selector: LabelSelector | None,
+    answer: MetricAnswer,
+) -> Proposal:
+    """External metric with an ``averageValue`` target (§4.9); uses the status replica count."""
+    values, timestamp = _external_values(metric_name, namespace, metric_selector, answer)
+    usage = 0
+    for v in values:
+        usage += v
+        if usage < 0 or usage > MAX_INT64:  # Go's int64 wraps to a negative sum here
+            usage = MAX_INT64
+            break
+    replicas = status_replicas
+    ratio = fdiv(usage, float(target_average_usage) * float(replicas))
+    if not ctx.tolerances.is_within(ratio):
+        replicas = ceil_int32(fdiv(usage, target_average_usage))
+    reported = MAX_INT64 if float(usage) >= float(MAX_INT64) else ceil_int64(fdiv(usage, status_replicas))
+    return Proposal(replicas, reported, timestamp)
+
+
+def _external_values(
+    metric_name: str, namespace: str, selector: LabelSelector | None, answer: MetricAnswer
+) -> tuple[tuple[int, ...], datetime]:
+    try:
+        return external_metric_values(answer)
+    except MetricsClientError as err:
+        described = label_selector_go_string(selector)
+        raise ReplicaCalcError(
+            f"unable to get external metric {namespace}/{metric_name}/{described}: {err}"
+        ) from None

@@ -1,0 +1,386 @@
+"""Plain data for one HPA decision: the snapshot that goes in and the decision that comes out.
+
+Quantities are int milli-values (Go's ``Quantity.MilliValue()``), replica counts are ints that the
+algorithm keeps inside the int32 range, and instants are timezone-aware datetimes. Go's zero
+``time.Time`` is a real instant (``ZERO_TIME``), not minus infinity: upstream compares against it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
+MAX_INT32 = 2**31 - 1
+MIN_INT32 = -(2**31)
+MAX_INT64 = 2**63 - 1
+
+# Metric source types (autoscaling/v2 MetricSourceType).
+RESOURCE = "Resource"
+CONTAINER_RESOURCE = "ContainerResource"
+PODS = "Pods"
+OBJECT = "Object"
+EXTERNAL = "External"
+
+# Condition types.
+ABLE_TO_SCALE = "AbleToScale"
+SCALING_ACTIVE = "ScalingActive"
+SCALING_LIMITED = "ScalingLimited"
+SCALED_TO_ZERO = "ScaledToZero"
+
+
+# --- controller configuration -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureGates:
+    """Feature switches the algorithm reads, defaulted as kube-controller-manager v1.37."""
+
+    hpa_configurable_tolerance: bool = True
+    hpa_scale_to_zero: bool = False
+    pod_level_resources: bool = True
+    hpa_generation: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerConfig:
+    """Values the upstream controller takes from flags and package variables (production defaults)."""
+
+    tolerance: float = 0.1
+    downscale_stabilization_window_s: float = 300.0
+    cpu_initialization_period_s: float = 300.0
+    initial_readiness_delay_s: float = 30.0
+    # The upstream unit-test binary overrides the factor with 8; production uses 2.
+    scale_up_limit_factor: float = 2.0
+    scale_up_limit_minimum: float = 4.0
+    features: FeatureGates = field(default_factory=FeatureGates)
+
+
+@dataclass(frozen=True, slots=True)
+class Tolerances:
+    """Per-direction tolerance; a ratio is inside it iff ``1 - scale_down <= r <= 1 + scale_up``."""
+
+    scale_down: float
+    scale_up: float
+
+    def is_within(self, ratio: float) -> bool:
+        return (1.0 - self.scale_down) <= ratio <= (1.0 + self.scale_up)
+
+
+# --- pods and metric samples --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    name: str
+    requests: dict[str, int] = field(default_factory=dict)  # resource name -> milli request
+    restart_policy: str | None = None  # "Always" marks a restartable (sidecar) init container
+
+
+@dataclass(frozen=True, slots=True)
+class PodCondition:
+    status: str  # "True" | "False" | "Unknown"
+    last_transition_time: datetime = ZERO_TIME
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+    phase: str = "Running"
+    ready_condition: PodCondition | None = None  # the pod's "Ready" condition, None when absent
+    start_time: datetime | None = None
+    deletion_timestamp: datetime | None = None
+    containers: tuple[Container, ...] = ()
+    init_containers: tuple[Container, ...] = ()
+    pod_level_requests: dict[str, int] | None = None  # pod.spec.resources.requests, milli
+
+
+@dataclass(frozen=True, slots=True)
+class PodSample:
+    """One pod's metric value as the metrics clients hand it to the replica calculator."""
+
+    value: int  # milli
+    timestamp: datetime = ZERO_TIME
+    window: timedelta = timedelta(seconds=60)
+
+
+# --- answers of the metrics APIs (one per metric spec of the HPA) -------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerUsage:
+    name: str
+    usage: dict[str, int]  # resource name -> milli usage
+
+
+@dataclass(frozen=True, slots=True)
+class PodMetricsItem:
+    """One item of a metrics.k8s.io PodMetrics list."""
+
+    pod: str
+    timestamp: datetime
+    window: timedelta
+    containers: tuple[ContainerUsage, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceMetricsAnswer:
+    """metrics.k8s.io PodMetrics list for the scale selector, in API order."""
+
+    items: tuple[PodMetricsItem, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PodMetricValue:
+    pod: str
+    value: int  # milli
+    timestamp: datetime
+    window: timedelta = timedelta(seconds=60)  # the client's default when the API gives none
+
+
+@dataclass(frozen=True, slots=True)
+class PodsMetricAnswer:
+    """custom.metrics.k8s.io values of a Pods metric for the scale selector."""
+
+    items: tuple[PodMetricValue, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectMetricAnswer:
+    value: int  # milli
+    timestamp: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ExternalMetricAnswer:
+    values: tuple[int, ...]  # milli
+    timestamp: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class MetricFetchError:
+    """The metrics API call failed; ``message`` is the client error text (the core wraps it)."""
+
+    message: str
+
+
+MetricAnswer = (
+    ResourceMetricsAnswer | PodsMetricAnswer | ObjectMetricAnswer | ExternalMetricAnswer | MetricFetchError
+)
+
+
+# --- HPA spec (autoscaling/v2) ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelectorRequirement:
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """metav1.LabelSelector as written in a metric spec (kept as data: it is echoed in status)."""
+
+    match_labels: dict[str, str] = field(default_factory=dict)
+    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MetricIdentifier:
+    name: str
+    selector: LabelSelector | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MetricTarget:
+    type: str  # "Utilization" | "Value" | "AverageValue"
+    value: int | None = None  # milli
+    average_value: int | None = None  # milli
+    average_utilization: int | None = None  # percent
+
+
+@dataclass(frozen=True, slots=True)
+class CrossVersionObjectReference:
+    kind: str
+    name: str
+    api_version: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """One entry of ``spec.metrics``; which fields are set depends on ``type``.
+
+    ``name`` is the resource name (Resource/ContainerResource), ``container`` the container name
+    (ContainerResource), ``metric`` the metric identifier (Pods/Object/External).
+    """
+
+    type: str
+    target: MetricTarget
+    name: str = ""
+    container: str = ""
+    metric: MetricIdentifier | None = None
+    described_object: CrossVersionObjectReference | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScalingPolicy:
+    type: str  # "Pods" | "Percent"
+    value: int
+    period_seconds: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScalingRules:
+    stabilization_window_seconds: int | None = None
+    select_policy: str | None = None  # "Max" | "Min" | "Disabled"
+    policies: tuple[ScalingPolicy, ...] | None = None
+    tolerance: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Behavior:
+    scale_up: ScalingRules | None = None
+    scale_down: ScalingRules | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HPASpec:
+    scale_target_ref: CrossVersionObjectReference
+    max_replicas: int
+    min_replicas: int | None = None
+    metrics: tuple[MetricSpec, ...] = ()
+    behavior: Behavior | None = None
+
+
+# --- HPA status ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MilliQuantity:
+    """A status quantity: its milli value and the format the controller gives it."""
+
+    milli: int
+    # Kubernetes compares quantities by value only, so the format takes no part in equality.
+    format: str = field(default="DecimalSI", compare=False)  # "DecimalSI" | "BinarySI"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricValueStatus:
+    value: MilliQuantity | None = None
+    average_value: MilliQuantity | None = None
+    average_utilization: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MetricStatus:
+    """One entry of ``status.currentMetrics``. A failed metric leaves a zero entry (``type == ""``)."""
+
+    type: str = ""
+    current: MetricValueStatus | None = None
+    name: str = ""
+    container: str = ""
+    metric: MetricIdentifier | None = None
+    described_object: CrossVersionObjectReference | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    type: str
+    status: str
+    reason: str
+    message: str
+    last_transition_time: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class HPAStatus:
+    current_replicas: int = 0
+    desired_replicas: int = 0
+    last_scale_time: datetime | None = None
+    current_metrics: tuple[MetricStatus, ...] | None = None
+    conditions: tuple[Condition, ...] = ()
+    observed_generation: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HPA:
+    namespace: str
+    name: str
+    spec: HPASpec
+    status: HPAStatus = field(default_factory=HPAStatus)
+    generation: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    """The scale subresource of the target (autoscaling/v1 Scale)."""
+
+    spec_replicas: int
+    status_replicas: int
+    selector: str  # status.selector, the serialized label selector ("" when missing)
+
+
+# --- memory carried between decisions -----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Recommendation:
+    replicas: int
+    timestamp: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleEvent:
+    replica_change: int  # always a positive magnitude
+    timestamp: datetime
+    outdated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """What the controller remembers per HPA between decisions.
+
+    ``recommendations is None`` means "never reconciled" (the controller then seeds it with the
+    current replica count); an empty tuple is a different, valid state.
+    """
+
+    recommendations: tuple[Recommendation, ...] | None = None
+    scale_up_events: tuple[ScaleEvent, ...] = ()
+    scale_down_events: tuple[ScaleEvent, ...] = ()
+
+
+# --- the snapshot and the decision --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything one reconcile of one HPA reads.
+
+    ``pods`` are the pods the scale's selector selects in the HPA's namespace (the pod lister's
+    answer). ``metric_answers[i]`` answers ``hpa.spec.metrics[i]`` (after defaulting, see
+    ``effective_metrics``). ``other_selectors`` maps the keys ("ns/name") of the other autoscalers
+    in the namespace to their scale selectors, for the ambiguous-selector check.
+    """
+
+    hpa: HPA
+    scale: Scale
+    pods: tuple[Pod, ...]
+    metric_answers: tuple[MetricAnswer, ...]
+    now: datetime
+    history: History = field(default_factory=History)
+    config: ControllerConfig = field(default_factory=ControllerConfig)
+    other_selectors: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    type: str  # "Normal" | "Warning"
+    reason: str
+    message: str

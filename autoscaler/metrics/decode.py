@@ -1,0 +1,124 @@
+"""Metrics API bodies -> the algorithm core's answers (pure; wire-contract §3)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from autoscaler.core.types import (
+    ContainerUsage,
+    ExternalMetricAnswer,
+    ObjectMetricAnswer,
+    PodMetricsItem,
+    PodMetricValue,
+    PodsMetricAnswer,
+    ResourceMetricsAnswer,
+)
+from shared.quantity import Quantity
+
+DEFAULT_CUSTOM_WINDOW = timedelta(seconds=60)
+
+Obj = dict[str, Any]
+
+
+class DecodeError(ValueError):
+    pass
+
+
+def parse_time(text: str | None) -> datetime:
+    if not text:
+        raise DecodeError("missing timestamp")
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as err:
+        raise DecodeError(f"bad timestamp {text!r}") from err
+    if parsed.tzinfo is None:
+        raise DecodeError(f"timestamp without offset {text!r}")
+    return parsed.astimezone(UTC)
+
+
+def parse_go_duration(text: str) -> timedelta:
+    """time.ParseDuration for the forms metrics-server emits ("30s", "1m0s", "15.038s", "500ms")."""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+    total = 0.0
+    rest = text
+    if not rest:
+        raise DecodeError("empty duration")
+    while rest:
+        i = 0
+        while i < len(rest) and (rest[i].isdigit() or rest[i] == "."):
+            i += 1
+        if i == 0:
+            raise DecodeError(f"bad duration {text!r}")
+        number = float(rest[:i])
+        rest = rest[i:]
+        for unit in ("ms", "us", "µs", "ns", "h", "m", "s"):
+            if rest.startswith(unit):
+                total += number * units[unit]
+                rest = rest[len(unit):]
+                break
+        else:
+            raise DecodeError(f"bad duration {text!r}")
+    return timedelta(seconds=total)
+
+
+def _milli(text: Any) -> int:
+    try:
+        return Quantity.parse(str(text)).milli_value()
+    except ValueError as err:
+        raise DecodeError(f"bad quantity {text!r}") from err
+
+
+def pods_metric(body: Obj) -> PodsMetricAnswer:
+    """A custom MetricValueList (v1beta1 `window` or v1beta2 `windowSeconds`), keyed by pod name."""
+    items = []
+    for item in body.get("items") or []:
+        window = item.get("windowSeconds", item.get("window"))
+        items.append(
+            PodMetricValue(
+                pod=str((item.get("describedObject") or {}).get("name", "")),
+                value=_milli(item.get("value")),
+                timestamp=parse_time(item.get("timestamp")),
+                window=timedelta(seconds=int(window)) if window is not None else DEFAULT_CUSTOM_WINDOW,
+            )
+        )
+    return PodsMetricAnswer(items=tuple(items))
+
+
+def object_metric(body: Obj) -> ObjectMetricAnswer:
+    items = body.get("items") or []
+    if len(items) != 1:
+        # The Go client's own words (wire-contract §1.2).
+        raise DecodeError(
+            f"the custom metrics API server returned {len(items)} results when we asked for exactly one"
+        )
+    item = items[0]
+    return ObjectMetricAnswer(value=_milli(item.get("value")), timestamp=parse_time(item.get("timestamp")))
+
+
+def external_metric(body: Obj) -> ExternalMetricAnswer:
+    items = body.get("items") or []
+    values = tuple(_milli(item.get("value")) for item in items)
+    timestamp = parse_time(items[0].get("timestamp")) if items else datetime(1, 1, 1, tzinfo=UTC)
+    return ExternalMetricAnswer(values=values, timestamp=timestamp)
+
+
+def resource_metrics(body: Obj) -> ResourceMetricsAnswer:
+    items = []
+    for item in body.get("items") or []:
+        containers = tuple(
+            ContainerUsage(
+                name=str(c.get("name", "")),
+                usage={res: _milli(q) for res, q in (c.get("usage") or {}).items()},
+            )
+            for c in item.get("containers") or []
+        )
+        items.append(
+            PodMetricsItem(
+                pod=str((item.get("metadata") or {}).get("name", "")),
+                timestamp=parse_time(item.get("timestamp")),
+                window=parse_go_duration(str(item.get("window", "0s"))),
+                containers=containers,
+            )
+        )
+    return ResourceMetricsAnswer(items=tuple(items))

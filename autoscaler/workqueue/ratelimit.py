@@ -1,0 +1,98 @@
+"""Rate limiters for the work queue, as small composable pieces (client-go `workqueue` semantics).
+
+A limiter answers "how long should this key wait before its next try?" (`when`), forgets a key after a
+success (`forget`) and tells how often a key has been retried (`num_requeues`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable
+from typing import Protocol
+
+
+class RateLimiter(Protocol):
+    def when(self, key: Hashable) -> float: ...
+
+    def forget(self, key: Hashable) -> None: ...
+
+    def num_requeues(self, key: Hashable) -> int: ...
+
+
+class ItemExponentialBackoff:
+    """Per-key back-off: base * 2**failures, capped at `max_delay`; reset by `forget`."""
+
+    def __init__(self, base_delay: float, max_delay: float) -> None:
+        if base_delay <= 0 or max_delay < base_delay:
+            raise ValueError("need 0 < base_delay <= max_delay")
+        self._base = base_delay
+        self._max = max_delay
+        self._failures: dict[Hashable, int] = {}
+
+    def when(self, key: Hashable) -> float:
+        failures = self._failures.get(key, 0)
+        self._failures[key] = failures + 1
+        # 2**64 overflows nothing in Python, but the cap is reached long before; stop doubling there.
+        if failures >= 64:
+            return self._max
+        return min(self._base * 2**failures, self._max)
+
+    def forget(self, key: Hashable) -> None:
+        self._failures.pop(key, None)
+
+    def num_requeues(self, key: Hashable) -> int:
+        return self._failures.get(key, 0)
+
+
+class TokenBucket:
+    """Overall limit shared by every key: `qps` tokens per second, at most `burst` saved up.
+
+    `when` reserves a token and returns how long the caller must wait for it (like golang.org/x/time/rate
+    `Reserve().Delay()`), so a burst of retries is spread out instead of refused.
+    """
+
+    def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+        if qps <= 0 or burst < 1:
+            raise ValueError("need qps > 0 and burst >= 1")
+        self._qps = qps
+        self._burst = float(burst)
+        self._clock = clock
+        self._tokens = float(burst)
+        self._last = clock()
+
+    def when(self, key: Hashable) -> float:
+        now = self._clock()
+        self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
+        self._last = now
+        self._tokens -= 1.0
+        return 0.0 if self._tokens >= 0 else -self._tokens / self._qps
+
+    def forget(self, key: Hashable) -> None:
+        """The bucket is not per key: nothing to forget."""
+
+    def num_requeues(self, key: Hashable) -> int:
+        return 0
+
+
+class MaxOf:
+    """The longest delay of all limiters; every limiter sees every call."""
+
+    def __init__(self, *limiters: RateLimiter) -> None:
+        if not limiters:
+            raise ValueError("need at least one limiter")
+        self._limiters = limiters
+
+    def when(self, key: Hashable) -> float:
+        return max(limiter.when(key) for limiter in self._limiters)
+
+    def forget(self, key: Hashable) -> None:
+        for limiter in self._limiters:
+            limiter.forget(key)
+
+    def num_requeues(self, key: Hashable) -> int:
+        return max(limiter.num_requeues(key) for limiter in self._limiters)
+
+
+def default_controller_rate_limiter(max_delay: float = 1000.0) -> MaxOf:
+    """client-go's DefaultControllerRateLimiter: 5 ms..max per key, and 10 qps / burst 100 overall."""
+    return MaxOf(ItemExponentialBackoff(0.005, max_delay), TokenBucket(qps=10.0, burst=100))

@@ -1,0 +1,65 @@
+"""Workers: independent tasks taking keys from a WorkQueue, and the periodic re-add of each key.
+
+The reconcile function says how it went (`Outcome`): on failure the key is retried with its per-key
+back-off; on success the back-off is forgotten. Either way the key comes back after its own sync period
+while the object exists (the earlier of the two delays wins, since the queue keeps the earlier time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass
+
+import structlog
+
+from autoscaler.workqueue.queue import QueueShutDown, WorkQueue
+
+DEFAULT_SYNC_PERIOD = 15.0
+MIN_SYNC_PERIOD = 1.0
+
+log = structlog.get_logger(__name__)
+
+
+def sync_period(seconds: float | None) -> float:
+    """An object's sync period: 15 s unless set, never below 1 s."""
+    if seconds is None:
+        return DEFAULT_SYNC_PERIOD
+    return max(MIN_SYNC_PERIOD, float(seconds))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    failed: bool
+    # None: the object is gone, do not schedule it again.
+    resync_after: float | None
+
+
+Reconcile = Callable[[Hashable], Awaitable[Outcome]]
+
+
+async def run_worker(queue: WorkQueue, reconcile: Reconcile) -> None:
+    while True:
+        try:
+            key = await queue.get()
+        except QueueShutDown:
+            return
+        try:
+            try:
+                outcome = await reconcile(key)
+            except Exception:
+                # A bug in one reconcile must not kill the worker; retry the key with back-off.
+                log.exception("reconcile crashed", key=str(key))
+                outcome = Outcome(failed=True, resync_after=None)
+            if outcome.failed:
+                queue.add_rate_limited(key)
+            else:
+                queue.forget(key)
+            if outcome.resync_after is not None:
+                queue.add_after(key, outcome.resync_after)
+        finally:
+            queue.done(key)
+
+
+def start_workers(queue: WorkQueue, count: int, reconcile: Reconcile) -> list[asyncio.Task[None]]:
+    return [asyncio.create_task(run_worker(queue, reconcile), name=f"worker-{i}") for i in range(count)]

@@ -1,0 +1,111 @@
+"""metav1.Status errors with the codes, reasons and messages kube-apiserver uses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def qualified(group: str, plural: str) -> str:
+    """`deployments.apps`, or `pods` for the core group — how kube-apiserver names a resource in messages."""
+    return f"{plural}.{group}" if group else plural
+
+
+class ApiError(Exception):
+    """An error the API answers with a `Status` body; raised by the store and the handlers alike."""
+
+    def __init__(
+        self, code: int, reason: str, message: str, details: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.details = details
+
+    def status(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        if self.details is not None:
+            body["details"] = self.details
+        return body
+
+
+def _details(group: str, plural: str, name: str) -> dict[str, Any]:
+    details: dict[str, Any] = {"name": name}
+    if group:
+        details["group"] = group
+    details["kind"] = plural
+    return details
+
+
+def not_found(group: str, plural: str, name: str) -> ApiError:
+    return ApiError(
+        404, "NotFound", f'{qualified(group, plural)} "{name}" not found', _details(group, plural, name)
+    )
+
+
+def already_exists(group: str, plural: str, name: str) -> ApiError:
+    return ApiError(
+        409,
+        "AlreadyExists",
+        f'{qualified(group, plural)} "{name}" already exists',
+        _details(group, plural, name),
+    )
+
+
+def conflict(group: str, plural: str, name: str, why: str) -> ApiError:
+    return ApiError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {qualified(group, plural)} "{name}": {why}',
+        _details(group, plural, name),
+    )
+
+
+MODIFIED = "the object has been modified; please apply your changes to the latest version and try again"
+
+
+def invalid(kind: str, group: str, name: str, field: str, message: str) -> ApiError:
+    """422 Invalid: `Deployment.apps "x" is invalid: spec.replicas: Invalid value: ...`."""
+    gk = f"{kind}.{group}" if group else kind
+    details = {
+        "name": name,
+        **({"group": group} if group else {}),
+        "kind": kind,
+        "causes": [{"reason": "FieldValueInvalid", "message": message, "field": field}],
+    }
+    return ApiError(422, "Invalid", f'{gk} "{name}" is invalid: {field}: {message}', details)
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError(400, "BadRequest", message)
+
+
+def route_not_found() -> ApiError:
+    return ApiError(404, "NotFound", "the server could not find the requested resource", {})
+
+
+def method_not_allowed(verb: str, group: str, plural: str) -> ApiError:
+    return ApiError(
+        405,
+        "MethodNotAllowed",
+        f"{verb} is not supported on resources of kind {qualified(group, plural)!r}",
+        {"kind": plural, **({"group": group} if group else {})},
+    )
+
+
+def unsupported_media_type(content_type: str) -> ApiError:
+    return ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
+                    f"accepted media types include: application/json-patch+json, "
+                    f"application/merge-patch+json, application/apply-patch+yaml (got {content_type})")
+
+
+def expired(message: str) -> ApiError:
+    return ApiError(410, "Expired", message)

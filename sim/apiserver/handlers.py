@@ -1,0 +1,348 @@
+"""REST handlers: kube-apiserver URL layout onto the store (CRUD, list, watch, status, scale, Table)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from sim.apiserver import errors, tables
+from sim.apiserver.errors import ApiError
+from sim.apiserver.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, apply_patch
+from sim.apiserver.resources import Obj, Registry, ResourceType
+from sim.apiserver.scale import apply_scale, to_scale
+from sim.apiserver.selection import Selection
+from sim.apiserver.store import Store
+from sim.apiserver.watch import INITIAL_EVENTS_END
+
+_NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+DEFAULT_WATCH_TIMEOUT = 1800.0
+
+
+def dumps(body: Any) -> str:
+    return json.dumps(body, separators=(",", ":"))
+
+
+def json_response(body: Any, status: int = 200) -> web.Response:
+    return web.Response(text=dumps(body), status=status, content_type="application/json")
+
+
+def error_response(err: ApiError) -> web.Response:
+    return json_response(err.status(), err.code)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a resource URL addresses."""
+
+    rt: ResourceType
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+
+
+def parse_target(registry: Registry, group: str, version: str, path: str) -> Target:
+    parts = [p for p in path.split("/") if p]
+    namespace: str | None = None
+    if parts and parts[0] == "namespaces" and len(parts) > 1:
+        namespace = parts[1]
+        if len(parts) > 2 and parts[2] not in _NAMESPACE_SUBRESOURCES:
+            parts = parts[2:]
+        else:
+            namespace = None
+    if not parts or len(parts) > 3:
+        raise errors.route_not_found()
+    rt = registry.lookup(group, version, parts[0])
+    if rt is None or (namespace is not None and not rt.namespaced):
+        raise errors.route_not_found()
+    name = parts[1] if len(parts) > 1 else None
+    sub = parts[2] if len(parts) > 2 else None
+    if sub is not None and not ((sub == "status" and rt.status) or (sub == "scale" and rt.scale)):
+        raise errors.route_not_found()
+    return Target(rt, namespace, name, sub)
+
+
+def _flag(value: str | None) -> bool:
+    return value is not None and value.lower() in ("1", "true")
+
+
+def _wants_table(request: web.Request) -> bool:
+    return "as=Table" in request.headers.get("Accept", "")
+
+
+async def _read_body(request: web.Request) -> Any:
+    raw = await request.read()
+    content_type = request.headers.get("Content-Type", "application/json").split(";")[0].strip()
+    try:
+        if content_type == APPLY_PATCH or content_type.endswith("yaml"):
+            return yaml.safe_load(raw)
+        return json.loads(raw)
+    except (ValueError, yaml.YAMLError) as err:
+        raise errors.bad_request(f"error decoding request body: {err}") from err
+
+
+class ResourceHandlers:
+    """Serves /api/v1/... and /apis/<group>/<version>/... for registered resource types."""
+
+    def __init__(self, registry: Registry, store: Store, bookmark_interval: float) -> None:
+        self.registry = registry
+        self.store = store
+        self.bookmark_interval = bookmark_interval
+
+    def _out(self, rt: ResourceType, obj: Obj) -> Obj:
+        """The stored object as the requested version (same schema, other apiVersion)."""
+        wanted = rt.group_version
+        return obj if obj.get("apiVersion") == wanted else {**obj, "apiVersion": wanted}
+
+    async def handle(self, request: web.Request, group: str, version: str, path: str) -> web.StreamResponse:
+        target = parse_target(self.registry, group, version, path)
+        method = request.method
+        if target.name is None:
+            if method == "GET":
+                if _flag(request.query.get("watch")):
+                    return await self.watch(request, target)
+                return self.list(request, target)
+            if method == "POST":
+                return await self.create(request, target)
+            if method == "DELETE":
+                return self.delete_collection(request, target)
+            raise errors.method_not_allowed(method, target.rt.group, target.rt.plural)
+        if target.subresource == "scale":
+            return await self.scale(request, target)
+        if method == "GET":
+            obj = self.store.get_ref(target.rt.gr, target.namespace, target.name)
+            if _wants_table(request) and target.subresource is None:
+                table = tables.to_table(target.rt, [obj], obj["metadata"]["resourceVersion"],
+                                        request.query.get("includeObject", "Metadata"))
+                return json_response(table)
+            return json_response(self._out(target.rt, obj))
+        if method == "PUT":
+            return await self.update(request, target)
+        if method == "PATCH":
+            return await self.patch(request, target)
+        if method == "DELETE" and target.subresource is None:
+            return await self.delete(request, target)
+        raise errors.method_not_allowed(method, target.rt.group, target.rt.plural)
+
+    # ---- collection -----------------------------------------------------------------------------
+
+    def _selection(self, request: web.Request, target: Target) -> Selection:
+        return Selection(
+            target.namespace,
+            request.query.get("labelSelector"),
+            request.query.get("fieldSelector"),
+            target.rt.field_labels,
+        )
+
+    def list(self, request: web.Request, target: Target) -> web.Response:
+        rt = target.rt
+        limit_text = request.query.get("limit")
+        try:
+            limit = int(limit_text) if limit_text else None
+        except ValueError as err:
+            raise errors.bad_request(f"invalid limit: {limit_text}") from err
+        items, rv, token, remaining = self.store.page(
+            rt.gr, self._selection(request, target), limit, request.query.get("continue")
+        )
+        if _wants_table(request):
+            table = tables.to_table(rt, items, rv, request.query.get("includeObject", "Metadata"), token)
+            return json_response(table)
+        meta: Obj = {"resourceVersion": rv}
+        if token:
+            meta["continue"] = token
+            meta["remainingItemCount"] = remaining
+        body = {
+            "kind": f"{rt.kind}List",
+            "apiVersion": rt.group_version,
+            "metadata": meta,
+            "items": [self._out(rt, o) for o in items],
+        }
+        return json_response(body)
+
+    async def create(self, request: web.Request, target: Target) -> web.Response:
+        body = await _read_body(request)
+        if not isinstance(body, dict):
+            raise errors.bad_request("the request body must be an object")
+        self._check_kind(target.rt, body)
+        obj = self.store._create(target.rt.gr, body, target.namespace, keep_status=False)
+        return json_response(self._out(target.rt, obj), 201)
+
+    def _check_kind(self, rt: ResourceType, body: Obj) -> None:
+        kind = body.get("kind")
+        if kind and kind != rt.kind:
+            raise errors.bad_request(
+                f"the API version in the data ({body.get('apiVersion')}) does not match the expected "
+                f"API version ({rt.group_version})" if body.get("apiVersion") != rt.group_version
+                else f"kind {kind} does not match the expected kind {rt.kind}"
+            )
+
+    def delete_collection(self, request: web.Request, target: Target) -> web.Response:
+        rt = target.rt
+        deleted = []
+        for obj in self.store.select(rt.gr, self._selection(request, target)):
+            meta = obj["metadata"]
+            last, _ = self.store._delete(rt.gr, meta.get("namespace"), meta["name"], "Background", None, None)
+            deleted.append(self._out(rt, last))
+        body = {"kind": f"{rt.kind}List", "apiVersion": rt.group_version,
+                "metadata": {"resourceVersion": str(self.store.resource_version)}, "items": deleted}
+        return json_response(body)
+
+    # ---- watch ----------------------------------------------------------------------------------
+
+    async def watch(self, request: web.Request, target: Target) -> web.StreamResponse:
+        rt = target.rt
+        query = request.query
+        bookmarks = _flag(query.get("allowWatchBookmarks"))
+        table = _wants_table(request)
+        try:
+            timeout = float(query.get("timeoutSeconds") or DEFAULT_WATCH_TIMEOUT)
+        except ValueError as err:
+            raise errors.bad_request(f"invalid timeoutSeconds: {query.get('timeoutSeconds')}") from err
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.enable_chunked_encoding()
+        try:
+            watcher = self.store.watch(
+                rt.gr,
+                target.namespace,
+                label_selector=query.get("labelSelector"),
+                field_selector=query.get("fieldSelector"),
+                resource_version=query.get("resourceVersion"),
+                send_initial_events=_flag(query.get("sendInitialEvents")),
+            )
+        except ApiError as err:
+            if err.code != 410:
+                raise
+            # The watch cache reports an expired resourceVersion inside a 200 stream, as an ERROR event.
+            await response.prepare(request)
+            await response.write((dumps({"type": "ERROR", "object": err.status()}) + "\n").encode())
+            await response.write_eof()
+            return response
+        await response.prepare(request)
+        deadline = time.monotonic() + timeout
+        next_bookmark = time.monotonic() + self.bookmark_interval
+        try:
+            while True:
+                now = time.monotonic()
+                if now >= deadline:
+                    break
+                wait = deadline - now
+                if bookmarks:
+                    wait = min(wait, max(next_bookmark - now, 0))
+                try:
+                    event = await watcher.next(wait)
+                except StopAsyncIteration:
+                    break
+                if event is None:
+                    if bookmarks and time.monotonic() >= next_bookmark:
+                        await response.write(self._bookmark(rt, {}))
+                        next_bookmark = time.monotonic() + self.bookmark_interval
+                    continue
+                event_type, obj = event
+                if event_type == INITIAL_EVENTS_END:
+                    if bookmarks:
+                        await response.write(self._bookmark(rt, {"k8s.io/initial-events-end": "true"}))
+                    continue
+                out = self._out(rt, obj)
+                if table:
+                    out = tables.to_table(rt, [out], out["metadata"]["resourceVersion"],
+                                          query.get("includeObject", "Metadata"))
+                await response.write((dumps({"type": event_type, "object": out}) + "\n").encode())
+        finally:
+            watcher.close()
+        await response.write_eof()
+        return response
+
+    def _bookmark(self, rt: ResourceType, annotations: dict[str, str]) -> bytes:
+        meta: Obj = {"resourceVersion": str(self.store.resource_version)}
+        if annotations:
+            meta["annotations"] = annotations
+        obj = {"kind": rt.kind, "apiVersion": rt.group_version, "metadata": meta}
+        return (dumps({"type": "BOOKMARK", "object": obj}) + "\n").encode()
+
+    # ---- single object --------------------------------------------------------------------------
+
+    async def update(self, request: web.Request, target: Target) -> web.Response:
+        assert target.name is not None
+        body = await _read_body(request)
+        if not isinstance(body, dict):
+            raise errors.bad_request("the request body must be an object")
+        self._check_kind(target.rt, body)
+        obj = self.store._update(target.rt.gr, target.namespace, target.name, body, target.subresource)
+        return json_response(self._out(target.rt, obj))
+
+    async def patch(self, request: web.Request, target: Target) -> web.Response:
+        assert target.name is not None
+        content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+        if content_type not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH, APPLY_PATCH):
+            raise errors.unsupported_media_type(content_type)
+        if content_type == APPLY_PATCH and not request.query.get("fieldManager"):
+            raise errors.ApiError(
+                422, "Invalid",
+                'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: '
+                "is required for apply patch",
+            )
+        body = await _read_body(request)
+        existed = True
+        if content_type == APPLY_PATCH:
+            try:
+                self.store.get_ref(target.rt.gr, target.namespace, target.name)
+            except ApiError:
+                existed = False
+        obj = self.store._patch(target.rt.gr, target.namespace, target.name, body, content_type,
+                                target.subresource)
+        return json_response(self._out(target.rt, obj), 200 if existed else 201)
+
+    async def delete(self, request: web.Request, target: Target) -> web.Response:
+        assert target.name is not None
+        rt = target.rt
+        options: Obj = {}
+        if request.can_read_body:
+            raw = await request.read()
+            if raw.strip():
+                try:
+                    options = json.loads(raw)
+                except ValueError as err:
+                    raise errors.bad_request(f"error decoding DeleteOptions: {err}") from err
+        query_grace = request.query.get("gracePeriodSeconds")
+        grace = options.get("gracePeriodSeconds", int(query_grace) if query_grace else None)
+        propagation = options.get("propagationPolicy") or request.query.get("propagationPolicy")
+        if options.get("orphanDependents") is True:
+            propagation = "Orphan"
+        obj, removed = self.store._delete(
+            rt.gr, target.namespace, target.name, propagation or "Background", grace,
+            options.get("preconditions"),
+        )
+        if not removed or rt.gr == ("", "pods"):
+            return json_response(self._out(rt, obj))
+        details: Obj = {"name": target.name, "kind": rt.plural, "uid": obj["metadata"]["uid"]}
+        if rt.group:
+            details["group"] = rt.group
+        return json_response(
+            {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+        )
+
+    async def scale(self, request: web.Request, target: Target) -> web.Response:
+        assert target.name is not None
+        rt = target.rt
+        obj = self.store.get_ref(rt.gr, target.namespace, target.name)
+        if request.method == "GET":
+            return json_response(to_scale(rt, obj))
+        if request.method == "PUT":
+            scale = await _read_body(request)
+        elif request.method == "PATCH":
+            content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+            if content_type == APPLY_PATCH:
+                content_type = MERGE_PATCH
+            patch_body = await _read_body(request)
+            scale = apply_patch(to_scale(rt, obj), patch_body,
+                                MERGE_PATCH if content_type == STRATEGIC_PATCH else content_type)
+        else:
+            raise errors.method_not_allowed(request.method, rt.group, f"{rt.plural}/scale")
+        if not isinstance(scale, dict):
+            raise errors.bad_request("the request body must be a Scale object")
+        updated = self.store._update(rt.gr, target.namespace, target.name, apply_scale(rt, obj, scale), None)
+        return json_response(to_scale(rt, updated))

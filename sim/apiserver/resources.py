@@ -1,0 +1,147 @@
+"""Resource types: what each served resource is (kind, scope, subresources) and the registry of them.
+
+A resource is stored under its `GroupResource` (group, plural); the version in a request URL only decides
+the `apiVersion` written on the way out (every version we serve shares one schema, as CRDs with
+`conversion: None` do).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+GroupResource = tuple[str, str]
+"""(group, plural), e.g. ("apps", "deployments"); the core group is ""."""
+
+Obj = dict[str, Any]
+
+COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+
+
+@dataclass(frozen=True)
+class ScaleSpec:
+    """Where a `/scale` subresource reads and writes (CRD `subresources.scale` semantics)."""
+
+    spec_replicas_path: str = ".spec.replicas"
+    status_replicas_path: str = ".status.replicas"
+    # A path to a selector *string* (CRDs); None means "format spec.selector" (built-in workloads).
+    label_selector_path: str | None = None
+
+
+@dataclass(frozen=True)
+class PrinterColumn:
+    """One Table column: `json_path` is evaluated per object (CRD additionalPrinterColumns)."""
+
+    name: str
+    type: str
+    json_path: str
+    description: str = ""
+    priority: int = 0
+    format: str = ""
+
+
+@dataclass
+class ResourceType:
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    status: bool = False
+    scale: ScaleSpec | None = None
+    # Field selector labels beyond metadata.name/namespace; anything else is a 400 like kube-apiserver.
+    fields: frozenset[str] = frozenset()
+    # Fills API defaults on create and update (the way kube-apiserver's defaulting does).
+    defaulter: Callable[[Obj], None] | None = None
+    # Fixes up a new object after its status was reset (e.g. a CRD becomes Established).
+    on_create: Callable[[Obj], None] | None = None
+    printer_columns: tuple[PrinterColumn, ...] | None = None  # None: the built-in printer (tables.py)
+    custom: bool = False  # served because a CRD says so
+    storage_version: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.storage_version:
+            self.storage_version = self.version
+
+    @property
+    def gr(self) -> GroupResource:
+        return (self.group, self.plural)
+
+    @property
+    def group_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def field_labels(self) -> frozenset[str]:
+        return COMMON_FIELDS | self.fields
+
+    def verbs(self) -> list[str]:
+        return ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+
+
+def api_version(group: str, version: str) -> str:
+    return f"{group}/{version}" if group else version
+
+
+class Registry:
+    """All served (group, version, resource) triples, plus natively-served extra group-versions."""
+
+    def __init__(self) -> None:
+        self._types: dict[tuple[str, str, str], ResourceType] = {}
+        self._by_gr: dict[GroupResource, ResourceType] = {}
+        # group -> versions in preference order (first = preferred)
+        self._versions: dict[str, list[str]] = {}
+        # extra group-versions served by a plugged-in handler: (group, version) -> APIResource dicts
+        self.extra: dict[tuple[str, str], list[Obj]] = {}
+
+    def add(self, rt: ResourceType, preferred: bool = False) -> None:
+        self._types[(rt.group, rt.version, rt.plural)] = rt
+        if rt.version == rt.storage_version or rt.gr not in self._by_gr:
+            self._by_gr[rt.gr] = rt
+        versions = self._versions.setdefault(rt.group, [])
+        if rt.version not in versions:
+            if preferred:
+                versions.insert(0, rt.version)
+            else:
+                versions.append(rt.version)
+
+    def add_extra(self, group: str, version: str, resources: list[Obj]) -> None:
+        self.extra[(group, version)] = resources
+        versions = self._versions.setdefault(group, [])
+        if version not in versions:
+            versions.append(version)
+
+    def remove_group_resource(self, gr: GroupResource) -> None:
+        for key in [k for k, rt in self._types.items() if rt.gr == gr]:
+            del self._types[key]
+        self._by_gr.pop(gr, None)
+        group = gr[0]
+        live = {rt.version for rt in self._types.values() if rt.group == group}
+        live |= {v for (g, v) in self.extra if g == group}
+        if group in self._versions:
+            self._versions[group] = [v for v in self._versions[group] if v in live]
+            if not self._versions[group]:
+                del self._versions[group]
+
+    def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
+        return self._types.get((group, version, plural))
+
+    def storage_type(self, gr: GroupResource) -> ResourceType | None:
+        return self._by_gr.get(gr)
+
+    def groups(self) -> dict[str, list[str]]:
+        """group -> served versions, preferred first; the core group "" included."""
+        return self._versions
+
+    def resources(self, group: str, version: str) -> list[ResourceType]:
+        return [rt for (g, v, _), rt in self._types.items() if g == group and v == version]
+
+    def served(self, group: str, version: str) -> bool:
+        return version in self._versions.get(group, [])

@@ -1,0 +1,258 @@
+"""ApiServer: the aiohttp application, TLS, authentication, routing, kubeconfig, and plug-in hooks."""
+
+from __future__ import annotations
+
+import base64
+import secrets
+import shutil
+import ssl
+import tempfile
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+import yaml
+from aiohttp import web
+
+from sim.apiserver import discovery, errors
+from sim.apiserver.builtins import new_registry
+from sim.apiserver.certs import CertificateAuthority
+from sim.apiserver.crds import CrdSync
+from sim.apiserver.errors import ApiError
+from sim.apiserver.handlers import ResourceHandlers, error_response, json_response
+from sim.apiserver.resources import Obj, ResourceType
+from sim.apiserver.store import Store
+
+log = structlog.get_logger(__name__)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+@dataclass(frozen=True)
+class UserInfo:
+    name: str
+    groups: tuple[str, ...]
+
+
+ANONYMOUS = UserInfo("system:anonymous", ("system:unauthenticated",))
+
+
+class ApiServer:
+    """A simulated kube-apiserver. `store` is usable (on the server's loop) before `start()` too.
+
+    tls=False serves plain HTTP. `ca` lets many servers share one CA (fast test start-up).
+    `history_size` is the per-resource watch window; `bookmark_interval` the seconds between watch
+    bookmarks for clients that allow them.
+    """
+
+    def __init__(
+        self,
+        *,
+        tls: bool = True,
+        ca: CertificateAuthority | None = None,
+        history_size: int = 1000,
+        bookmark_interval: float = 1.0,
+    ) -> None:
+        self.registry = new_registry()
+        self.store = Store(self.registry, history_size)
+        self.store.add_listener(CrdSync(self.registry, self.store))
+        self.tls = tls
+        self.ca = (ca or CertificateAuthority()) if tls else None
+        self.admin_token = secrets.token_urlsafe(24)
+        self.tokens: dict[str, UserInfo] = {
+            self.admin_token: UserInfo("admin", ("system:masters", "system:authenticated"))
+        }
+        self._handlers = ResourceHandlers(self.registry, self.store, bookmark_interval)
+        self._extra: dict[tuple[str, str], Handler] = {}
+        self._runner: web.AppRunner | None = None
+        self._workdir: Path | None = None
+        self._url = ""
+        for name in INITIAL_NAMESPACES:
+            self.store.create(("", "namespaces"), {"metadata": {"name": name}})
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._workdir = Path(tempfile.mkdtemp(prefix="surge-apiserver-"))
+        ssl_context = self._ssl_context(host) if self.ca is not None else None
+        app = web.Application(middlewares=[self._errors, self._authenticate], client_max_size=64 << 20)
+        app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port, ssl_context=ssl_context)
+        await site.start()
+        bound = site._server.sockets[0].getsockname()  # type: ignore[union-attr]
+        netloc = f"[{bound[0]}]:{bound[1]}" if ":" in bound[0] else f"{bound[0]}:{bound[1]}"
+        self._url = f"{'https' if ssl_context else 'http'}://{netloc}"
+        log.info("apiserver started", url=self._url)
+
+    def _ssl_context(self, host: str) -> ssl.SSLContext:
+        assert self.ca is not None and self._workdir is not None
+        pair = self.ca.issue_server(list(dict.fromkeys([host, "127.0.0.1", "localhost", "::1"])))
+        cert, key = self._workdir / "apiserver.crt", self._workdir / "apiserver.key"
+        cert.write_bytes(pair.cert_pem)
+        key.write_bytes(pair.key_pem)
+        self.ca_file.write_bytes(self.ca.cert_pem)
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(cert, key)
+        # Request (not require) a client certificate; one signed by our CA authenticates its CN.
+        context.verify_mode = ssl.CERT_OPTIONAL
+        context.load_verify_locations(cadata=self.ca.cert_pem.decode())
+        return context
+
+    async def stop(self) -> None:
+        self.store.close_watches()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+
+    @property
+    def url(self) -> str:
+        """Base URL, e.g. https://127.0.0.1:41234 (set by start())."""
+        return self._url
+
+    @property
+    def ca_file(self) -> Path:
+        """PEM file of the CA that signed the serving certificate (exists while running)."""
+        assert self._workdir is not None, "start() the server first"
+        return self._workdir / "ca.crt"
+
+    def write_kubeconfig(self, path: str | Path, user: str = "admin", namespace: str = "default") -> Path:
+        """A kubeconfig for this server: CA data embedded, bearer token for `user` (admin is in
+        system:masters; other users get a new token and the groups [system:authenticated])."""
+        token = next((t for t, u in self.tokens.items() if u.name == user), None)
+        if token is None:
+            token = secrets.token_urlsafe(24)
+            self.tokens[token] = UserInfo(user, ("system:authenticated",))
+        cluster: Obj = {"server": self.url}
+        if self.ca is not None:
+            cluster["certificate-authority-data"] = _b64(self.ca.cert_pem)
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "sim", "cluster": cluster}],
+            "users": [{"name": user, "user": {"token": token}}],
+            "contexts": [
+                {"name": "sim", "context": {"cluster": "sim", "user": user, "namespace": namespace}}
+            ],
+            "current-context": "sim",
+            "preferences": {},
+        }
+        target = Path(path)
+        target.write_text(yaml.safe_dump(config, sort_keys=False))
+        return target
+
+    # ---- hooks -----------------------------------------------------------------------------------
+
+    def add_api_group(self, group: str, version: str, resources: list[Obj], handler: Handler) -> None:
+        """Serve `/apis/<group>/<version>/...` with `handler` (e.g. metrics.k8s.io).
+
+        `resources` are the APIResource dicts listed at `/apis/<group>/<version>`; the group also
+        appears in `/apis`. The handler gets every request below that prefix, already authenticated
+        (`request["user"]` is a UserInfo); `request.match_info["tail"]` is the full path.
+        """
+        self.registry.add_extra(group, version, resources)
+        self._extra[(group, version)] = handler
+
+    def add_resource_type(self, rt: ResourceType) -> None:
+        """Serve another built-in-like resource type (stored and watched like the others)."""
+        self.registry.add(rt)
+
+    def seed(self, objects: Iterable[Obj]) -> list[Obj]:
+        """Create objects as they are (status kept), in order; `apiVersion`/`kind` pick the resource."""
+        return [
+            self.store.create(self.resource_for(o["apiVersion"], o["kind"]).gr, o, keep_status=True)
+            for o in objects
+        ]
+
+    def resource_for(self, api_version: str, kind: str) -> ResourceType:
+        group, _, version = api_version.rpartition("/")
+        for rt in self.registry.resources(group, version):
+            if rt.kind == kind:
+                return rt
+        raise errors.bad_request(f'no matches for kind "{kind}" in version "{api_version}"')
+
+    # ---- HTTP ------------------------------------------------------------------------------------
+
+    @web.middleware
+    async def _errors(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except ApiError as err:
+            return error_response(err)
+        except web.HTTPException:
+            raise
+        except Exception:
+            log.exception("apiserver handler failed", method=request.method, path=request.path)
+            return error_response(ApiError(500, "InternalError", "an error on the server has prevented "
+                                           "the request from succeeding"))
+
+    @web.middleware
+    async def _authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        request["user"] = self._user(request)
+        return await handler(request)
+
+    def _user(self, request: web.Request) -> UserInfo:
+        auth = request.headers.get("Authorization", "")
+        if auth.startswith("Bearer "):
+            user = self.tokens.get(auth[len("Bearer "):].strip())
+            if user is None:
+                raise ApiError(401, "Unauthorized", "Unauthorized")
+            return user
+        peer = request.transport.get_extra_info("peercert") if request.transport else None
+        if peer:
+            subject = [attr for rdn in peer.get("subject", ()) for attr in rdn]
+            cn = next((v for k, v in subject if k == "commonName"), None)
+            if cn:
+                orgs = tuple(v for k, v in subject if k == "organizationName")
+                return UserInfo(cn, (*orgs, "system:authenticated"))
+        return ANONYMOUS
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        parts = [p for p in request.path.split("/") if p]
+        if request.method != "GET" and len(parts) < 3:
+            raise errors.method_not_allowed(request.method, "", request.path)
+        match parts:
+            case ["version"]:
+                return json_response(discovery.version_info())
+            case ["healthz" | "livez" | "readyz", *_]:
+                return web.Response(text="ok", content_type="text/plain")
+            case ["api"]:
+                return json_response(discovery.api_versions(self.url.split("://", 1)[-1]))
+            case ["apis"]:
+                return json_response(discovery.api_group_list(self.registry))
+            case ["openapi", "v3"]:
+                return json_response(discovery.openapi_v3_root(self.registry))
+            case ["openapi", "v3", "api", version]:
+                return self._found(discovery.openapi_v3_doc(self.registry, "", version))
+            case ["openapi", "v3", "apis", group, version]:
+                return self._found(discovery.openapi_v3_doc(self.registry, group, version))
+            case ["api", version]:
+                return self._found(discovery.resource_list(self.registry, "", version))
+            case ["apis", group]:
+                return self._found(discovery.api_group(self.registry, group))
+            case ["apis", group, version]:
+                return self._found(discovery.resource_list(self.registry, group, version))
+            case ["api", version, *rest]:
+                return await self._handlers.handle(request, "", version, "/".join(rest))
+            case ["apis", group, version, *rest]:
+                extra = self._extra.get((group, version))
+                if extra is not None:
+                    return await extra(request)
+                return await self._handlers.handle(request, group, version, "/".join(rest))
+        raise errors.route_not_found()
+
+    @staticmethod
+    def _found(body: Obj | None) -> web.Response:
+        if body is None:
+            raise errors.route_not_found()
+        return json_response(body)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()

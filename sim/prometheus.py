@@ -1,0 +1,236 @@
+"""Run the real Prometheus binary for tests, the demo and benchmarks, scraping a file_sd file every second.
+
+The binary runs under a tiny `sh` guard that holds the read end of a pipe: when this process closes
+the pipe — on `stop()`, at interpreter exit, or because it died — the guard terminates Prometheus, so
+no Prometheus outlives the process that started it, whatever the way it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import structlog
+
+log = structlog.get_logger(__name__)
+
+PROMETHEUS_BINARY = "/usr/bin/prometheus"
+
+# Runs Prometheus in the background; once stdin reaches EOF, stops it and removes its temp dir.
+_GUARD = (
+    'dir="$1"; prometheus="$2"; shift 2; "$prometheus" "$@" </dev/null & pid=$!; '
+    'read -r _ || true; kill -TERM "$pid" 2>/dev/null; wait "$pid"; rm -rf "$dir"'
+)
+
+Result = list[dict[str, Any]]
+
+
+class PrometheusError(RuntimeError):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def render_config(sd_file: Path, interval_seconds: float) -> str:
+    interval = f"{int(interval_seconds * 1000)}ms"
+    config = {
+        "global": {"scrape_interval": interval, "evaluation_interval": interval, "scrape_timeout": interval},
+        "scrape_configs": [
+            {
+                "job_name": "sim-pods",
+                "file_sd_configs": [{"files": [str(sd_file)], "refresh_interval": interval}],
+            }
+        ],
+    }
+    # JSON is valid YAML, and Prometheus reads YAML.
+    return json.dumps(config, indent=1)
+
+
+class PrometheusProcess:
+    """One Prometheus on a free loopback port with its own temp data dir."""
+
+    def __init__(
+        self, sd_file: Path, *, interval_seconds: float = 1.0, binary: str = PROMETHEUS_BINARY
+    ) -> None:
+        self.sd_file = Path(sd_file)
+        self.interval_seconds = interval_seconds
+        self.binary = binary
+        self.port = 0
+        self._dir: Path | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        if self._dir is None:
+            raise PrometheusError("Prometheus is not started")
+        return self._dir / "prometheus.log"
+
+    def start(self, timeout: float = 30.0) -> None:
+        if self._proc is not None:
+            raise PrometheusError("Prometheus is already started")
+        if shutil.which(self.binary) is None:
+            raise PrometheusError(f"{self.binary} not found (apt-get install prometheus)")
+        self._dir = Path(tempfile.mkdtemp(prefix="surge-prometheus-"))
+        config = self._dir / "prometheus.yml"
+        config.write_text(render_config(self.sd_file, self.interval_seconds))
+        self.port = free_port()
+        args = [
+            f"--config.file={config}",
+            f"--storage.tsdb.path={self._dir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{self.port}",
+            "--storage.tsdb.retention.time=1h",
+            "--web.enable-lifecycle",
+            "--log.level=warn",
+        ]
+        with self.log_path.open("wb") as logfile:
+            self._proc = subprocess.Popen(
+                ["sh", "-c", _GUARD, "guard", str(self._dir), self.binary, *args],
+                stdin=subprocess.PIPE,
+                stdout=logfile,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: stop() can kill the guard and child at once
+            )
+        atexit.register(self.stop)
+        try:
+            self._wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        log.info("prometheus started", url=self.url, pid=self._proc.pid)
+
+    def _wait_ready(self, timeout: float) -> None:
+        assert self._proc is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise PrometheusError(f"Prometheus exited at startup: {self.log_path.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.05)
+        raise PrometheusError(f"Prometheus not ready after {timeout}s")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM (through the guard), then SIGKILL to the whole group; removes the data dir."""
+        proc, self._proc = self._proc, None
+        atexit.unregister(self.stop)
+        if proc is not None:
+            assert proc.stdin is not None
+            proc.stdin.close()  # the guard's cue to terminate Prometheus
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                log.warning("prometheus did not stop in time; killing it", pid=proc.pid)
+            # Whatever is left of the group (Prometheus itself if the guard went first) is killed.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def __enter__(self) -> PrometheusProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # Queries.
+
+    def query_sync(self, promql: str, timeout_seconds: float = 5.0) -> Result:
+        url = f"{self.url}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout_seconds) as response:
+                body = json.load(response)
+        except urllib.error.HTTPError as e:
+            body = json.load(e)
+        return _result(promql, body)
+
+    async def query(self, promql: str, timeout_seconds: float = 5.0) -> Result:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_seconds)) as session,
+            session.get(f"{self.url}/api/v1/query", params={"query": promql}) as response,
+        ):
+            body = await response.json(content_type=None)
+        return _result(promql, body)
+
+    async def wait_for_data(
+        self,
+        promql: str,
+        timeout_seconds: float = 20.0,
+        predicate: Callable[[Result], bool] = bool,
+        poll_seconds: float = 0.25,
+    ) -> Result:
+        """Poll until the query's result satisfies `predicate` (default: non-empty); return it."""
+        deadline = time.monotonic() + timeout_seconds
+        while True:
+            result = await self.query(promql)
+            if predicate(result):
+                return result
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"{promql!r} did not satisfy the predicate in {timeout_seconds}s; last: {result}"
+                )
+            await asyncio.sleep(poll_seconds)
+
+    def wait_for_data_sync(
+        self,
+        promql: str,
+        timeout_seconds: float = 20.0,
+        predicate: Callable[[Result], bool] = bool,
+        poll_seconds: float = 0.25,
+    ) -> Result:
+        deadline = time.monotonic() + timeout_seconds
+        while True:
+            result = self.query_sync(promql)
+            if predicate(result):
+                return result
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"{promql!r} did not satisfy the predicate in {timeout_seconds}s; last: {result}"
+                )
+            time.sleep(poll_seconds)
+
+
+def _result(promql: str, body: dict[str, Any]) -> Result:
+    if body.get("status") != "success":
+        raise PrometheusError(f"query {promql!r} failed: {body.get('errorType')}: {body.get('error')}")
+    data = body["data"]
+    if data["resultType"] in ("scalar", "string"):
+        return [{"metric": {}, "value": data["result"]}]
+    return list(data["result"])
+
+
+def scalar(result: Result) -> float:
+    """The value of a one-sample instant-vector (or scalar) result."""
+    if len(result) != 1:
+        raise PrometheusError(f"expected one sample, got {len(result)}: {result}")
+    return float(result[0]["value"][1])

@@ -1,0 +1,65 @@
+"""Run an ApiServer on its own event loop in a background thread (for sync tests and other loops)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sim.apiserver import ApiServer
+
+T = TypeVar("T")
+
+
+class ServerThread:
+    """`with ServerThread(ApiServer()) as st:` — st.url, st.ca_file, st.call(fn_or_coroutine)."""
+
+    def __init__(self, server: ApiServer, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.server = server
+        self._host, self._port = host, port
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="sim-apiserver", daemon=True)
+
+    def start(self) -> ServerThread:
+        self._thread.start()
+        self.call(self.server.start(self._host, self._port))
+        return self
+
+    def call(self, fn: Callable[[], T] | Coroutine[Any, Any, T], timeout: float = 30.0) -> T:
+        """Run a coroutine, or a plain callable, on the server's loop and return its result."""
+        if inspect.iscoroutine(fn):
+            coro = fn
+        else:
+            async def run() -> T:
+                return fn()  # type: ignore[operator]
+
+            coro = run()
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        if not self._thread.is_alive():
+            return
+        self.call(self.server.stop())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+        self.loop.close()
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    @property
+    def ca_file(self) -> Path:
+        return self.server.ca_file
+
+    def write_kubeconfig(self, path: str | Path, user: str = "admin") -> Path:
+        return self.call(lambda: self.server.write_kubeconfig(path, user))
+
+    def __enter__(self) -> ServerThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

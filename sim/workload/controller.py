@@ -1,0 +1,140 @@
+"""The workload controller: wires the store's change events to the replica controllers, the kubelets
+and the load models, and runs reconciles on the event loop (never inside a store listener).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import structlog
+
+from sim.apiserver.errors import ApiError
+from sim.apiserver.selection import Selection
+from sim.apiserver.store import Store
+from sim.workload.annotations import read_knobs
+from sim.workload.kubelet import Kubelet, Timing, WorkloadKey
+from sim.workload.model import LoadModel, PodCosts
+from sim.workload.pods import Obj
+from sim.workload.profiles import LoadProfile
+from sim.workload.replicas import DEPLOYMENTS, PODS, REPLICASETS, STATEFULSETS, ReplicaControllers
+
+log = structlog.get_logger(__name__)
+
+_RETRY_SECONDS = 0.2
+_KINDS = {DEPLOYMENTS: "Deployment", REPLICASETS: "ReplicaSet", STATEFULSETS: "StatefulSet"}
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    timing: Timing = field(default_factory=Timing)
+    costs: PodCosts = field(default_factory=PodCosts)
+    node_names: tuple[str, ...] = ("sim-node-1", "sim-node-2")
+
+
+class WorkloadController:
+    """Start and use it on the API server's event loop thread (the store is not thread-safe)."""
+
+    def __init__(
+        self,
+        store: Store,
+        config: WorkloadConfig | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        on_targets_changed: Callable[[], None] = lambda: None,
+    ) -> None:
+        config = config or WorkloadConfig()
+        self._store = store
+        self.kubelet = Kubelet(
+            store,
+            timing=config.timing,
+            costs=config.costs,
+            node_names=list(config.node_names),
+            clock=clock,
+            on_targets_changed=on_targets_changed,
+        )
+        self._replicas = ReplicaControllers(store, clock)
+        self._dirty: dict[WorkloadKey, None] = {}  # insertion-ordered set
+        self._flush_handle: asyncio.Handle | None = None
+        self._remove_listener: Callable[[], None] | None = None
+
+    def start(self) -> None:
+        self.kubelet.create_nodes()
+        self._remove_listener = self._store.add_listener(self._on_change)
+        # Objects that existed before we started are handled as if just added.
+        for gr in (DEPLOYMENTS, STATEFULSETS, REPLICASETS, PODS):
+            for obj in self._store.select(gr, Selection()):
+                self._on_change("ADDED", gr, obj)
+
+    def stop(self) -> None:
+        if self._remove_listener is not None:
+            self._remove_listener()
+            self._remove_listener = None
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        self.kubelet.close()
+
+    # ---- Python API for richer load than the annotations give ----------------------------------
+
+    def set_load(self, namespace: str, name: str, profile: LoadProfile, kind: str = "Deployment") -> None:
+        """Offered load of a workload from now on (until its `sim.surge.dev/rps` annotation changes)."""
+        self.kubelet.set_profile((kind, namespace, name), profile)
+
+    def set_costs(self, namespace: str, name: str, costs: PodCosts, kind: str = "Deployment") -> None:
+        self.kubelet.set_costs((kind, namespace, name), costs)
+
+    def model(self, namespace: str, name: str, kind: str = "Deployment") -> LoadModel:
+        return self.kubelet.model((kind, namespace, name))
+
+    # ---- events --------------------------------------------------------------------------------
+
+    def _on_change(self, event: str, gr: tuple[str, str], obj: Obj) -> None:
+        meta = obj.get("metadata", {})
+        namespace = meta.get("namespace", "")
+        if gr in (DEPLOYMENTS, STATEFULSETS):
+            key = (_KINDS[gr], namespace, meta["name"])
+            if event == "DELETED":
+                self.kubelet.forget_workload(key)
+                return
+            knobs, problems = read_knobs(obj)
+            for problem in problems:
+                log.warning("ignoring annotation", workload=key, problem=problem)
+            self.kubelet.apply_knobs(key, knobs)
+            self._enqueue(key)
+        elif gr == REPLICASETS:
+            if event != "DELETED":
+                self._enqueue(("ReplicaSet", namespace, meta["name"]))
+            self._enqueue_owner(obj)
+        elif gr == PODS:
+            self.kubelet.on_pod_event(event, obj)
+            self._enqueue_owner(obj)
+
+    def _enqueue_owner(self, obj: Obj) -> None:
+        meta = obj["metadata"]
+        for ref in meta.get("ownerReferences") or []:
+            if ref.get("controller") and ref.get("kind") in _KINDS.values():
+                self._enqueue((ref["kind"], meta["namespace"], ref["name"]))
+
+    def _enqueue(self, key: WorkloadKey) -> None:
+        self._dirty[key] = None
+        if self._flush_handle is None:
+            self._flush_handle = asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_handle = None
+        keys, self._dirty = list(self._dirty), {}
+        for key in keys:
+            kind, namespace, name = key
+            try:
+                if kind == "Deployment":
+                    self._replicas.reconcile_deployment(namespace, name)
+                elif kind == "ReplicaSet":
+                    self._replicas.reconcile_replicaset(namespace, name)
+                elif kind == "StatefulSet":
+                    self._replicas.reconcile_statefulset(namespace, name)
+            except ApiError as err:
+                log.warning("reconcile failed; retrying", workload=key, error=err.message)
+                asyncio.get_running_loop().call_later(_RETRY_SECONDS, self._enqueue, key)

@@ -1,0 +1,352 @@
+"""The simulated nodes: a scheduler and kubelets moving every pod through its life on timers, and the
+load model of each workload, which decides what the running pods measure.
+
+Runs on the API server's event loop and writes through its in-process store (synchronous calls).
+Store listeners must not write, so pod events only arm timers; the writes happen when they fire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import structlog
+
+from sim.apiserver.errors import ApiError
+from sim.apiserver.store import Store
+from sim.workload.annotations import Knobs
+from sim.workload.file_sd import PodTarget
+from sim.workload.model import LoadModel, PodCosts, PodSample
+from sim.workload.pods import Obj, Stage, container_names, is_terminating, rfc3339, status_at
+from sim.workload.profiles import Constant, LoadProfile
+from sim.workload.resource_metrics import Usage
+
+log = structlog.get_logger(__name__)
+
+PODS = ("", "pods")
+NODES = ("", "nodes")
+REPLICASETS = ("apps", "replicasets")
+
+WorkloadKey = tuple[str, str, str]
+"""(kind, namespace, name) of what a pod's load model belongs to: Deployment, StatefulSet, ReplicaSet,
+or Pod for a pod no workload owns."""
+
+# What a node's system daemons use on top of its pods.
+NODE_BASELINE = Usage(cpu_cores=0.1, memory_bytes=512 * 1024 * 1024)
+# Containers other than the first serve no traffic: a sidecar's constant footprint.
+SIDECAR_USAGE = Usage(cpu_cores=0.001, memory_bytes=16 * 1024 * 1024)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds each stage of a pod's life takes (annotations override startup and readiness)."""
+
+    scheduling_seconds: float = 0.2
+    startup_seconds: float = 1.0
+    readiness_seconds: float = 1.0
+    termination_seconds: float = 1.0
+
+
+@dataclass
+class _Pod:
+    namespace: str
+    name: str
+    workload: WorkloadKey
+    stage: Stage = Stage.UNSCHEDULED
+    node: str = ""
+    ip: str = ""
+    terminating: bool = False
+    timer: asyncio.TimerHandle | None = field(default=None, repr=False)
+
+
+def node_object(name: str, index: int) -> Obj:
+    capacity = {"cpu": "4", "memory": "16Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+    ready_since = rfc3339(time.time())
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "beta.kubernetes.io/os": "linux",
+                "beta.kubernetes.io/arch": "amd64",
+            },
+        },
+        "spec": {"podCIDR": f"10.244.{index}.0/24", "podCIDRs": [f"10.244.{index}.0/24"]},
+        "status": {
+            "capacity": capacity,
+            "allocatable": dict(capacity),
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "lastHeartbeatTime": ready_since,
+                    "lastTransitionTime": ready_since,
+                    "reason": "KubeletReady",
+                    "message": "kubelet is posting ready status",
+                }
+            ],
+            "addresses": [
+                {"type": "InternalIP", "address": f"10.0.0.{index + 10}"},
+                {"type": "Hostname", "address": name},
+            ],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "nodeInfo": {
+                "machineID": f"sim{index:029d}",
+                "systemUUID": f"00000000-0000-0000-0000-{index:012d}",
+                "bootID": f"00000000-0000-0000-0001-{index:012d}",
+                "kernelVersion": "6.1.0-sim",
+                "osImage": "Surge simulated node",
+                "containerRuntimeVersion": "containerd://1.7.0",
+                "kubeletVersion": "v1.32.0",
+                "kubeProxyVersion": "v1.32.0",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+            },
+        },
+    }
+
+
+class Kubelet:
+    """Scheduler + kubelets for every pod, and the load models of the workloads."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        timing: Timing,
+        costs: PodCosts,
+        node_names: list[str],
+        clock: Callable[[], float] = time.time,
+        on_targets_changed: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._store = store
+        self._timing = timing
+        self._costs = costs
+        self._clock = clock
+        self._on_targets_changed = on_targets_changed
+        self.node_names = node_names
+        self._pods: dict[tuple[str, str], _Pod] = {}
+        self._models: dict[WorkloadKey, LoadModel] = {}
+        self._knobs: dict[WorkloadKey, Knobs] = {}
+        self._next_ip: dict[str, int] = {}
+
+    def create_nodes(self) -> None:
+        for index, name in enumerate(self.node_names, start=1):
+            try:
+                self._store.create(NODES, node_object(name, index), keep_status=True)
+            except ApiError as err:
+                if err.code != 409:
+                    raise
+
+    def close(self) -> None:
+        for pod in self._pods.values():
+            if pod.timer is not None:
+                pod.timer.cancel()
+
+    # ---- load models ---------------------------------------------------------------------------
+
+    def model(self, key: WorkloadKey) -> LoadModel:
+        model = self._models.get(key)
+        if model is None:
+            model = self._models[key] = LoadModel(now=self._clock(), costs=self._costs)
+        return model
+
+    def set_profile(self, key: WorkloadKey, profile: LoadProfile) -> None:
+        self.model(key).set_profile(self._clock(), profile)
+
+    def set_costs(self, key: WorkloadKey, costs: PodCosts) -> None:
+        self.model(key).set_costs(self._clock(), costs)
+
+    def apply_knobs(self, key: WorkloadKey, knobs: Knobs) -> None:
+        """Annotations take effect the moment they change (unchanged ones leave API-set profiles be)."""
+        old = self._knobs.get(key, Knobs())
+        self._knobs[key] = knobs
+        model, now = self.model(key), self._clock()
+        if knobs.rps is not None and knobs.rps != old.rps:
+            model.set_profile(now, Constant(knobs.rps))
+        if knobs.capacity_rps is not None and knobs.capacity_rps != old.capacity_rps:
+            model.set_costs(now, dataclasses.replace(model.costs, capacity_rps=knobs.capacity_rps))
+
+    def forget_workload(self, key: WorkloadKey) -> None:
+        self._knobs.pop(key, None)
+        if not any(p.workload == key for p in self._pods.values()):
+            self._models.pop(key, None)
+
+    # ---- reads (metrics) -----------------------------------------------------------------------
+
+    def running_targets(self) -> list[PodTarget]:
+        return [PodTarget(p.namespace, p.name) for p in self._pods.values() if p.stage >= Stage.RUNNING]
+
+    def sample(self, namespace: str, name: str, now: float) -> tuple[PodSample, str] | None:
+        pod = self._pods.get((namespace, name))
+        if pod is None or pod.stage < Stage.RUNNING:
+            return None
+        sample = self.model(pod.workload).sample(now, name)
+        if sample is None:
+            return None
+        obj = self._stored_pod(namespace, name)
+        names = container_names(obj) if obj else []
+        return sample, names[0] if names else "app"
+
+    def pod_usage(self, namespace: str, name: str, now: float) -> dict[str, Usage] | None:
+        """Per-container usage of a running pod: the first container carries the load."""
+        found = self.sample(namespace, name, now)
+        obj = self._stored_pod(namespace, name)
+        if found is None or obj is None:
+            return None
+        sample, _ = found
+        names = container_names(obj) or ["app"]
+        usage = {names[0]: Usage(sample.cpu_cores, sample.memory_bytes)}
+        usage.update({n: SIDECAR_USAGE for n in names[1:]})
+        return usage
+
+    def node_usage(self, node: str, now: float) -> Usage:
+        total = NODE_BASELINE
+        for pod in list(self._pods.values()):
+            if pod.node == node:
+                for usage in (self.pod_usage(pod.namespace, pod.name, now) or {}).values():
+                    total = total + usage
+        return total
+
+    def _stored_pod(self, namespace: str, name: str) -> Obj | None:
+        try:
+            return self._store.get_ref(PODS, namespace, name)
+        except ApiError:
+            return None
+
+    # ---- pod events (from the store listener: arm timers, never write) -------------------------
+
+    def on_pod_event(self, event: str, obj: Obj) -> None:
+        meta = obj["metadata"]
+        key = (meta["namespace"], meta["name"])
+        pod = self._pods.get(key)
+        if event == "DELETED":
+            if pod is not None:
+                self._forget(pod)
+            return
+        if pod is None:
+            pod = self._pods[key] = _Pod(key[0], key[1], self._workload_of(obj))
+            pod.node = obj.get("spec", {}).get("nodeName") or ""
+            # A pod created already bound to a node skips the scheduler.
+            self._arm(pod, 0 if pod.node else self._timing.scheduling_seconds, self._schedule)
+        if is_terminating(obj) and not pod.terminating:
+            pod.terminating = True
+            if pod.stage >= Stage.RUNNING:
+                # Endpoints drop a terminating pod at once: it gets no more traffic.
+                self.model(pod.workload).set_ready(self._clock(), pod.name, False)
+            self._arm(pod, self._timing.termination_seconds, self._finish_termination)
+
+    def _workload_of(self, pod: Obj) -> WorkloadKey:
+        meta = pod["metadata"]
+        namespace = meta["namespace"]
+        owner = next((r for r in meta.get("ownerReferences") or [] if r.get("controller")), None)
+        if owner is None:
+            return ("Pod", namespace, meta["name"])
+        if owner.get("kind") == "ReplicaSet":
+            try:
+                rs = self._store.get_ref(REPLICASETS, namespace, owner["name"])
+            except ApiError:
+                return ("ReplicaSet", namespace, owner["name"])
+            rs_owner = next(
+                (r for r in rs["metadata"].get("ownerReferences") or [] if r.get("controller")), None
+            )
+            if rs_owner is not None and rs_owner.get("kind") == "Deployment":
+                return ("Deployment", namespace, rs_owner["name"])
+        return (str(owner.get("kind")), namespace, str(owner["name"]))
+
+    def _arm(self, pod: _Pod, delay: float, step: Callable[[_Pod], None]) -> None:
+        if pod.timer is not None:
+            pod.timer.cancel()
+        pod.timer = asyncio.get_running_loop().call_later(delay, self._run_step, pod, step)
+
+    def _run_step(self, pod: _Pod, step: Callable[[_Pod], None]) -> None:
+        pod.timer = None
+        if self._pods.get((pod.namespace, pod.name)) is not pod:
+            return
+        try:
+            step(pod)
+        except ApiError as err:
+            if err.code == 404:
+                return  # deleted meanwhile; the DELETED event cleans up
+            log.warning("pod step failed; retrying", pod=pod.name, namespace=pod.namespace, error=err.message)
+            self._arm(pod, 0.2, step)
+
+    def _forget(self, pod: _Pod) -> None:
+        if pod.timer is not None:
+            pod.timer.cancel()
+        del self._pods[(pod.namespace, pod.name)]
+        if pod.stage >= Stage.RUNNING:
+            self.model(pod.workload).stop_pod(self._clock(), pod.name)
+            self._on_targets_changed()
+
+    # ---- the stages (timer callbacks: these write) ---------------------------------------------
+
+    def _delay(self, pod: _Pod, stage: Stage) -> float:
+        knobs = self._knobs.get(pod.workload, Knobs())
+        if stage == Stage.RUNNING:
+            return (
+                knobs.startup_seconds if knobs.startup_seconds is not None else self._timing.startup_seconds
+            )
+        if knobs.readiness_seconds is not None:
+            return knobs.readiness_seconds
+        return self._timing.readiness_seconds
+
+    def _write_stage(self, pod: _Pod, stage: Stage) -> None:
+        obj = self._store.get(PODS, pod.namespace, pod.name)
+        obj["status"] = status_at(obj, stage, self._clock(), self._host_ip(pod.node), pod.ip)
+        self._store.update(PODS, obj, subresource="status")
+        pod.stage = stage
+
+    def _schedule(self, pod: _Pod) -> None:
+        if pod.terminating:
+            return
+        obj = self._store.get(PODS, pod.namespace, pod.name)
+        if not pod.node:
+            pod.node = self._least_loaded_node()
+            obj["spec"]["nodeName"] = pod.node
+            self._store.update(PODS, obj)
+        pod.ip = self._allocate_ip(pod.node)
+        self._write_stage(pod, Stage.SCHEDULED)
+        self._arm(pod, self._delay(pod, Stage.RUNNING), self._start)
+
+    def _start(self, pod: _Pod) -> None:
+        if pod.terminating:
+            return
+        self._write_stage(pod, Stage.RUNNING)
+        self.model(pod.workload).start_pod(self._clock(), pod.name)
+        self._on_targets_changed()
+        self._arm(pod, self._delay(pod, Stage.READY), self._become_ready)
+
+    def _become_ready(self, pod: _Pod) -> None:
+        if pod.terminating:
+            return
+        self._write_stage(pod, Stage.READY)
+        self.model(pod.workload).set_ready(self._clock(), pod.name, True)
+
+    def _finish_termination(self, pod: _Pod) -> None:
+        """The containers have stopped: the kubelet removes the pod for good."""
+        self._store.delete(PODS, pod.namespace, pod.name, grace_period_seconds=0)
+
+    def _least_loaded_node(self) -> str:
+        counts = {name: 0 for name in self.node_names}
+        for p in self._pods.values():
+            if p.node in counts:
+                counts[p.node] += 1
+        return min(self.node_names, key=lambda n: (counts[n], n))
+
+    def _allocate_ip(self, node: str) -> str:
+        index = self.node_names.index(node) + 1 if node in self.node_names else 0
+        n = self._next_ip.get(node, 1) % 254 + 1
+        self._next_ip[node] = n
+        return f"10.244.{index}.{n}"
+
+    def _host_ip(self, node: str) -> str:
+        index = self.node_names.index(node) + 1 if node in self.node_names else 0
+        return f"10.0.0.{index + 10}"

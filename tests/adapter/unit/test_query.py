@@ -1,0 +1,111 @@
+"""`metricsQuery` template data: prometheus-adapter's metrics_query_test cases (spec §5.3)."""
+
+import pytest
+
+from adapter.gotemplate import parse
+from adapter.naming.errors import QueryBuildError
+from adapter.naming.query import custom_query_data, external_query_data, render_query
+from tests.adapter.unit.requirements import Req, req
+
+# The anchor's mock converter labels a resource with the resource string itself, so the
+# namespace label is literally `namespaces` and the object label is `resource`.
+NS_LABEL = "namespaces"
+
+
+def build(
+    template: str,
+    names: list[str],
+    namespace: str | None = None,
+    selector: tuple[Req, ...] = (),
+    extra: tuple[str, ...] = (),
+) -> str:
+    ns = (NS_LABEL, namespace) if namespace else None
+    return render_query(parse(template), custom_query_data("foo", selector, ns, "resource", names, extra))
+
+
+@pytest.mark.parametrize(
+    ("template", "names", "namespace", "selector", "extra", "expected"),
+    [
+        ("series <<.Series>>", ["bar"], None, (), (), "series foo"),
+        ("<<.LabelMatchers>>", ["bar", "baz"], None, (), (), 'resource=~"bar|baz"'),
+        ("<<.LabelMatchers>>", ["bar"], None, (), (), 'resource="bar"'),
+        ("<<.LabelMatchers>>", ["bar"], None, (req("metric1", "=", "value1"),), (),
+         'metric1="value1",resource="bar"'),
+        ('<<index .LabelValuesByName "resource">>', ["bar"], None, (), (), "bar"),
+        ('<<index .LabelValuesByName "resource">>', ["bar", "baz"], None, (), (), "bar|baz"),
+        ('<<index .LabelValuesByName "namespaces">> <<index .LabelValuesByName "resource">>',
+         ["bar", "baz"], "default", (), (), "default bar|baz"),
+        ("<<.GroupBy>>", ["bar"], None, (), (), "resource"),
+        ("<<.GroupBy>>", ["bar"], None, (), ("extra", "groups"), "resource,extra,groups"),
+        ("<<.GroupBySlice>>", ["bar"], None, (), (), "[resource]"),
+        ("<<.GroupBySlice>>", ["bar"], None, (), ("extra", "groups"), "[resource extra groups]"),
+        # Matcher order: selector (sorted by key), then namespace, then the object matcher.
+        ("<<.LabelMatchers>>", ["a", "b"], "ns", (req("z", "=", "1"), req("a", "exists")), (),
+         'a!="",z="1",namespaces="ns",resource=~"a|b"'),
+    ],
+)
+def test_build_selector(
+    template: str,
+    names: list[str],
+    namespace: str | None,
+    selector: tuple[Req, ...],
+    extra: tuple[str, ...],
+    expected: str,
+) -> None:
+    assert build(template, names, namespace, selector, extra) == expected
+
+
+def build_external(
+    template: str,
+    namespace: str | None = None,
+    selector: tuple[Req, ...] = (),
+    group_by: tuple[str, ...] = (),
+) -> str:
+    ns = (NS_LABEL, namespace) if namespace else None
+    return render_query(parse(template), external_query_data("foo", selector, ns, group_by))
+
+
+@pytest.mark.parametrize(
+    ("template", "namespace", "selector", "group_by", "expected"),
+    [
+        ("series <<.Series>>", "default", (), (), "series foo"),
+        ("<<.GroupBy>>", "default", (), ("foo",), "foo"),
+        ("<<.GroupBySlice>>", "default", (), ("foo", "bar"), "[foo bar]"),
+        ('<<index .LabelValuesByName "namespaces">> <<.GroupBySlice>>', "default", (), ("foo", "bar"),
+         "default [foo bar]"),
+        # namespaced: false → no namespace given → empty lookup and a leading space.
+        ('<<index .LabelValuesByName "namespaces">> <<.GroupBySlice>>', None, (), ("foo", "bar"), " [foo bar]"),
+        ("<<.LabelMatchers>>", None, (req("foo", "=", "bar"),), (), 'foo="bar"'),
+        ("<<.LabelMatchers>>", "default", (req("foo", "=", "bar"),), (), 'foo="bar",namespaces="default"'),
+        ("<<.LabelMatchers>>", None, (req("foo", "=", "bar"), req("qux", "in", "bar", "baz")), (),
+         'foo="bar",qux=~"bar|baz"'),
+        ("<<.LabelValuesByName>>", None, (req("foo", "=", "bar"),), (), "map[foo:bar]"),
+        ("<<.LabelValuesByName>>", None, (req("foo", "in", "bar", "baz"),), (), "map[foo:bar|baz]"),
+        # The provider passes no group-by for external rules.
+        ("by (<<.GroupBy>>) <<.GroupBySlice>>", None, (), (), "by () []"),
+    ],
+)
+def test_build_external_selector(
+    template: str, namespace: str | None, selector: tuple[Req, ...], group_by: tuple[str, ...], expected: str
+) -> None:
+    assert build_external(template, namespace, selector, group_by) == expected
+
+
+def test_label_values_are_escaped_for_a_quoted_regex_context() -> None:
+    text = build('<<index .LabelValuesByName "resource">>', ['a"b', "c.d"])
+    assert text == 'a\\"b|c\\\\.d'
+
+
+def test_empty_render_is_an_error() -> None:
+    with pytest.raises(QueryBuildError, match="empty query"):
+        build("<<if false>>x<<end>>", ["bar"])
+
+
+def test_exec_error_is_a_query_build_error() -> None:
+    with pytest.raises(QueryBuildError, match="can't evaluate field Nope"):
+        build("<<.Nope>>", ["bar"])
+
+
+def test_no_names_is_an_error() -> None:
+    with pytest.raises(QueryBuildError):
+        build("<<.LabelMatchers>>", [])

@@ -1,0 +1,17 @@
+"""Fixtures of the autoscaler daemon tests (the simulated API server comes from tests/fixtures)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from autoscaler.kubeclient import KubeClient, load_kubeconfig
+
+
+@pytest.fixture
+async def kube(kubeconfig_path: Path) -> AsyncIterator[KubeClient]:
+    client = KubeClient(await load_kubeconfig(str(kubeconfig_path)))
+    yield client
+    await client.close()

@@ -1,0 +1,186 @@
+"""The real kubectl (v1.32) against the simulated API server, through the kubeconfig it writes."""
+
+from __future__ import annotations
+
+import json
+
+from sim.runner import ServerThread
+from tests.fixtures.apiserver import KubectlRunner
+
+DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.27
+        env: [{name: MODE, value: fast}]
+      - name: sidecar
+        image: busybox:1.36
+"""
+HPA = """
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: web
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 2
+  maxReplicas: 10
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 60}}
+"""
+CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wd]}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
+    additionalPrinterColumns:
+    - {name: Replicas, type: integer, jsonPath: .spec.replicas}
+    - {name: Color, type: string, jsonPath: .spec.color}
+"""
+WIDGET = """
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w1}
+spec: {replicas: 3, color: teal}
+"""
+
+
+def _rows(output: str) -> list[list[str]]:
+    return [line.split() for line in output.strip().splitlines()]
+
+
+def test_apply_get_scale_annotate_delete_deployment(kubectl: KubectlRunner) -> None:
+    assert "deployment.apps/web created" in kubectl("apply", "-f", "-", input=DEPLOYMENT).stdout
+    spec = kubectl("get", "deploy", "web", "-o", "jsonpath={.spec.replicas} {.metadata.generation}").stdout
+    assert spec == "2 1"
+
+    kubectl("scale", "deployment", "web", "--replicas=5")
+    spec = kubectl("get", "deploy", "web", "-o", "jsonpath={.spec.replicas} {.metadata.generation}").stdout
+    assert spec == "5 2"
+
+    kubectl("annotate", "deployment", "web", "team=search")
+    assert kubectl("get", "deploy", "web", "-o", "jsonpath={.metadata.annotations.team}").stdout == "search"
+
+    header, row = _rows(kubectl("get", "deploy", "web").stdout)
+    assert header == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+    assert row[:4] == ["web", "0/5", "0", "0"]
+
+    assert 'deployment.apps "web" deleted' in kubectl("delete", "deployment", "web").stdout
+    missing = kubectl("get", "deploy", "web", check=False)
+    assert missing.returncode == 1
+    assert 'deployments.apps "web" not found' in missing.stderr
+
+
+def test_reapply_merges_containers_by_name(kubectl: KubectlRunner, apiserver: ServerThread) -> None:
+    kubectl("apply", "-f", "-", input=DEPLOYMENT)
+    # Another writer sets a field the manifest does not mention; client-side apply must keep it.
+    apiserver.call(lambda: apiserver.server.store.patch(
+        ("apps", "deployments"), "default", "web",
+        {"spec": {"template": {"spec": {"containers": [
+            {"name": "app", "resources": {"requests": {"cpu": "250m"}}}]}}}},
+        "application/strategic-merge-patch+json",
+    ))
+    assert "unchanged" in kubectl("apply", "-f", "-", input=DEPLOYMENT).stdout
+    changed = DEPLOYMENT.replace("nginx:1.27", "nginx:1.28").replace("value: fast", "value: slow")
+    assert "configured" in kubectl("apply", "-f", "-", input=changed).stdout
+    deploy = json.loads(kubectl("get", "deploy", "web", "-o", "json").stdout)
+    containers = {c["name"]: c for c in deploy["spec"]["template"]["spec"]["containers"]}
+    assert containers["app"]["image"] == "nginx:1.28"
+    assert containers["app"]["env"] == [{"name": "MODE", "value": "slow"}]
+    assert containers["app"]["resources"] == {"requests": {"cpu": "250m"}}
+    assert containers["sidecar"]["image"] == "busybox:1.36"
+    assert deploy["metadata"]["generation"] == 3
+
+
+def test_hpa_get_and_describe(kubectl: KubectlRunner, apiserver: ServerThread) -> None:
+    kubectl("apply", "-f", "-", input=DEPLOYMENT + "---" + HPA)
+    header, row = _rows(kubectl("get", "hpa").stdout)
+    assert header == ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"]
+    assert row[:2] == ["web", "Deployment/web"]
+    assert row[2:5] == ["<unknown>/60%", "2", "10"]  # "cpu:" is its own token
+
+    store = apiserver.server.store
+    hpa = apiserver.call(lambda: store.get(("autoscaling", "horizontalpodautoscalers"), "default", "web"))
+    event = {
+        "metadata": {"name": "web.1", "namespace": "default"},
+        "involvedObject": {"kind": "HorizontalPodAutoscaler", "name": "web", "namespace": "default",
+                           "uid": hpa["metadata"]["uid"], "apiVersion": "autoscaling/v2"},
+        "reason": "SuccessfulRescale", "message": "New size: 4; reason: cpu resource utilization above target",
+        "type": "Normal", "count": 1, "source": {"component": "horizontal-pod-autoscaler"},
+    }
+    other = {**event, "metadata": {"name": "other.1", "namespace": "default"},
+             "involvedObject": {**event["involvedObject"], "name": "other", "uid": "x"},
+             "reason": "NotMine"}
+    apiserver.call(lambda: [store.create(("", "events"), e) for e in (event, other)])
+    described = kubectl("describe", "hpa", "web").stdout
+    assert "Reference:" in described and "Deployment/web" in described
+    assert "Min replicas:" in described and "Max replicas:" in described
+    assert "SuccessfulRescale" in described and "New size: 4" in described
+    assert "NotMine" not in described
+
+
+def test_get_raw_discovery(kubectl: KubectlRunner) -> None:
+    groups = json.loads(kubectl("get", "--raw", "/apis").stdout)
+    assert groups["kind"] == "APIGroupList"
+    names = {g["name"]: g["preferredVersion"]["version"] for g in groups["groups"]}
+    assert names["apps"] == "v1" and names["autoscaling"] == "v2"
+    resources = json.loads(kubectl("get", "--raw", "/apis/apps/v1").stdout)
+    assert {"deployments", "deployments/scale", "deployments/status"} <= {
+        r["name"] for r in resources["resources"]
+    }
+
+
+def test_crd_serves_custom_resource_with_printer_columns(kubectl: KubectlRunner) -> None:
+    kubectl("apply", "-f", "-", input=CRD)
+    kubectl("apply", "-f", "-", input=WIDGET)
+    header, row = _rows(kubectl("get", "widgets").stdout)
+    assert header == ["NAME", "REPLICAS", "COLOR"]
+    assert row == ["w1", "3", "teal"]
+    kubectl("scale", "widget", "w1", "--replicas=4")
+    assert _rows(kubectl("get", "wd", "w1").stdout)[1] == ["w1", "4", "teal"]
+    kubectl("delete", "crd", "widgets.example.com")
+    gone = kubectl("get", "--raw", "/apis/example.com/v1/namespaces/default/widgets", check=False)
+    assert gone.returncode != 0
+
+
+def test_get_pods_prints_pod_columns(kubectl: KubectlRunner, apiserver: ServerThread) -> None:
+    pod = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web-1", "namespace": "default", "labels": {"app": "web"}},
+        "spec": {"nodeName": "node-1", "containers": [{"name": "app", "image": "nginx"}]},
+        "status": {"phase": "Running", "podIP": "10.0.0.7",
+                   "containerStatuses": [{"name": "app", "ready": True, "restartCount": 2}]},
+    }
+    apiserver.call(lambda: apiserver.server.seed([pod]))
+    header, row = _rows(kubectl("get", "pods").stdout)
+    assert header == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert row[:4] == ["web-1", "1/1", "Running", "2"]
+    wide = _rows(kubectl("get", "pods", "-o", "wide", "-l", "app=web").stdout)
+    assert wide[1][5:7] == ["10.0.0.7", "node-1"]
+    assert "No resources found" in kubectl("get", "pods", "-l", "app=other").stderr
