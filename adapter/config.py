@@ -14,8 +14,9 @@ import re2
 import yaml
 
 from adapter.gotemplate import Template, TemplateError, TemplateExecError
-from adapter.naming.association import ResourceAssociation
+from adapter.naming.association import RESOURCE_TEMPLATE_FIELDS, ResourceAssociation
 from adapter.naming.names import MetricNamer, SeriesFilter, compile_regex, default_as
+from adapter.naming.query import QUERY_FIELDS
 from adapter.naming.resources import GroupResource
 
 
@@ -145,12 +146,20 @@ class _Reader:
         except re2.error as exc:
             raise self.error(node, f"{where}: invalid RE2 regex {pattern!r}: {_text(exc)}") from None
 
-    def template(self, node: yaml.Node | None, where: str) -> Template:
+    def template(self, node: yaml.Node | None, where: str, fields: frozenset[str]) -> Template:
+        """Parse a template whose data offers `fields`; using any other field is an error now."""
         text = self.string(node, where)
+        anchor = node if node is not None else yaml.ScalarNode(_STR, "")
         try:
-            return Template(text, where)
+            template = Template(text, where)
         except TemplateError as exc:
-            raise self.error(node if node is not None else yaml.ScalarNode(_STR, ""), str(exc)) from None
+            raise self.error(anchor, str(exc)) from None
+        unknown = sorted(template.root_fields - fields)
+        if unknown:
+            raise self.error(
+                anchor, f"{where}: unknown field .{unknown[0]} (available: {', '.join(sorted(fields))})"
+            )
+        return template
 
 
 def _text(exc: BaseException) -> str:
@@ -216,7 +225,7 @@ def _association(reader: _Reader, node: yaml.Node | None, where: str) -> tuple[R
     template = None
     template_node = entries.get("template")
     if reader.string(template_node, f"{where}.template"):
-        template = reader.template(template_node, f"{where}.template")
+        template = reader.template(template_node, f"{where}.template", RESOURCE_TEMPLATE_FIELDS)
     namespaced = reader.boolean(entries.get("namespaced"), f"{where}.namespaced", default=True)
     try:
         association = ResourceAssociation(overrides, template)
@@ -256,7 +265,7 @@ def _rule(reader: _Reader, node: yaml.Node, where: str) -> DiscoveryRule:
         series_filters=_filters(reader, entries.get("seriesFilters"), f"{where}.seriesFilters"),
         association=association,
         namer=_namer(reader, entries.get("name"), f"{where}.name"),
-        metrics_query=reader.template(entries.get("metricsQuery"), f"{where}.metricsQuery"),
+        metrics_query=reader.template(entries.get("metricsQuery"), f"{where}.metricsQuery", QUERY_FIELDS),
         namespaced=namespaced,
         line=node.start_mark.line + 1,
     )
@@ -278,8 +287,10 @@ def _resource_rule(reader: _Reader, node: yaml.Node | None, where: str) -> Resou
     entries = reader.mapping(node, where, _RESOURCE_RULE_KEYS) if node is not None else {}
     association, _ = _association(reader, entries.get("resources"), f"{where}.resources")
     return ResourceRule(
-        container_query=reader.template(entries.get("containerQuery"), f"{where}.containerQuery"),
-        node_query=reader.template(entries.get("nodeQuery"), f"{where}.nodeQuery"),
+        container_query=reader.template(
+            entries.get("containerQuery"), f"{where}.containerQuery", QUERY_FIELDS
+        ),
+        node_query=reader.template(entries.get("nodeQuery"), f"{where}.nodeQuery", QUERY_FIELDS),
         association=association,
         container_label=reader.string(entries.get("containerLabel"), f"{where}.containerLabel"),
     )

@@ -32,6 +32,8 @@ class Relister:
     clock: Callable[[], float] = time.time
     _listed: set[RuleId] = field(default_factory=set)
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
+    # Registry updates read-modify-write its maps: one at a time, even though each runs in a thread.
+    _update_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
     def ready(self) -> bool:
@@ -44,7 +46,9 @@ class Relister:
         """One discovery round; True when every series call succeeded."""
         groups = series_query_groups(self.registry.config)
         start = self.clock() - self.max_age
-        outcomes = await asyncio.gather(*(self._relist(query, rules, start) for query, rules in groups.items()))
+        outcomes = await asyncio.gather(
+            *(self._relist(query, rules, start) for query, rules in groups.items())
+        )
         all_rules = {rule for rules in groups.values() for rule in rules}
         if all_rules <= self._listed and not self._ready.is_set():
             self._ready.set()
@@ -68,7 +72,8 @@ class Relister:
             return False
         for rule in rules:
             # Building entries for 100,000 series takes a while: keep the event loop serving meanwhile.
-            stats = await asyncio.to_thread(self.registry.update, rule, series)
+            async with self._update_lock:
+                stats = await asyncio.to_thread(self.registry.update, rule, series)
             self._listed.add(rule)
             self.metrics.discovered_series.labels(str(rule)).set(stats.series)
             self.metrics.relist_seconds.labels(str(rule)).observe(time.perf_counter() - started)

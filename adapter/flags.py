@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
+from shared.logging import add_logging_flags
+
 FlagGroup = Callable[[argparse.ArgumentParser], None]
 
 # klog verbosity flags: still valid upstream, meaningless here (we log via --log-level).
@@ -219,12 +221,6 @@ def add_serving_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--tls-private-key-file", default="", help="serving key (reloaded when it changes)")
     group.add_argument("--tls-min-version", default="", help="VersionTLS12 or VersionTLS13")
     add_bool_flag(group, "--insecure-http", "serve plain HTTP on --secure-port (local use only)")
-
-
-def add_logging_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("logging")
-    group.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    group.add_argument("--log-format", default="json", choices=["json", "console"])
 
 
 # The flag groups, in help order. Authentication/authorization flags (requestheader, client CA,

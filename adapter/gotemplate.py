@@ -3,9 +3,10 @@
 Supported: text, trim markers (`<<- ` / ` ->>`), comments, fields (`.A.B`, `$x.A`), variables
 (`:=`, `=`), pipelines, parenthesised sub-pipelines, string/raw/char/number/bool/nil literals,
 `if`/`else if`/`else`, `range` (with `$v :=` or `$i, $v :=`, `else`, `break`, `continue`), `with`,
-and Go's builtin functions `and or not len index slice print printf println eq ne lt le gt ge`
-(no sprig: prometheus-adapter registers none). Values print like Go's `fmt`: slices as `[a b]`,
-maps as `map[k:v]` with sorted keys, a missing map entry as `<no value>`.
+and Go's builtin functions `and or not len index slice print printf println eq ne lt le gt ge
+html js urlquery` (not `call`, and no sprig: prometheus-adapter registers none). Values print
+like Go's `fmt`: slices as `[a b]`, maps as `map[k:v]` with sorted keys, a missing map entry as
+`<no value>`.
 
 `parse(text)` raises `TemplateError` (a start-up error for configs); `Template.render(data)` raises
 `TemplateExecError`. Data is Python values: `str`, `int`, `float`, `bool`, `None`, `list`,
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -256,8 +258,8 @@ _SIMPLE_UNESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t":
 
 @dataclass(frozen=True, slots=True)
 class _Token:
-    kind: str  # text left right space pipe lparen rparen comma declare assign string number char
-    # field variable dot ident
+    kind: str  # text, left/right (delimiters), or an action token: space pipe lparen rparen comma
+    # declare assign string number field variable dot ident
     value: Any
     pos: int
 
@@ -527,6 +529,9 @@ _Node = str | _Action | _Control | _LoopJump
 
 _FUNCTION_NAMES = frozenset(
     {
+        "html",
+        "js",
+        "urlquery",
         "and",
         "or",
         "not",
@@ -555,6 +560,8 @@ class _Parser:
         self.index = 0
         self.variables: list[str] = ["$"]
         self.range_depth = 0
+        self.dot_rebound = 0  # > 0 inside range/with bodies, where dot is no longer the data
+        self.root_fields: set[str] = set()
 
     def error(self, message: str, pos: int | None = None) -> TemplateError:
         if pos is None:
@@ -629,11 +636,12 @@ class _Parser:
         mark = len(self.variables)
         pipe = self.parse_pipeline(kind, allow_decl=True, allow_two=kind == "range")
         self.expect("right", kind)
-        if kind == "range":
-            self.range_depth += 1
+        loop, rebinds_dot = kind == "range", kind in ("range", "with")
+        self.range_depth += loop
+        self.dot_rebound += rebinds_dot
         body, stop = self.parse_list()
-        if kind == "range":
-            self.range_depth -= 1
+        self.range_depth -= loop
+        self.dot_rebound -= rebinds_dot
         else_body: tuple[_Node, ...] = ()
         if stop == "else":
             chained = self.peek()
@@ -745,10 +753,14 @@ class _Parser:
             node = _Dot()
         elif token.kind == "field":
             node = _Field((token.value, *self.field_names()))
+            if not self.dot_rebound:
+                self.root_fields.add(token.value)
         elif token.kind == "variable":
             if token.value not in self.variables:
                 raise self.error(f'undefined variable "{token.value}"', token.pos)
             node = _Variable(token.value, self.field_names())
+            if node.name == "$" and node.names:
+                self.root_fields.add(node.names[0])
         elif token.kind == "string":
             node = _Literal(token.value, "string")
         elif token.kind == "number":
@@ -887,6 +899,41 @@ def _slice(item: Any, *bounds: Any) -> Any:
     return list(item[low:high])
 
 
+_HTML_ESCAPES = str.maketrans(
+    {"<": "&lt;", ">": "&gt;", "&": "&amp;", "'": "&#39;", '"': "&#34;", "\x00": "\ufffd"}
+)
+_JS_ESCAPES = {
+    "\\": "\\\\",
+    "'": "\\'",
+    '"': '\\"',
+    "<": "\\u003C",
+    ">": "\\u003E",
+    "&": "\\u0026",
+    "=": "\\u003D",
+}
+
+
+def _js_escape(text: str) -> str:
+    """Go's `template.JSEscapeString`."""
+    out = []
+    for ch in text:
+        if ch in _JS_ESCAPES:
+            out.append(_JS_ESCAPES[ch])
+        elif ch < " " or (not ch.isascii() and not ch.isprintable()):
+            out.append(f"\\u{ord(ch):04X}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+_ESCAPERS: dict[str, Callable[[str], str]] = {
+    "html": lambda text: text.translate(_HTML_ESCAPES),
+    "js": _js_escape,
+    # Go's url.QueryEscape: only letters, digits and `-_.~` stay; space becomes `+`.
+    "urlquery": lambda text: urllib.parse.quote_plus(text, safe=""),
+}
+
+
 def _arity(name: str, args: Sequence[Any], want: int) -> None:
     if len(args) != want:
         raise TemplateExecError(f"wrong number of args for {name}: want {want} got {len(args)}")
@@ -907,6 +954,10 @@ def _call(name: str, args: list[Any]) -> Any:
         if not args:
             raise TemplateExecError("wrong number of args for slice: want at least 1 got 0")
         return _slice(args[0], *args[1:])
+    if name in _ESCAPERS:
+        # Go's escapers take one string as is, otherwise fmt.Sprint of all arguments.
+        text = args[0] if len(args) == 1 and isinstance(args[0], str) else sprint(args)
+        return _ESCAPERS[name](text)
     if name == "print":
         return sprint(args)
     if name == "println":
@@ -1106,7 +1157,11 @@ class Template:
     def __init__(self, text: str, name: str = "") -> None:
         self.text = text
         self.name = name
-        self._nodes = _Parser(text, name).parse()
+        parser = _Parser(text, name)
+        self._nodes = parser.parse()
+        # First field names looked up on the data itself (`.X` outside range/with, `$.X`): lets
+        # callers reject unknown fields at load time instead of at execution.
+        self.root_fields = frozenset(parser.root_fields)
 
     def render(self, data: Any) -> str:
         state = _State(self, variables=[("$", data)])

@@ -84,6 +84,7 @@ class PrometheusSettings:
     client_cert: str = ""
     client_key: str = ""
     token_file: str = ""
+    token: str = ""  # a fixed bearer token (from --prometheus-auth-config); token_file wins
     headers: tuple[tuple[str, str], ...] = ()
     insecure_skip_verify: bool = False
     max_get_url_length: int = MAX_GET_URL_LENGTH
@@ -184,6 +185,8 @@ class PrometheusClient:
         headers: CIMultiDict[str] = CIMultiDict(self.settings.headers)
         if self._token is not None:
             headers["Authorization"] = f"Bearer {self._token.current()}"
+        elif self.settings.token:
+            headers["Authorization"] = f"Bearer {self.settings.token}"
         return headers
 
     async def close(self) -> None:

@@ -8,11 +8,14 @@ set), and nothing per series is retained: the registry stores one small entry pe
 (metric, resource) pair, which keeps relisting 100,000 series fast and lean.
 
 `update` builds new dictionaries and swaps them in with single assignments, so readers (request
-handlers) never see a half-updated registry even if `update` runs in a worker thread.
+handlers) never see a half-updated registry; updates may run in worker threads, several at once.
+Queries are deterministic strings, so a later value cache can key on `CustomQuery.promql`.
 """
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from adapter.config import AdapterConfig, DiscoveryRule
 from adapter.naming.errors import MetricNotFoundError, QueryBuildError
@@ -22,6 +25,8 @@ from adapter.naming.query import custom_query_data, external_query_data, render_
 from adapter.naming.resources import GroupResource, ResourceInfo, ResourceMapper
 
 NAMESPACES = GroupResource("", "namespaces")
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,10 +87,22 @@ class _CustomEntry:
     namespaced: bool
 
 
+# (metric, group, plural resource): plain strings hash fast.
+_CustomKey = tuple[str, str, str]
+
+
 @dataclass(frozen=True, slots=True)
 class _ExternalEntry:
     series: str
     rule: int
+
+
+def _merge(by_rule: dict[int, dict[_K, _V]]) -> dict[_K, _V]:
+    """All rules' entries; a later rule wins a collision, as in the anchor (rules run in order)."""
+    merged: dict[_K, _V] = {}
+    for index in sorted(by_rule):
+        merged.update(by_rule[index])
+    return merged
 
 
 class SeriesRegistry:
@@ -94,44 +111,47 @@ class SeriesRegistry:
     def __init__(self, config: AdapterConfig, mapper: ResourceMapper) -> None:
         self.config = config
         self.mapper = mapper  # replace after a discovery refresh; applies from each rule's next update
-        self._custom_by_rule: dict[int, dict[tuple[str, GroupResource], _CustomEntry]] = {}
+        self._custom_by_rule: dict[int, dict[_CustomKey, _CustomEntry]] = {}
         self._external_by_rule: dict[int, dict[str, _ExternalEntry]] = {}
         self._stats: dict[RuleId, RuleStats] = {}
-        self._custom: dict[tuple[str, GroupResource], _CustomEntry] = {}
+        self._custom: dict[_CustomKey, _CustomEntry] = {}
         self._external: dict[str, _ExternalEntry] = {}
         self._custom_list: list[CustomMetricInfo] = []
         self._external_list: list[str] = []
+        # Serialises the merge-and-swap step of concurrent updates (the per-series work runs unlocked).
+        self._swap_lock = threading.Lock()
 
     # -- updates --------------------------------------------------------------------------------
 
     def update(self, rule_id: RuleId, series: Iterable[Mapping[str, str]]) -> RuleStats:
-        """Replace `rule_id`'s entries with those derived from `series` (label dicts with `__name__`)."""
+        """Replace `rule_id`'s entries with those derived from `series` (label dicts with `__name__`).
+
+        Safe to call from worker threads, also for several rules at once.
+        """
         if rule_id.external:
             rule = self.config.external_rules[rule_id.index]
             external, count = self._external_entries(rule_id.index, rule, series)
-            by_rule_ext = {**self._external_by_rule, rule_id.index: external}
-            merged_ext: dict[str, _ExternalEntry] = {}
-            for index in sorted(by_rule_ext):
-                merged_ext.update(by_rule_ext[index])
-            self._external_by_rule = by_rule_ext
-            self._external = merged_ext
-            self._external_list = sorted(merged_ext)
-            stats = RuleStats(count, len(external))
-        else:
-            rule = self.config.rules[rule_id.index]
-            custom, count = self._custom_entries(rule_id.index, rule, series)
-            by_rule = {**self._custom_by_rule, rule_id.index: custom}
-            merged: dict[tuple[str, GroupResource], _CustomEntry] = {}
-            for index in sorted(by_rule):
-                # Later rules win a collision, as in the anchor (which processes rules in order).
-                merged.update(by_rule[index])
-            self._custom_by_rule = by_rule
-            self._custom = merged
+            with self._swap_lock:
+                self._external_by_rule = {**self._external_by_rule, rule_id.index: external}
+                self._external = _merge(self._external_by_rule)
+                self._external_list = sorted(self._external)
+                stats = self._record(rule_id, RuleStats(count, len(external)))
+            return stats
+        rule = self.config.rules[rule_id.index]
+        custom, count = self._custom_entries(rule_id.index, rule, series)
+        with self._swap_lock:
+            self._custom_by_rule = {**self._custom_by_rule, rule_id.index: custom}
+            self._custom = _merge(self._custom_by_rule)
             self._custom_list = sorted(
-                (CustomMetricInfo(gr, metric, entry.namespaced) for (metric, gr), entry in merged.items()),
+                (
+                    CustomMetricInfo(GroupResource(group, resource), metric, entry.namespaced)
+                    for (metric, group, resource), entry in self._custom.items()
+                ),
                 key=lambda info: (info.metric, str(info.group_resource)),
             )
-            stats = RuleStats(count, len(custom))
+            return self._record(rule_id, RuleStats(count, len(custom)))
+
+    def _record(self, rule_id: RuleId, stats: RuleStats) -> RuleStats:
         self._stats = {**self._stats, rule_id: stats}
         return stats
 
@@ -148,35 +168,37 @@ class SeriesRegistry:
 
     def _custom_entries(
         self, rule_index: int, rule: DiscoveryRule, series: Iterable[Mapping[str, str]]
-    ) -> tuple[dict[tuple[str, GroupResource], _CustomEntry], int]:
+    ) -> tuple[dict[_CustomKey, _CustomEntry], int]:
         names: dict[str, str | None] = {}
         label_resources: dict[str, ResourceInfo | None] = {}
-        keysets: dict[frozenset[str], tuple[ResourceInfo, ...]] = {}
-        entries: dict[tuple[str, GroupResource], _CustomEntry] = {}
+        # (series name, label-name set) → the entries such a series yields. Series of one metric
+        # mostly share their label names, so the per-series work is a frozenset, one dict lookup
+        # and one dict.update (the last series still wins a collision, as in the anchor).
+        shapes: dict[tuple[str, frozenset[str]], dict[_CustomKey, _CustomEntry]] = {}
+        entries: dict[_CustomKey, _CustomEntry] = {}
         count = 0
         for labels in series:
             count += 1
             series_name = labels.get("__name__")
             if series_name is None:
                 continue
-            metric = self._metric_name(rule, names, series_name)
-            if metric is None:
-                continue
-            keyset = frozenset(labels)
-            resources = keysets.get(keyset)
-            if resources is None:
-                resources = self._associate(rule, keyset, label_resources)
-                keysets[keyset] = resources
-            for info in resources:
-                entries[(metric, info.group_resource)] = _CustomEntry(
-                    series_name, rule_index, info.namespaced
-                )
+            shape = (series_name, frozenset(labels))
+            yielded = shapes.get(shape)
+            if yielded is None:
+                yielded = shapes[shape] = {}
+                metric = self._metric_name(rule, names, series_name)
+                if metric is not None:
+                    for info in self._associate(rule, shape[1], label_resources):
+                        key = (metric, info.group, info.resource)
+                        yielded[key] = _CustomEntry(series_name, rule_index, info.namespaced)
+            if yielded:
+                entries.update(yielded)
         return entries, count
 
     def _associate(
         self, rule: DiscoveryRule, labels: frozenset[str], cache: dict[str, ResourceInfo | None]
-    ) -> tuple[ResourceInfo, ...]:
-        found: dict[GroupResource, ResourceInfo] = {}
+    ) -> list[ResourceInfo]:
+        found: dict[tuple[str, str], ResourceInfo] = {}
         for label in sorted(labels):
             if label == "__name__":
                 continue
@@ -185,8 +207,8 @@ class SeriesRegistry:
             else:
                 info = cache[label] = rule.association.resource_for_label(label, self.mapper)
             if info is not None:
-                found[info.group_resource] = info
-        return tuple(found.values())
+                found[(info.group, info.resource)] = info
+        return list(found.values())
 
     def _external_entries(
         self, rule_index: int, rule: DiscoveryRule, series: Iterable[Mapping[str, str]]
@@ -247,7 +269,7 @@ class SeriesRegistry:
         `InvalidSelectorError`.
         """
         gr = resource.group_resource
-        entry = self._custom.get((metric, gr))
+        entry = self._custom.get((metric, gr.group, gr.resource))
         if entry is None or entry.namespaced != (namespace is not None):
             raise MetricNotFoundError(f"the server could not find the metric {metric} for {gr}")
         rule = self.config.rules[entry.rule]

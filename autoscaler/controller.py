@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 import aiohttp
 import structlog
 
+from autoscaler import printing
 from autoscaler.cache import EventHandlers, Informer, PodIndex, slim_pod
 from autoscaler.cache.pods import compiled_selector
 from autoscaler.codec import SpecError, parse_autoscaler, parse_scale, status_json
@@ -61,6 +62,7 @@ Key = tuple[str, str]
 @dataclass(frozen=True)
 class ControllerOptions:
     workers: int = 32
+    default_sync_period: float = 15.0
     reconcile_deadline: float = 10.0
     readiness_debounce: float = 0.25
     label_selector: str = ""
@@ -206,7 +208,7 @@ class Controller:
         obj = self.autoscalers.store.get(namespace, name)
         if obj is None:
             return Outcome(failed=False, resync_after=None)
-        period = sync_period(self.source.sync_period_of(obj))
+        period = sync_period(self.source.sync_period_of(obj), self.options.default_sync_period)
         if not self._is_leader():
             return Outcome(failed=False, resync_after=period)
         started = time.perf_counter()
@@ -287,6 +289,9 @@ class Controller:
     async def _act(
         self, key: Key, obj: Obj, decision: Decision, path: str | None, scale_obj: Obj | None
     ) -> str:
+        if not self._is_leader():
+            # Leadership was lost during the reconcile: the new leader decides; write nothing.
+            return "not_leader"
         outcome = "ok"
         if decision.rescale and path is not None and scale_obj is not None:
             try:
@@ -296,6 +301,7 @@ class Controller:
                     self.telemetry.sample_age.observe((_now() - decision.metric_timestamp).total_seconds())
                 outcome = "scaled"
                 if attempts > 1:
+                    self.telemetry.scale_conflicts.inc(attempts - 1)
                     log.info("scale written after conflicts", key=_key_str(key), attempts=attempts)
             except ApiError as err:
                 self.telemetry.scale_writes.labels(result="error").inc()
@@ -314,6 +320,10 @@ class Controller:
         if not decision.status_changed:
             return
         new_status = status_json(decision.status)
+        if self.source.printable_status:
+            spec = obj.get("spec") or {}
+            new_status["reference"] = printing.reference(spec)
+            new_status["targets"] = printing.targets(spec, new_status)
         # A merge patch with explicit nulls for vanished fields: no resourceVersion, so no 409 with the
         # spec edits of users.
         patch_status: Obj = dict.fromkeys((obj.get("status") or {}).keys() - new_status.keys())

@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+import yarl
 from kubernetes_asyncio import client as k8s_client
-from kubernetes_asyncio import config as k8s_config
 
 from autoscaler.workqueue.ratelimit import TokenBucket
+from shared.kube import load_api_client
 
 Obj = dict[str, Any]
 
@@ -70,10 +71,14 @@ class ClusterAccess:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-async def load_kubeconfig(path: str, context: str | None = None) -> ClusterAccess:
-    cfg = k8s_client.Configuration()
-    await k8s_config.load_kube_config(config_file=path, context=context, client_configuration=cfg)
-    return _access_from_configuration(cfg, await cfg.get_api_key_with_prefix("BearerToken"))
+async def load_access(kubeconfig: str | None) -> ClusterAccess:
+    """Cluster access from a kubeconfig file, or the pod's service account when it is None."""
+    api = await load_api_client(kubeconfig)
+    try:
+        cfg = api.configuration
+        return _access_from_configuration(cfg, await cfg.get_api_key_with_prefix("BearerToken"))
+    finally:
+        await api.close()
 
 
 def _access_from_configuration(cfg: k8s_client.Configuration, bearer: str | None) -> ClusterAccess:
@@ -95,6 +100,16 @@ def _access_from_configuration(cfg: k8s_client.Configuration, bearer: str | None
     return ClusterAccess(base_url=cfg.host.rstrip("/"), ssl_context=ssl_context, headers=headers)
 
 
+def direct_access(url: str, ca_file: str, insecure: bool, cluster: ClusterAccess) -> ClusterAccess:
+    """Access to a metrics adapter queried directly (`--metrics-url`), with the cluster identity's token."""
+    context = ssl.create_default_context(cafile=ca_file or None)
+    if insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    # The adapter authenticates a direct caller by its bearer token (TokenReview): reuse ours.
+    return ClusterAccess(base_url=url.rstrip("/"), ssl_context=context, headers=dict(cluster.headers))
+
+
 class KubeClient:
     """JSON requests to one API server. `qps <= 0` disables the client-side throttle."""
 
@@ -112,6 +127,10 @@ class KubeClient:
 
     async def close(self) -> None:
         await self._session.close()
+
+    def _url(self, path: str) -> yarl.URL:
+        # Paths arrive escaped (e.g. `*` as %2A, as Go sends it); yarl must not normalise them.
+        return yarl.URL(self.access.base_url + path, encoded=True)
 
     async def _wait_turn(self) -> None:
         if self._throttle is not None:
@@ -134,7 +153,7 @@ class KubeClient:
         headers = {"Content-Type": content_type} if data is not None else None
         async with self._session.request(
             method,
-            self.access.base_url + path,
+            self._url(path),
             params=params,
             data=data,
             headers=headers,
@@ -155,7 +174,7 @@ class KubeClient:
         """A long-running GET (watch); raises ApiError on a non-2xx answer."""
         await self._wait_turn()
         async with self._session.get(
-            self.access.base_url + path,
+            self._url(path),
             params=params,
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=None),
         ) as resp:

@@ -22,6 +22,8 @@ class Source:
     kind: str
     # The object's own sync period in seconds, or None for the default.
     sync_period_of: Callable[[Obj], float | None]
+    # The CRD's status also carries the text of its REFERENCE and TARGETS printer columns.
+    printable_status: bool
 
     @property
     def api_version(self) -> str:
@@ -49,10 +51,20 @@ def _annotation_sync_period(obj: Obj) -> float | None:
 
 
 CRD_SOURCE = Source(
-    "autoscaling.surge.dev", "v1alpha1", "horizontalautoscalers", "HorizontalAutoscaler", _spec_sync_period
+    "autoscaling.surge.dev",
+    "v1alpha1",
+    "horizontalautoscalers",
+    "HorizontalAutoscaler",
+    _spec_sync_period,
+    printable_status=True,
 )
 HPA_SOURCE = Source(
-    "autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", _annotation_sync_period
+    "autoscaling",
+    "v2",
+    "horizontalpodautoscalers",
+    "HorizontalPodAutoscaler",
+    _annotation_sync_period,
+    printable_status=False,
 )
 
 SOURCES = {"crd": CRD_SOURCE, "hpa": HPA_SOURCE}

@@ -45,6 +45,9 @@ class Telemetry:
         self.scale_writes = Counter(
             "surge_autoscaler_scale_writes", "Updates of a /scale subresource.", ["result"], registry=r
         )
+        self.scale_conflicts = Counter(
+            "surge_autoscaler_scale_write_conflicts", "409 answers to /scale updates (retried).", registry=r
+        )
         self.sample_age = Histogram(
             "surge_autoscaler_metric_sample_age_at_scale_seconds",
             "Age of the newest metric sample a scale write was based on.",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from decimal import ROUND_UP, Context, Decimal
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_UP, Context, Decimal, Inexact
 from typing import Literal
 
 QuantityFormat = Literal["DecimalSI", "BinarySI", "DecimalExponent"]
@@ -34,12 +34,13 @@ _MILLI_SCALE = 3
 # Go caps BinarySI values at parse time (decimal ones are unbounded).
 _BINARY_MAX = Decimal(2**63 - 1)
 # Go wraps exponents to int32; we refuse instead of silently changing the value.
-_INT32_MAX = 2**31 - 1
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 # Canonical strings grow with the magnitude (Go writes every digit), so absurd magnitudes are refused
 # rather than letting one request allocate gigabytes.
 _MAX_INTEGER_DIGITS = 1000
 # Rounding to nano of a value below 10**_MAX_INTEGER_DIGITS needs at most this many digits of precision.
-_EXACT = Context(prec=_MAX_INTEGER_DIGITS + 64, Emax=999_999_999, Emin=-999_999_999)
+_EXACT = Context(prec=_MAX_INTEGER_DIGITS + 64, Emax=MAX_EMAX, Emin=MIN_EMIN)
+_PRODUCT = Context(prec=_MAX_INTEGER_DIGITS + 64, Emax=MAX_EMAX, Emin=MIN_EMIN, traps=[Inexact])
 
 
 def _round_nano(value: Decimal) -> Decimal:
@@ -55,15 +56,19 @@ def _power_of_ten(exponent: int) -> Decimal:
     return Decimal((0, (1,), exponent))
 
 
-def _exact_product(number: Decimal, multiplier: Decimal) -> Decimal:
-    """`number * multiplier` without the context rounding Decimal arithmetic would apply."""
+def _exact_product(text: str, number: Decimal, multiplier: Decimal) -> Decimal:
+    """`number * multiplier` exactly: Decimal arithmetic would silently round to the context precision."""
     sign, digits, exponent = number.as_tuple()
     _, multiplier_digits, multiplier_exponent = multiplier.as_tuple()
-    coefficient = int("".join(map(str, digits))) * int("".join(map(str, multiplier_digits)))
-    return Decimal((sign, tuple(int(c) for c in str(coefficient)), int(exponent) + int(multiplier_exponent)))
+    if multiplier_digits == (1,):  # a power of ten only moves the exponent
+        return Decimal((sign, digits, int(exponent) + int(multiplier_exponent)))
+    try:
+        return _PRODUCT.multiply(number, multiplier)
+    except Inexact:
+        raise ValueError(f"quantity {text!r} has too many digits") from None
 
 
-def _check_finite(value: Decimal) -> None:
+def _check_representable(value: Decimal) -> None:
     if not value.is_finite():
         raise ValueError(f"quantity value must be finite, got {value}")
     if not value.is_zero() and value.adjusted() >= _MAX_INTEGER_DIGITS:
@@ -118,10 +123,11 @@ def _parse_suffix(text: str, suffix: str) -> tuple[Decimal, QuantityFormat]:
     if suffix in _BINARY_SUFFIXES:
         return Decimal(2 ** _BINARY_SUFFIXES[suffix]), "BinarySI"
     if _EXPONENT_SUFFIX_RE.fullmatch(suffix):
-        digits = suffix[1:].lstrip("+-").lstrip("0")
-        if len(digits) > 10 or int(digits or "0") > _INT32_MAX:
-            raise ValueError(f"quantity {text!r}: exponent {suffix[1:]} out of range")
-        return _power_of_ten(int(suffix[1:])), "DecimalExponent"
+        # Bounded length first: int() of a huge digit string is slow (and refused past 4300 digits).
+        exponent = int(suffix[1:]) if len(suffix.lstrip("eE+-0")) <= 10 else None
+        if exponent is None or not _INT32_MIN <= exponent <= _INT32_MAX:
+            raise ValueError(f"quantity {text!r}: exponent {suffix[1:]} out of the int32 range")
+        return _power_of_ten(exponent), "DecimalExponent"
     raise ValueError(f"quantity {text!r}: unable to parse quantity's suffix {suffix!r}")
 
 
@@ -140,7 +146,7 @@ class Quantity:
             raise ValueError(f"unknown quantity format {self.format!r}; expected one of {', '.join(FORMATS)}")
         if not isinstance(self.value, Decimal):
             raise TypeError(f"Quantity.value must be a Decimal, got {type(self.value).__name__}")
-        _check_finite(self.value)
+        _check_representable(self.value)
         object.__setattr__(self, "value", _round_nano(self.value))
 
     @classmethod
@@ -157,7 +163,7 @@ class Quantity:
         number = Decimal(match["number"].rstrip("."))
         if not number.is_zero() and number.adjusted() + multiplier.adjusted() >= _MAX_INTEGER_DIGITS:
             raise ValueError(f"quantity {text!r} too large: more than {_MAX_INTEGER_DIGITS} integer digits")
-        value = _exact_product(number, multiplier)
+        value = _exact_product(text, number, multiplier)
         if match["sign"] == "-":
             value = value.copy_negate()  # unary minus would round to the default 28 digits
         value = _round_nano(value)

@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 
@@ -445,6 +446,8 @@ class _Parser:
                 raise ValueError(f"found '{literal}', expected: ',', or identifier")
 
 
+# Selectors are immutable and the same few strings recur on every list, watch and reconcile.
+@lru_cache(maxsize=4096)
 def parse_selector(text: str) -> Selector:
     """Parse a selector string (Go's `labels.Parse`). The empty string selects everything."""
     if not isinstance(text, str):

@@ -84,10 +84,22 @@ class PrometheusProcess:
         return f"http://127.0.0.1:{self.port}"
 
     @property
-    def log_path(self) -> Path:
+    def work_dir(self) -> Path:
+        """Config, data and log; removed on stop."""
         if self._dir is None:
             raise PrometheusError("Prometheus is not started")
-        return self._dir / "prometheus.log"
+        return self._dir
+
+    @property
+    def log_path(self) -> Path:
+        return self.work_dir / "prometheus.log"
+
+    @property
+    def process_group(self) -> int:
+        """The process group of Prometheus and its guard (for checks that nothing is left)."""
+        if self._proc is None:
+            raise PrometheusError("Prometheus is not started")
+        return self._proc.pid
 
     def start(self, timeout: float = 30.0) -> None:
         if self._proc is not None:

@@ -15,12 +15,14 @@ from adapter.auth.attributes import InvalidRequestPath, request_attributes
 from adapter.auth.authenticator import AuthenticationFailed, Authenticator
 from adapter.auth.authorizer import AlwaysAllowPaths, AuthorizationError, Authorizer
 from adapter.auth.certs import parse_der_chain
+from adapter.auth.identity import UserInfo
 from adapter.auth.tls import peer_chain_der
 
 log = structlog.get_logger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-USER_KEY = "surge.auth.user"  # request[USER_KEY] holds the authenticated UserInfo for handlers/logs
+USER_KEY = web.RequestKey("surge.auth.user", UserInfo)
+"""request[USER_KEY]: the authenticated caller, for handlers and logs."""
 
 
 def make_middleware(

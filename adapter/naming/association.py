@@ -16,6 +16,7 @@ from adapter.naming.names import compile_regex
 from adapter.naming.resources import GroupResource, ResourceInfo, ResourceMapper
 
 _TEMPLATE_TYPE = "naming.resourceTemplateArgs"
+RESOURCE_TEMPLATE_FIELDS = frozenset({"Group", "Resource"})
 
 
 class ResourceAssociation:

@@ -23,7 +23,7 @@ _SIMPLE_ESCAPES = {
     '"': '\\"',
     "\\": "\\\\",
 }
-_REGEX_META = frozenset("\\.+*?()|[]{}^$")
+_REGEX_META = str.maketrans({ch: "\\" + ch for ch in "\\.+*?()|[]{}^$"})
 _LABEL_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _LABEL_REST = _LABEL_START | frozenset("0123456789")
 
@@ -47,16 +47,15 @@ def _quote_char(ch: str) -> str:
 
 def go_quote(value: str) -> str:
     """Quote `value` exactly like Go's `strconv.Quote` / `%q` (a valid PromQL string literal)."""
-    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
-        return f'"{value}"'
+    if value.isascii() and value.isprintable():
+        # Printable ASCII needs only `\` and `"` escaped: do it with C-level replaces.
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return '"' + "".join(_quote_char(ch) for ch in value) + '"'
 
 
 def quote_meta(value: str) -> str:
     """Escape RE2 metacharacters like Go's `regexp.QuoteMeta`."""
-    if not any(ch in _REGEX_META for ch in value):
-        return value
-    return "".join("\\" + ch if ch in _REGEX_META else ch for ch in value)
+    return value.translate(_REGEX_META)
 
 
 def is_valid_label_name(name: str) -> bool:

@@ -22,6 +22,7 @@ from adapter.naming.promql import (
 )
 
 QUERY_TEMPLATE_TYPE = "naming.queryTemplateArgs"
+QUERY_FIELDS = frozenset({"Series", "LabelMatchers", "LabelValuesByName", "GroupBy", "GroupBySlice"})
 
 
 def _quoted_inner(value: str) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -76,26 +75,13 @@ def make_app(deps: AppDependencies, middlewares: Sequence[Middleware] = ()) -> w
     return app
 
 
-async def serve(
-    app: web.Application, host: str, port: int, tls: ServingTLS | None, reload_interval: float = 10.0
-) -> web.AppRunner:
+async def serve(app: web.Application, host: str, port: int, tls: ServingTLS | None) -> web.AppRunner:
     """Start serving; returns the runner (call `cleanup()` to stop). Plain HTTP when `tls` is None."""
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port, ssl_context=tls.context if tls else None)
     await site.start()
-    if tls is not None:
-        task = asyncio.create_task(tls.watch(reload_interval), name="serving certificate reload")
-        app.on_cleanup.append(_cancel_on_cleanup(task))
     return runner
-
-
-def _cancel_on_cleanup(task: asyncio.Task[None]) -> Callable[[web.Application], Awaitable[None]]:
-    async def cancel(app: web.Application) -> None:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-
-    return cancel
 
 
 def bound_port(runner: web.AppRunner) -> int:

@@ -145,6 +145,9 @@ class ServingTLS:
         if stamps == self._stamps:
             return False
         try:
+            # Validate in a scratch context first: a failed load_cert_chain on the live context would
+            # leave it holding the new certificate with the old key, breaking every handshake.
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(self.cert_file, self.key_file)
             self.context.load_cert_chain(self.cert_file, self.key_file)
         except (OSError, ssl.SSLError) as err:
             # Often a half-written rotation (cert updated, key not yet): retry on the next check.

@@ -6,6 +6,7 @@ metric_compute, normalization, defaults, conditions. ``kube_json`` builds the da
 Kubernetes JSON objects and writes the status back.
 """
 
+from autoscaler.core.defaults import effective_metrics
 from autoscaler.core.reconcile import Decision, decide, scale_unavailable, tolerances_for
 from autoscaler.core.types import (
     HPA,
@@ -31,6 +32,7 @@ __all__ = [
     "Scale",
     "Snapshot",
     "decide",
+    "effective_metrics",
     "scale_unavailable",
     "tolerances_for",
 ]

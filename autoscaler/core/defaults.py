@@ -62,6 +62,8 @@ def effective_metrics(spec: HPASpec) -> tuple[MetricSpec, ...]:
 def with_defaults(spec: HPASpec) -> HPASpec:
     """The spec as the API server stores it: default metrics, and a completed behavior if set."""
     behavior = spec.behavior
+    if behavior is None and spec.metrics:
+        return spec
     if behavior is not None:
         behavior = Behavior(
             scale_up=generate_scale_up_rules(behavior.scale_up),

@@ -89,6 +89,18 @@ def milli(value: Any, where: str) -> int:
         raise ValueError(f"{where}: {err}") from None
 
 
+def _approximate_float(value: Any, where: str) -> float:
+    """Go's ``Quantity.AsApproximateFloat64``."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ValueError(f"{where}: not a quantity: {value!r}")
+    if not isinstance(value, str):
+        return float(value)
+    try:
+        return float(Quantity.parse(value).value)
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from None
+
+
 def _status_quantity(value: Any, where: str) -> MilliQuantity:
     value_milli = milli(value, where)
     return MilliQuantity(value_milli, Quantity.parse(value).format if isinstance(value, str) else "DecimalSI")
@@ -215,8 +227,7 @@ def scaling_rules_from_json(obj: Json | None, where: str) -> ScalingRules | None
                 for p in policies
             )
         ),
-        # AsApproximateFloat64 of the quantity.
-        tolerance=None if tolerance is None else milli(tolerance, f"{where}.tolerance") / 1000,
+        tolerance=None if tolerance is None else _approximate_float(tolerance, f"{where}.tolerance"),
     )
 
 
@@ -353,14 +364,22 @@ def pod_from_json(obj: Json) -> Pod:
         start_time=None if start is None else parse_time(start, f"{where}.status.startTime"),
         deletion_timestamp=None if deletion is None else parse_time(deletion, f"{where}.deletionTimestamp"),
         containers=tuple(
-            Container(c.get("name", ""), _requests(c, f"{where}.containers"), c.get("restartPolicy"))
-            for c in spec.get("containers") or ()
+            Container(
+                c.get("name", ""), _requests(c, f"{where}.spec.containers[{i}]"), c.get("restartPolicy")
+            )
+            for i, c in enumerate(spec.get("containers") or ())
         ),
         init_containers=tuple(
-            Container(c.get("name", ""), _requests(c, f"{where}.initContainers"), c.get("restartPolicy"))
-            for c in spec.get("initContainers") or ()
+            Container(
+                c.get("name", ""), _requests(c, f"{where}.spec.initContainers[{i}]"), c.get("restartPolicy")
+            )
+            for i, c in enumerate(spec.get("initContainers") or ())
         ),
         pod_level_requests=pod_requests or None,
+        overhead={
+            name: milli(v, f"{where}.spec.overhead.{name}")
+            for name, v in (spec.get("overhead") or {}).items()
+        },
     )
 
 

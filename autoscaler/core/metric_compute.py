@@ -58,13 +58,15 @@ class MetricFailure(Exception):
 
     ``reason`` is the ScalingActive reason and the Warning event's reason, ``detail`` the event
     message (the condition message wraps it), ``error`` the text returned to the caller.
+    ``spec_error`` marks a fault of the HPA spec rather than of the cluster (a monitor label).
     """
 
-    def __init__(self, reason: str, detail: str, error: str) -> None:
+    def __init__(self, reason: str, detail: str, error: str, *, spec_error: bool = False) -> None:
         super().__init__(error)
         self.reason = reason
         self.detail = detail
         self.error = error
+        self.spec_error = spec_error
 
 
 def compute_replicas_for_metric(
@@ -87,7 +89,7 @@ def compute_replicas_for_metric(
     if spec.type == EXTERNAL:
         return _external(ctx, namespace, spec, answer, spec_replicas, status_replicas, pods)
     detail = f"unknown metric source type {json.dumps(spec.type)}"
-    raise MetricFailure("InvalidMetricSourceType", detail, detail)
+    raise MetricFailure("InvalidMetricSourceType", detail, detail, spec_error=True)
 
 
 def _resource(
@@ -243,6 +245,7 @@ class MetricsResult(NamedTuple):
     timestamp: datetime
     error: str | None
     failures: tuple[MetricFailure, ...]  # in spec order; each one is also a Warning event
+    proposals: tuple[int | None, ...]  # per spec, None where it failed (for the monitor)
 
 
 def compute_replicas_for_metrics(
@@ -262,6 +265,7 @@ def compute_replicas_for_metrics(
     timestamp = ZERO_TIME
     statuses: list[MetricStatus] = []
     failures: list[MetricFailure] = []
+    proposals: list[int | None] = []
     for spec, answer in zip(specs, answers, strict=True):
         try:
             outcome = compute_replicas_for_metric(
@@ -270,8 +274,10 @@ def compute_replicas_for_metrics(
         except MetricFailure as failure:
             failures.append(failure)
             statuses.append(MetricStatus())
+            proposals.append(None)
             continue
         statuses.append(outcome.status)
+        proposals.append(outcome.replicas)
         if replicas == 0 or outcome.replicas > replicas:
             replicas, metric_name, timestamp = outcome.replicas, outcome.metric_name, outcome.timestamp
     error = None
@@ -281,5 +287,7 @@ def compute_replicas_for_metrics(
             f"first error is: {failures[0].error}"
         )
     if len(failures) >= len(specs) or (failures and replicas < spec_replicas):
-        return MetricsResult(-1, "", tuple(statuses), ZERO_TIME, error, tuple(failures))
-    return MetricsResult(replicas, metric_name, tuple(statuses), timestamp, error, tuple(failures))
+        return MetricsResult(-1, "", tuple(statuses), ZERO_TIME, error, tuple(failures), tuple(proposals))
+    return MetricsResult(
+        replicas, metric_name, tuple(statuses), timestamp, error, tuple(failures), tuple(proposals)
+    )

@@ -52,6 +52,23 @@ ALL_BELOW_TARGET = "All metrics below target"
 
 
 @dataclass(frozen=True, slots=True)
+class MetricComputation:
+    """One metric's outcome with the labels of upstream's ``metric_computation_total``."""
+
+    metric_type: str
+    action: str  # "scale_up" | "scale_down" | "none", the proposal against status.currentReplicas
+    error: str  # "none" | "internal" | "spec"
+
+
+def action_label(current: int, desired: int) -> str:
+    if desired > current:
+        return "scale_up"
+    if desired < current:
+        return "scale_down"
+    return "none"
+
+
+@dataclass(frozen=True, slots=True)
 class _BeforeRescale:
     """The state just before the scale update, from which a failed update is finished."""
 
@@ -77,6 +94,7 @@ class Decision:
     write (only needed when ``status_changed``). ``history`` is carried into the next decision.
     ``error`` is the error upstream's reconcile returns (logged; the HPA is requeued), or None.
     All fields assume the scale update, if any, succeeds; see ``rescale_failed``.
+    ``action`` and ``metric_computations`` carry the labels of upstream's monitor metrics.
     """
 
     desired_replicas: int
@@ -89,7 +107,16 @@ class Decision:
     error: str | None
     metric_name: str = ""
     metric_timestamp: datetime | None = None
+    metric_computations: tuple[MetricComputation, ...] = ()
+    error_label: str = "none"  # reconciliations_total error label: "none" | "internal" | "spec"
     _before_rescale: _BeforeRescale | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def action(self) -> str:
+        """``reconciliations_total`` action label: the direction of a rescale, else "none"."""
+        if not self.rescale:
+            return "none"
+        return action_label(self.status.current_replicas, self.desired_replicas)
 
     def rescale_failed(self, error: str) -> Decision:
         """The decision to act on when updating the scale failed with ``error``."""
@@ -124,8 +151,10 @@ class Decision:
             events=(*b.events, event),
             history=b.history,
             error=f"failed to rescale {b.reference}: {error}",
+            error_label="internal",
             metric_name=self.metric_name,
             metric_timestamp=self.metric_timestamp,
+            metric_computations=self.metric_computations,
         )
 
 
@@ -198,9 +227,69 @@ def validate_selector(
 
 def _status_equal(a: HPAStatus, b: HPAStatus) -> bool:
     # Kubernetes' semantic equality treats a nil and an empty list alike.
-    return replace(a, current_metrics=a.current_metrics or ()) == replace(
-        b, current_metrics=b.current_metrics or ()
+    return (
+        a.current_replicas == b.current_replicas
+        and a.desired_replicas == b.desired_replicas
+        and a.last_scale_time == b.last_scale_time
+        and (a.current_metrics or ()) == (b.current_metrics or ())
+        and a.conditions == b.conditions
+        and a.observed_generation == b.observed_generation
     )
+
+
+def _metrics_failed(
+    hpa: HPA,
+    current: int,
+    statuses: tuple[MetricStatus, ...] | None,
+    conditions: tuple[Condition, ...],
+    events: list[Event],
+    history: History,
+    recommendations: tuple[Recommendation, ...],
+    error_text: str,
+    observed_generation: int | None,
+    computations: tuple[MetricComputation, ...] = (),
+    error_label: str = "internal",
+) -> Decision:
+    """No replica count could be computed: record what is known, keep the old desired count."""
+    status = HPAStatus(
+        current_replicas=current,
+        desired_replicas=hpa.status.desired_replicas,
+        last_scale_time=hpa.status.last_scale_time,
+        current_metrics=statuses,
+        conditions=conditions,
+        observed_generation=observed_generation,
+    )
+    return Decision(
+        desired_replicas=current,
+        rescale=False,
+        reason="",
+        status=status,
+        status_changed=not _status_equal(status, hpa.status),
+        events=(*events, Event("Warning", "FailedComputeMetricsReplicas", error_text)),
+        history=replace(history, recommendations=recommendations),
+        error=(
+            f"failed to compute desired number of replicas based on listed metrics for "
+            f"{reference_of(hpa)}: {error_text}"
+        ),
+        metric_computations=computations,
+        error_label=error_label,
+    )
+
+
+def _metric_computations(
+    spec: HPASpec, result: MetricsResult, status_replicas: int
+) -> tuple[MetricComputation, ...]:
+    failures = iter(result.failures)
+    computations = []
+    for metric, proposal in zip(spec.metrics, result.proposals, strict=True):
+        if proposal is None:
+            error = "spec" if next(failures).spec_error else "internal"
+            computations.append(MetricComputation(metric.type, "none", error))
+        else:
+            computations.append(
+                MetricComputation(metric.type, action_label(status_replicas, proposal), "none")
+            )
+    return tuple(computations)
 
 
 def decide(snapshot: Snapshot) -> Decision:
@@ -234,6 +323,8 @@ def decide(snapshot: Snapshot) -> Decision:
     error: str | None = None
     metric_name = ""
     metric_timestamp: datetime | None = None
+    computations: tuple[MetricComputation, ...] = ()
+    error_label = "none"
 
     scaled_to_zero = gates.hpa_scale_to_zero and has_true_condition(conditions, SCALED_TO_ZERO)
     has_object_or_external = any(m.type in (OBJECT, EXTERNAL) for m in spec.metrics)
@@ -257,31 +348,6 @@ def decide(snapshot: Snapshot) -> Decision:
     elif current < min_replicas:
         reason, desired, need_metrics = BELOW_MIN, min_replicas, False
 
-    def unchanged_desired(error_text: str) -> Decision:
-        """Metrics could not be computed: record what is known, keep the old desired count."""
-        status = HPAStatus(
-            current_replicas=current,
-            desired_replicas=original.desired_replicas,
-            last_scale_time=original.last_scale_time,
-            current_metrics=statuses,
-            conditions=conditions,
-            observed_generation=observed_generation,
-        )
-        events.append(Event("Warning", "FailedComputeMetricsReplicas", error_text))
-        return Decision(
-            desired_replicas=current,
-            rescale=False,
-            reason="",
-            status=status,
-            status_changed=not _status_equal(status, original),
-            events=tuple(events),
-            history=replace(history, recommendations=recommendations),
-            error=(
-                f"failed to compute desired number of replicas based on listed metrics for "
-                f"{reference_of(hpa)}: {error_text}"
-            ),
-        )
-
     if need_metrics:
         try:
             validate_selector(hpa.key, scale.selector, snapshot.pods, snapshot.other_selectors)
@@ -290,7 +356,17 @@ def decide(snapshot: Snapshot) -> Decision:
             conditions = set_condition(
                 conditions, SCALING_ACTIVE, "False", problem.condition_reason, problem.condition_message, now
             )
-            return unchanged_desired(problem.event_message)
+            return _metrics_failed(
+                hpa,
+                current,
+                None,
+                conditions,
+                events,
+                history,
+                recommendations,
+                problem.event_message,
+                observed_generation,
+            )
 
         ctx = CalcContext(
             tolerances=tolerances_for(spec, config),
@@ -310,6 +386,7 @@ def decide(snapshot: Snapshot) -> Decision:
         )
         events.extend(Event("Warning", f.reason, f.detail) for f in result.failures)
         statuses = result.statuses
+        computations = _metric_computations(spec, result, original.current_replicas)
         if result.replicas == -1:
             first = result.failures[0]
             conditions = set_condition(
@@ -320,7 +397,18 @@ def decide(snapshot: Snapshot) -> Decision:
                 f"the HPA was unable to compute the replica count: {first.detail}",
                 now,
             )
-            return unchanged_desired(result.error or "")
+            return _metrics_failed(
+                hpa,
+                current,
+                statuses,
+                conditions,
+                events,
+                history,
+                recommendations,
+                result.error or "",
+                observed_generation,
+                computations,
+            )
         conditions = set_condition(
             conditions,
             SCALING_ACTIVE,
@@ -330,6 +418,8 @@ def decide(snapshot: Snapshot) -> Decision:
             now,
         )
         error = result.error
+        # Upstream wraps metric errors with %v, so even a spec error counts as internal here.
+        error_label = "internal" if error else "none"
         metric_name, metric_timestamp = result.metric_name, result.timestamp
 
         rescale_metric = ""
@@ -478,6 +568,8 @@ def decide(snapshot: Snapshot) -> Decision:
         error=error,
         metric_name=metric_name,
         metric_timestamp=metric_timestamp,
+        metric_computations=computations,
+        error_label=error_label,
         _before_rescale=before if rescale else None,
     )
 
@@ -503,4 +595,5 @@ def scale_unavailable(hpa: HPA, history: History, error: str, now: datetime) -> 
         events=(Event("Warning", "FailedGetScale", error),),
         history=history,
         error=f"failed to query scale subresource for {reference_of(hpa)}: {error}",
+        error_label="internal",
     )

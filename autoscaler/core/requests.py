@@ -21,22 +21,69 @@ def calculate_requests(
     """
     requests: dict[str, int] = {}
     for pod in pods:
-        if pod_level_resources and pod.pod_level_requests and not container:
+        if pod_level_resources and not container and is_pod_level_requests_set(pod):
             requests[pod.name] = pod_requests_from_pod_level(pod, resource)
         else:
             requests[pod.name] = pod_requests_from_containers(pod, container, resource)
     return requests
 
 
+def _supported_at_pod_level(resource: str) -> bool:
+    return resource in ("cpu", "memory") or resource.startswith("hugepages-")
+
+
+def is_pod_level_requests_set(pod: Pod) -> bool:
+    return any(_supported_at_pod_level(r) for r in pod.pod_level_requests or ())
+
+
 def pod_requests_from_pod_level(pod: Pod, resource: str) -> int:
-    assert pod.pod_level_requests is not None
-    if resource in pod.pod_level_requests:
-        return pod.pod_level_requests[resource]
-    # A resource not set at pod level falls back to the containers' requests that carry it.
-    found = [c.requests[resource] for c in _counted_containers(pod) if resource in c.requests]
-    if not found:
+    """The pod's effective request (upstream ``PodRequests``): the containers' aggregate, with
+    the pod-level values replacing it for the resources supported there, plus the pod overhead.
+    """
+    requests = aggregate_container_requests(pod)
+    for name, value in (pod.pod_level_requests or {}).items():
+        if _supported_at_pod_level(name):
+            requests[name] = value
+    for name, value in pod.overhead.items():
+        requests[name] = requests.get(name, 0) + value
+    if resource not in requests:
         raise RequestError(f"missing pod-level request for {resource} in Pod {pod.name}")
-    return sum(found)
+    return requests[resource]
+
+
+def aggregate_container_requests(pod: Pod) -> dict[str, int]:
+    """Requests of the containers as the scheduler counts them (sidecar KEP formula).
+
+    App containers and sidecars run together and add up; each ordinary init container runs
+    alone with the sidecars started before it, and the pod needs the largest of these phases.
+    """
+    total: dict[str, int] = {}
+    for c in pod.containers:
+        _add(total, c.requests)
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for c in pod.init_containers:
+        if c.restart_policy == "Always":
+            _add(total, c.requests)
+            _add(sidecars, c.requests)
+            phase = sidecars
+        else:
+            phase = dict(c.requests)
+            _add(phase, sidecars)
+        _max(init_peak, phase)
+    _max(total, init_peak)
+    return total
+
+
+def _add(into: dict[str, int], more: dict[str, int]) -> None:
+    for name, value in more.items():
+        into[name] = into.get(name, 0) + value
+
+
+def _max(into: dict[str, int], other: dict[str, int]) -> None:
+    for name, value in other.items():
+        if name not in into or value > into[name]:
+            into[name] = value
 
 
 def pod_requests_from_containers(pod: Pod, container: str, resource: str) -> int:
@@ -55,6 +102,8 @@ def pod_requests_from_containers(pod: Pod, container: str, resource: str) -> int
     return total
 
 
-def _counted_containers(pod: Pod) -> list[Container]:
+def _counted_containers(pod: Pod) -> tuple[Container, ...]:
     # Ordinary init containers finish before the app runs, so only sidecars add to the request.
-    return [*pod.containers, *(c for c in pod.init_containers if c.restart_policy == "Always")]
+    if not pod.init_containers:
+        return pod.containers
+    return (*pod.containers, *(c for c in pod.init_containers if c.restart_policy == "Always"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
 MAX_INT32 = 2**31 - 1
@@ -94,10 +95,10 @@ class Pod:
     containers: tuple[Container, ...] = ()
     init_containers: tuple[Container, ...] = ()
     pod_level_requests: dict[str, int] | None = None  # pod.spec.resources.requests, milli
+    overhead: dict[str, int] = field(default_factory=dict)  # pod.spec.overhead, milli
 
 
-@dataclass(frozen=True, slots=True)
-class PodSample:
+class PodSample(NamedTuple):
     """One pod's metric value as the metrics clients hand it to the replica calculator."""
 
     value: int  # milli

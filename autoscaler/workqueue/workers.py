@@ -21,11 +21,9 @@ MIN_SYNC_PERIOD = 1.0
 log = structlog.get_logger(__name__)
 
 
-def sync_period(seconds: float | None) -> float:
-    """An object's sync period: 15 s unless set, never below 1 s."""
-    if seconds is None:
-        return DEFAULT_SYNC_PERIOD
-    return max(MIN_SYNC_PERIOD, float(seconds))
+def sync_period(seconds: float | None, default: float = DEFAULT_SYNC_PERIOD) -> float:
+    """An object's sync period: `default` (15 s) unless set, never below 1 s."""
+    return max(MIN_SYNC_PERIOD, float(default if seconds is None else seconds))
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ for what Surge uses. Entry point: `ApiServer`; in-process access: `ApiServer.sto
 from sim.apiserver.certs import CertificateAuthority
 from sim.apiserver.errors import ApiError
 from sim.apiserver.resources import GroupResource, ResourceType, ScaleSpec
-from sim.apiserver.server import ApiServer, UserInfo
+from sim.apiserver.reviews import Decision, UserInfo
+from sim.apiserver.server import ApiServer
 from sim.apiserver.store import Store
 from sim.apiserver.watch import Watcher
 
@@ -12,6 +13,7 @@ __all__ = [
     "ApiError",
     "ApiServer",
     "CertificateAuthority",
+    "Decision",
     "GroupResource",
     "ResourceType",
     "ScaleSpec",

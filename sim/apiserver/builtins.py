@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from sim.apiserver.events import events_v1_type
 from sim.apiserver.resources import Obj, Registry, ResourceType, ScaleSpec
 
 
@@ -207,7 +208,7 @@ def builtin_types() -> list[ResourceType]:
         ResourceType("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True,
                      ("hpa",), ("all",), status=True, defaulter=default_hpa),
         ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
-        ResourceType("events.k8s.io", "v1", "events", "Event", True, ("ev",)),
+        events_v1_type(),
         ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
                      False, ("crd", "crds"), ("api-extensions",), status=True),
     ]

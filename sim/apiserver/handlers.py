@@ -17,10 +17,11 @@ from sim.apiserver.resources import Obj, Registry, ResourceType
 from sim.apiserver.scale import apply_scale, to_scale
 from sim.apiserver.selection import Selection
 from sim.apiserver.store import Store
-from sim.apiserver.watch import INITIAL_EVENTS_END
+from sim.apiserver.watch import INITIAL_EVENTS_END, Watcher
 
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 DEFAULT_WATCH_TIMEOUT = 1800.0
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 
 def dumps(body: Any) -> str:
@@ -77,6 +78,8 @@ def _wants_table(request: web.Request) -> bool:
 async def _read_body(request: web.Request) -> Any:
     raw = await request.read()
     content_type = request.headers.get("Content-Type", "application/json").split(";")[0].strip()
+    if content_type == PROTOBUF:
+        raise errors.unsupported_media_type(content_type)
     try:
         if content_type == APPLY_PATCH or content_type.endswith("yaml"):
             return yaml.safe_load(raw)
@@ -95,8 +98,14 @@ class ResourceHandlers:
 
     def _out(self, rt: ResourceType, obj: Obj) -> Obj:
         """The stored object as the requested version (same schema, other apiVersion)."""
+        if rt.codec is not None:
+            return rt.codec.from_storage(obj)
         wanted = rt.group_version
         return obj if obj.get("apiVersion") == wanted else {**obj, "apiVersion": wanted}
+
+    def _printed(self, rt: ResourceType) -> ResourceType:
+        """Tables print stored objects, so a view prints as the resource it stores into."""
+        return self.registry.storage_type(rt.storage) or rt
 
     async def handle(self, request: web.Request, group: str, version: str, path: str) -> web.StreamResponse:
         target = parse_target(self.registry, group, version, path)
@@ -110,13 +119,13 @@ class ResourceHandlers:
                 return await self.create(request, target)
             if method == "DELETE":
                 return self.delete_collection(request, target)
-            raise errors.method_not_allowed(method, target.rt.group, target.rt.plural)
+            raise errors.method_not_allowed(method, target.rt.storageoup, target.rt.plural)
         if target.subresource == "scale":
             return await self.scale(request, target)
         if method == "GET":
-            obj = self.store.get_ref(target.rt.gr, target.namespace, target.name)
+            obj = self.store.get_ref(target.rt.storage, target.namespace, target.name)
             if _wants_table(request) and target.subresource is None:
-                table = tables.to_table(target.rt, [obj], obj["metadata"]["resourceVersion"],
+                table = tables.to_table(self._printed(target.rt), [obj], obj["metadata"]["resourceVersion"],
                                         request.query.get("includeObject", "Metadata"))
                 return json_response(table)
             return json_response(self._out(target.rt, obj))
@@ -126,7 +135,7 @@ class ResourceHandlers:
             return await self.patch(request, target)
         if method == "DELETE" and target.subresource is None:
             return await self.delete(request, target)
-        raise errors.method_not_allowed(method, target.rt.group, target.rt.plural)
+        raise errors.method_not_allowed(method, target.rt.storageoup, target.rt.plural)
 
     # ---- collection -----------------------------------------------------------------------------
 
@@ -146,10 +155,11 @@ class ResourceHandlers:
         except ValueError as err:
             raise errors.bad_request(f"invalid limit: {limit_text}") from err
         items, rv, token, remaining = self.store.page(
-            rt.gr, self._selection(request, target), limit, request.query.get("continue")
+            rt.storage, self._selection(request, target), limit, request.query.get("continue")
         )
         if _wants_table(request):
-            table = tables.to_table(rt, items, rv, request.query.get("includeObject", "Metadata"), token)
+            include = request.query.get("includeObject", "Metadata")
+            table = tables.to_table(self._printed(rt), items, rv, include, token)
             return json_response(table)
         meta: Obj = {"resourceVersion": rv}
         if token:
@@ -168,7 +178,9 @@ class ResourceHandlers:
         if not isinstance(body, dict):
             raise errors.bad_request("the request body must be an object")
         self._check_kind(target.rt, body)
-        obj = self.store._create(target.rt.gr, body, target.namespace, keep_status=False)
+        if target.rt.codec is not None:
+            body = target.rt.codec.to_storage(body)
+        obj = self.store._create(target.rt.storage, body, target.namespace, keep_status=False)
         return json_response(self._out(target.rt, obj), 201)
 
     def _check_kind(self, rt: ResourceType, body: Obj) -> None:
@@ -183,9 +195,11 @@ class ResourceHandlers:
     def delete_collection(self, request: web.Request, target: Target) -> web.Response:
         rt = target.rt
         deleted = []
-        for obj in self.store.select(rt.gr, self._selection(request, target)):
+        for obj in self.store.select(rt.storage, self._selection(request, target)):
             meta = obj["metadata"]
-            last, _ = self.store._delete(rt.gr, meta.get("namespace"), meta["name"], "Background", None, None)
+            last, _ = self.store._delete(
+                rt.storage, meta.get("namespace"), meta["name"], "Background", None, None
+            )
             deleted.append(self._out(rt, last))
         body = {"kind": f"{rt.kind}List", "apiVersion": rt.group_version,
                 "metadata": {"resourceVersion": str(self.store.resource_version)}, "items": deleted}
@@ -206,7 +220,7 @@ class ResourceHandlers:
         response.enable_chunked_encoding()
         try:
             watcher = self.store.watch(
-                rt.gr,
+                rt.storage,
                 target.namespace,
                 label_selector=query.get("labelSelector"),
                 field_selector=query.get("fieldSelector"),
@@ -222,39 +236,45 @@ class ResourceHandlers:
             await response.write_eof()
             return response
         await response.prepare(request)
-        deadline = time.monotonic() + timeout
-        next_bookmark = time.monotonic() + self.bookmark_interval
         try:
-            while True:
-                now = time.monotonic()
-                if now >= deadline:
-                    break
-                wait = deadline - now
-                if bookmarks:
-                    wait = min(wait, max(next_bookmark - now, 0))
-                try:
-                    event = await watcher.next(wait)
-                except StopAsyncIteration:
-                    break
-                if event is None:
-                    if bookmarks and time.monotonic() >= next_bookmark:
-                        await response.write(self._bookmark(rt, {}))
-                        next_bookmark = time.monotonic() + self.bookmark_interval
-                    continue
-                event_type, obj = event
-                if event_type == INITIAL_EVENTS_END:
-                    if bookmarks:
-                        await response.write(self._bookmark(rt, {"k8s.io/initial-events-end": "true"}))
-                    continue
-                out = self._out(rt, obj)
-                if table:
-                    out = tables.to_table(rt, [out], out["metadata"]["resourceVersion"],
-                                          query.get("includeObject", "Metadata"))
-                await response.write((dumps({"type": event_type, "object": out}) + "\n").encode())
+            await self._stream(response, watcher, rt, bookmarks, table, timeout,
+                               query.get("includeObject", "Metadata"))
+            await response.write_eof()
+        except ConnectionResetError:
+            pass  # the client went away
         finally:
             watcher.close()
-        await response.write_eof()
         return response
+
+    async def _stream(
+        self, response: web.StreamResponse, watcher: Watcher, rt: ResourceType, bookmarks: bool,
+        table: bool, duration: float, include_object: str,
+    ) -> None:
+        """Write events until the timeout, a closed watcher (shutdown, dropped) or a write failure."""
+        deadline = time.monotonic() + duration
+        next_bookmark = time.monotonic() + self.bookmark_interval
+        while (now := time.monotonic()) < deadline:
+            wait = min(deadline, next_bookmark) - now if bookmarks else deadline - now
+            try:
+                event = await watcher.next(max(wait, 0))
+            except StopAsyncIteration:
+                return
+            if event is None:
+                if bookmarks and time.monotonic() >= next_bookmark:
+                    await response.write(self._bookmark(rt, {}))
+                    next_bookmark = time.monotonic() + self.bookmark_interval
+                continue
+            event_type, obj = event
+            if event_type == INITIAL_EVENTS_END:
+                if bookmarks:
+                    await response.write(self._bookmark(rt, {"k8s.io/initial-events-end": "true"}))
+                continue
+            if table:
+                out = tables.to_table(self._printed(rt), [obj], obj["metadata"]["resourceVersion"],
+                                      include_object)
+            else:
+                out = self._out(rt, obj)
+            await response.write((dumps({"type": event_type, "object": out}) + "\n").encode())
 
     def _bookmark(self, rt: ResourceType, annotations: dict[str, str]) -> bytes:
         meta: Obj = {"resourceVersion": str(self.store.resource_version)}
@@ -271,7 +291,9 @@ class ResourceHandlers:
         if not isinstance(body, dict):
             raise errors.bad_request("the request body must be an object")
         self._check_kind(target.rt, body)
-        obj = self.store._update(target.rt.gr, target.namespace, target.name, body, target.subresource)
+        if target.rt.codec is not None:
+            body = target.rt.codec.to_storage(body)
+        obj = self.store._update(target.rt.storage, target.namespace, target.name, body, target.subresource)
         return json_response(self._out(target.rt, obj))
 
     async def patch(self, request: web.Request, target: Target) -> web.Response:
@@ -289,11 +311,21 @@ class ResourceHandlers:
         existed = True
         if content_type == APPLY_PATCH:
             try:
-                self.store.get_ref(target.rt.gr, target.namespace, target.name)
+                self.store.get_ref(target.rt.storage, target.namespace, target.name)
             except ApiError:
                 existed = False
-        obj = self.store._patch(target.rt.gr, target.namespace, target.name, body, content_type,
-                                target.subresource)
+        codec = target.rt.codec
+        if codec is not None and existed:
+            # Patch the served form of a view, then store it back.
+            stored = self.store.get_ref(target.rt.storage, target.namespace, target.name)
+            patch_type = MERGE_PATCH if content_type == APPLY_PATCH else content_type
+            patched = codec.to_storage(apply_patch(codec.from_storage(stored), body, patch_type))
+            obj = self.store._update(target.rt.storage, target.namespace, target.name, patched, None)
+        else:
+            if codec is not None:
+                body = codec.to_storage(body)
+            obj = self.store._patch(target.rt.storage, target.namespace, target.name, body, content_type,
+                                    target.subresource)
         return json_response(self._out(target.rt, obj), 200 if existed else 201)
 
     async def delete(self, request: web.Request, target: Target) -> web.Response:
@@ -313,10 +345,10 @@ class ResourceHandlers:
         if options.get("orphanDependents") is True:
             propagation = "Orphan"
         obj, removed = self.store._delete(
-            rt.gr, target.namespace, target.name, propagation or "Background", grace,
+            rt.storage, target.namespace, target.name, propagation or "Background", grace,
             options.get("preconditions"),
         )
-        if not removed or rt.gr == ("", "pods"):
+        if not removed or rt.storage == ("", "pods"):
             return json_response(self._out(rt, obj))
         details: Obj = {"name": target.name, "kind": rt.plural, "uid": obj["metadata"]["uid"]}
         if rt.group:
@@ -328,7 +360,7 @@ class ResourceHandlers:
     async def scale(self, request: web.Request, target: Target) -> web.Response:
         assert target.name is not None
         rt = target.rt
-        obj = self.store.get_ref(rt.gr, target.namespace, target.name)
+        obj = self.store.get_ref(rt.storage, target.namespace, target.name)
         if request.method == "GET":
             return json_response(to_scale(rt, obj))
         if request.method == "PUT":
@@ -344,5 +376,6 @@ class ResourceHandlers:
             raise errors.method_not_allowed(request.method, rt.group, f"{rt.plural}/scale")
         if not isinstance(scale, dict):
             raise errors.bad_request("the request body must be a Scale object")
-        updated = self.store._update(rt.gr, target.namespace, target.name, apply_scale(rt, obj, scale), None)
+        scaled = apply_scale(rt, obj, scale)
+        updated = self.store._update(rt.storage, target.namespace, target.name, scaled, None)
         return json_response(to_scale(rt, updated))

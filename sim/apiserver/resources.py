@@ -41,6 +41,14 @@ class PrinterColumn:
     format: str = ""
 
 
+@dataclass(frozen=True)
+class Codec:
+    """Converts between a served form and the stored form of another resource (a view)."""
+
+    to_storage: Callable[[Obj], Obj]
+    from_storage: Callable[[Obj], Obj]
+
+
 @dataclass
 class ResourceType:
     group: str
@@ -56,11 +64,16 @@ class ResourceType:
     fields: frozenset[str] = frozenset()
     # Fills API defaults on create and update (the way kube-apiserver's defaulting does).
     defaulter: Callable[[Obj], None] | None = None
+    # Rejects an invalid object (raises ApiError), after defaulting, on create and update.
+    validator: Callable[[Obj], None] | None = None
     # Fixes up a new object after its status was reset (e.g. a CRD becomes Established).
     on_create: Callable[[Obj], None] | None = None
     printer_columns: tuple[PrinterColumn, ...] | None = None  # None: the built-in printer (tables.py)
     custom: bool = False  # served because a CRD says so
     storage_version: str = ""
+    # A view of another resource's objects (events.k8s.io Events are stored as core Events).
+    storage_gr: GroupResource | None = None
+    codec: Codec | None = None
 
     def __post_init__(self) -> None:
         if not self.storage_version:
@@ -69,6 +82,11 @@ class ResourceType:
     @property
     def gr(self) -> GroupResource:
         return (self.group, self.plural)
+
+    @property
+    def storage(self) -> GroupResource:
+        """Where this resource's objects live in the store."""
+        return self.storage_gr or self.gr
 
     @property
     def group_version(self) -> str:
@@ -100,10 +118,12 @@ class Registry:
         self._versions: dict[str, list[str]] = {}
         # extra group-versions served by a plugged-in handler: (group, version) -> APIResource dicts
         self.extra: dict[tuple[str, str], list[Obj]] = {}
+        # group -> versions served by a backend through an APIService
+        self.proxied: dict[str, list[str]] = {}
 
     def add(self, rt: ResourceType, preferred: bool = False) -> None:
         self._types[(rt.group, rt.version, rt.plural)] = rt
-        if rt.version == rt.storage_version or rt.gr not in self._by_gr:
+        if rt.storage_gr is None and (rt.version == rt.storage_version or rt.gr not in self._by_gr):
             self._by_gr[rt.gr] = rt
         versions = self._versions.setdefault(rt.group, [])
         if rt.version not in versions:
@@ -111,6 +131,17 @@ class Registry:
                 versions.insert(0, rt.version)
             else:
                 versions.append(rt.version)
+
+    def set_proxied(self, group: str, versions: list[str]) -> None:
+        """Versions of a group served by APIServices (aggregation), preferred first; [] to drop."""
+        local = [v for v in self._versions.get(group, []) if v not in self.proxied.get(group, [])]
+        self.proxied[group] = versions
+        merged = list(dict.fromkeys(versions + local))
+        if merged:
+            self._versions[group] = merged
+        else:
+            self._versions.pop(group, None)
+            self.proxied.pop(group, None)
 
     def add_extra(self, group: str, version: str, resources: list[Obj]) -> None:
         self.extra[(group, version)] = resources

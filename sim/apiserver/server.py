@@ -8,7 +8,6 @@ import shutil
 import ssl
 import tempfile
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
@@ -16,12 +15,21 @@ import yaml
 from aiohttp import web
 
 from sim.apiserver import discovery, errors
+from sim.apiserver.aggregator import Aggregator
 from sim.apiserver.builtins import new_registry
 from sim.apiserver.certs import CertificateAuthority
 from sim.apiserver.crds import CrdSync
 from sim.apiserver.errors import ApiError
+from sim.apiserver.faults import Faults
 from sim.apiserver.handlers import ResourceHandlers, error_response, json_response
 from sim.apiserver.resources import Obj, ResourceType
+from sim.apiserver.reviews import (
+    ACCESS_REVIEW_RESOURCES,
+    ANONYMOUS,
+    TOKEN_REVIEW_RESOURCES,
+    Reviews,
+    UserInfo,
+)
 from sim.apiserver.store import Store
 
 log = structlog.get_logger(__name__)
@@ -30,13 +38,8 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
-@dataclass(frozen=True)
-class UserInfo:
-    name: str
-    groups: tuple[str, ...]
-
-
-ANONYMOUS = UserInfo("system:anonymous", ("system:unauthenticated",))
+USER = web.RequestKey("user", UserInfo)
+"""Where the authenticated caller is kept on each request: `request[USER]`."""
 
 
 class ApiServer:
@@ -44,7 +47,8 @@ class ApiServer:
 
     tls=False serves plain HTTP. `ca` lets many servers share one CA (fast test start-up).
     `history_size` is the per-resource watch window; `bookmark_interval` the seconds between watch
-    bookmarks for clients that allow them.
+    bookmarks for clients that allow them; `probe_interval` the seconds between APIService
+    availability probes (aggregation, see aggregator.py).
     """
 
     def __init__(
@@ -54,6 +58,7 @@ class ApiServer:
         ca: CertificateAuthority | None = None,
         history_size: int = 1000,
         bookmark_interval: float = 1.0,
+        probe_interval: float = 5.0,
     ) -> None:
         self.registry = new_registry()
         self.store = Store(self.registry, history_size)
@@ -66,18 +71,26 @@ class ApiServer:
         }
         self._handlers = ResourceHandlers(self.registry, self.store, bookmark_interval)
         self._extra: dict[tuple[str, str], Handler] = {}
+        self.faults = Faults(self.store)
+        self.reviews = Reviews(self.tokens, lambda request: request[USER])
+        self.add_api_group("authentication.k8s.io", "v1", TOKEN_REVIEW_RESOURCES, self.reviews.token_review)
+        self.add_api_group("authorization.k8s.io", "v1", ACCESS_REVIEW_RESOURCES, self.reviews.access_review)
         self._runner: web.AppRunner | None = None
         self._workdir: Path | None = None
         self._url = ""
         for name in INITIAL_NAMESPACES:
             self.store.create(("", "namespaces"), {"metadata": {"name": name}})
+        self.aggregator = Aggregator(self.registry, self.store, self.ca, probe_interval)
 
     # ---- lifecycle -------------------------------------------------------------------------------
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self._workdir = Path(tempfile.mkdtemp(prefix="surge-apiserver-"))
         ssl_context = self._ssl_context(host) if self.ca is not None else None
-        app = web.Application(middlewares=[self._errors, self._authenticate], client_max_size=64 << 20)
+        await self.aggregator.start(self._workdir)
+        app = web.Application(
+            middlewares=[self._errors, self.faults.middleware, self._authenticate], client_max_size=64 << 20
+        )
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -104,6 +117,7 @@ class ApiServer:
 
     async def stop(self) -> None:
         self.store.close_watches()
+        await self.aggregator.stop()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -122,13 +136,20 @@ class ApiServer:
         assert self._workdir is not None, "start() the server first"
         return self._workdir / "ca.crt"
 
+    def add_token(
+        self, token: str, user: str, groups: tuple[str, ...] = ("system:authenticated",), uid: str = "",
+        extra: dict[str, list[str]] | None = None,
+    ) -> None:
+        """Accept `token` as `user` — for requests to this server and in TokenReviews."""
+        self.tokens[token] = UserInfo(user, groups, uid, extra or {})
+
     def write_kubeconfig(self, path: str | Path, user: str = "admin", namespace: str = "default") -> Path:
         """A kubeconfig for this server: CA data embedded, bearer token for `user` (admin is in
         system:masters; other users get a new token and the groups [system:authenticated])."""
         token = next((t for t, u in self.tokens.items() if u.name == user), None)
         if token is None:
             token = secrets.token_urlsafe(24)
-            self.tokens[token] = UserInfo(user, ("system:authenticated",))
+            self.add_token(token, user)
         cluster: Obj = {"server": self.url}
         if self.ca is not None:
             cluster["certificate-authority-data"] = _b64(self.ca.cert_pem)
@@ -154,7 +175,7 @@ class ApiServer:
 
         `resources` are the APIResource dicts listed at `/apis/<group>/<version>`; the group also
         appears in `/apis`. The handler gets every request below that prefix, already authenticated
-        (`request["user"]` is a UserInfo); `request.match_info["tail"]` is the full path.
+        (`request[USER]` is a UserInfo); `request.match_info["tail"]` is the full path.
         """
         self.registry.add_extra(group, version, resources)
         self._extra[(group, version)] = handler
@@ -185,7 +206,7 @@ class ApiServer:
             return await handler(request)
         except ApiError as err:
             return error_response(err)
-        except web.HTTPException:
+        except (web.HTTPException, ConnectionResetError):
             raise
         except Exception:
             log.exception("apiserver handler failed", method=request.method, path=request.path)
@@ -194,7 +215,7 @@ class ApiServer:
 
     @web.middleware
     async def _authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        request["user"] = self._user(request)
+        request[USER] = self._user(request)
         return await handler(request)
 
     def _user(self, request: web.Request) -> UserInfo:
@@ -236,6 +257,8 @@ class ApiServer:
                 return self._found(discovery.resource_list(self.registry, "", version))
             case ["apis", group]:
                 return self._found(discovery.api_group(self.registry, group))
+            case ["apis", group, version, *rest] if (backend := self.aggregator.backend(group, version)):
+                return await self.aggregator.proxy(request, backend, request[USER])
             case ["apis", group, version]:
                 return self._found(discovery.resource_list(self.registry, group, version))
             case ["api", version, *rest]:

@@ -219,6 +219,20 @@ def _event_row(ev: Obj) -> list[Any]:
     ]
 
 
+def _apiservice_row(svc: Obj) -> list[Any]:
+    service = svc.get("spec", {}).get("service")
+    where = f"{service.get('namespace', '')}/{service.get('name', '')}" if service else "Local"
+    available = next((c for c in svc.get("status", {}).get("conditions") or []
+                      if c.get("type") == "Available"), None)
+    if available is None:
+        state = "Unknown"
+    elif available.get("status") == "True":
+        state = "True"
+    else:
+        state = f"{available.get('status')} ({available.get('reason', '')})"
+    return [_name(svc), where, state, _age(svc)]
+
+
 S, INT = "string", "integer"
 _PRINTERS: dict[tuple[str, str], Printer] = {
     ("", "pods"): (
@@ -269,6 +283,10 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
     ("coordination.k8s.io", "leases"): (
         [("Name", S, 0), ("Holder", S, 0), ("Age", S, 0)],
         lambda lease: [_name(lease), lease.get("spec", {}).get("holderIdentity", ""), _age(lease)],
+    ),
+    ("apiregistration.k8s.io", "apiservices"): (
+        [("Name", S, 0), ("Service", S, 0), ("Available", S, 0), ("Age", S, 0)],
+        _apiservice_row,
     ),
     ("apiextensions.k8s.io", "customresourcedefinitions"): (
         [("Name", S, 0), ("Created At", "date", 0)],

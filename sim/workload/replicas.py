@@ -13,6 +13,7 @@ from collections.abc import Callable
 from sim.apiserver.errors import ApiError
 from sim.apiserver.selection import Selection
 from sim.apiserver.store import Store
+from sim.workload.events import event
 from sim.workload.naming import pod_template_hash, random_suffix
 from sim.workload.pods import (
     Obj,
@@ -30,6 +31,7 @@ PODS = ("", "pods")
 DEPLOYMENTS = ("apps", "deployments")
 REPLICASETS = ("apps", "replicasets")
 STATEFULSETS = ("apps", "statefulsets")
+EVENTS = ("", "events")
 
 REVISION = "deployment.kubernetes.io/revision"
 TEMPLATE_HASH = "pod-template-hash"
@@ -83,8 +85,8 @@ class ReplicaControllers:
         for rs in sorted(old_sets, key=_revision, reverse=True):
             keep = min(int(rs["spec"].get("replicas", 0)), old_budget)
             old_budget -= keep
-            self._scale_replicaset(rs, keep)
-        self._scale_replicaset(new_rs, replicas)
+            self._scale_replicaset(rs, keep, deployment)
+        self._scale_replicaset(new_rs, replicas, deployment)
         revision = new_rs["metadata"].get("annotations", {}).get(REVISION, "1")
         if deployment["metadata"].get("annotations", {}).get(REVISION) != revision:
             deployment = self._store.patch(
@@ -120,12 +122,26 @@ class ReplicaControllers:
             },
             "spec": {"replicas": replicas, "selector": selector, "template": rs_template},
         }
-        return self._store.create(REPLICASETS, body)
+        created = self._store.create(REPLICASETS, body)
+        self._scaling_event(deployment, created["metadata"]["name"], 0, replicas)
+        return created
 
-    def _scale_replicaset(self, rs: Obj, replicas: int) -> None:
-        if int(rs["spec"].get("replicas", 0)) != replicas:
+    def _scale_replicaset(self, rs: Obj, replicas: int, deployment: Obj) -> None:
+        current = int(rs["spec"].get("replicas", 0))
+        if current != replicas:
             meta = rs["metadata"]
             self._store.patch(REPLICASETS, meta["namespace"], meta["name"], {"spec": {"replicas": replicas}})
+            self._scaling_event(deployment, meta["name"], current, replicas)
+
+    def _scaling_event(self, deployment: Obj, rs_name: str, current: int, replicas: int) -> None:
+        direction = "up" if replicas > current else "down"
+        message = f"Scaled {direction} replica set {rs_name} to {replicas} from {current}"
+        body = event(deployment, "ScalingReplicaSet", message, "deployment-controller", self._clock())
+        try:
+            self._store.create(EVENTS, body)
+        except ApiError as err:
+            if err.code != 409:  # events are best effort, as with client-go's recorder
+                raise
 
     def _active_pods(self, owner: Obj) -> list[Obj]:
         return [p for p in self._owned(PODS, owner) if not is_terminating(p)]

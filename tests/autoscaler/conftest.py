@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.kubeclient import KubeClient, load_kubeconfig
+from autoscaler.kubeclient import KubeClient, load_access
 
 
 @pytest.fixture
 async def kube(kubeconfig_path: Path) -> AsyncIterator[KubeClient]:
-    client = KubeClient(await load_kubeconfig(str(kubeconfig_path)))
+    client = KubeClient(await load_access(str(kubeconfig_path)))
     yield client
     await client.close()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 
 async def eventually(check: Callable[[], bool], within: float = 5.0, poll: float = 0.02) -> None:
@@ -15,3 +16,17 @@ async def eventually(check: Callable[[], bool], within: float = 5.0, poll: float
             return
         await asyncio.sleep(poll)
     assert check(), f"condition not met within {within}s"
+
+
+async def until(
+    read: Callable[[], Awaitable[Any]], expected: Any, within: float = 10.0, poll: float = 0.05
+) -> None:
+    """Wait until the awaited `read()` returns `expected`; fail with the last value seen otherwise."""
+    deadline = time.monotonic() + within
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = await read()
+        if last == expected:
+            return
+        await asyncio.sleep(poll)
+    raise AssertionError(f"expected {expected!r} within {within}s, last seen {last!r}")

@@ -210,6 +210,8 @@ def test_sync_period_default_and_minimum() -> None:
     assert sync_period(None) == 15.0
     assert sync_period(0.2) == 1.0
     assert sync_period(3) == 3.0
+    assert sync_period(None, default=5) == 5.0
+    assert sync_period(None, default=0.1) == 1.0
 
 
 async def test_shutdown_wakes_getters_and_refuses_adds() -> None:

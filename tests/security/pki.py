@@ -26,10 +26,13 @@ def _name(cn: str, orgs: tuple[str, ...] = ()) -> x509.Name:
 class Issued:
     cert: x509.Certificate
     key: ec.EllipticCurvePrivateKey
+    intermediates: tuple[x509.Certificate, ...] = ()
 
     @property
     def cert_pem(self) -> bytes:
-        return self.cert.public_bytes(serialization.Encoding.PEM)
+        """The leaf followed by any intermediates (what a client presents)."""
+        chain = (self.cert, *self.intermediates)
+        return b"".join(cert.public_bytes(serialization.Encoding.PEM) for cert in chain)
 
     @property
     def key_pem(self) -> bytes:

@@ -83,6 +83,8 @@ def test_build_quantity_vectors(vector: dict) -> None:
         ("0.0000000001", "0.000000001", "DecimalSI"),
         ("-0.0000000001", "-0.000000001", "DecimalSI"),
         ("1e-30", "0.000000001", "DecimalExponent"),
+        ("1e-2147483648", "0.000000001", "DecimalExponent"),
+        ("1." + "0" * 5000 + "1", "1.000000001", "DecimalSI"),
         # BinarySI is capped at 2^63-1; tiny binary values become DecimalSI.
         ("8Ei", "9223372036854775807", "BinarySI"),
         ("-16Ei", "-9223372036854775807", "BinarySI"),
@@ -97,7 +99,10 @@ def test_parse_table(text: str, value: str, fmt: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["1e", "1k3", "1ee3", "1Ki5", "1.5.5", ".", "-", "+", "1 ", "\u0661", "1µ", "1e99999999999", "1e1000"],
+    [
+        *["1e", "1k3", "1ee3", "1Ki5", "1.5.5", ".", "-", "+", "1 ", "\u0661", "1µ"],
+        *["1e99999999999", "1e2147483648", "1e1000", "1." + "0" * 5000 + "1Ki"],
+    ],
 )
 def test_parse_rejects(text: str) -> None:
     with pytest.raises(ValueError, match="quantity"):

@@ -123,7 +123,7 @@ def test_hpa_get_and_describe(kubectl: KubectlRunner, apiserver: ServerThread) -
     header, row = _rows(kubectl("get", "hpa").stdout)
     assert header == ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"]
     assert row[:2] == ["web", "Deployment/web"]
-    assert row[2:5] == ["<unknown>/60%", "2", "10"]  # "cpu:" is its own token
+    assert row[2:6] == ["cpu:", "<unknown>/60%", "2", "10"]
 
     store = apiserver.server.store
     hpa = apiserver.call(lambda: store.get(("autoscaling", "horizontalpodautoscalers"), "default", "web"))
@@ -131,7 +131,8 @@ def test_hpa_get_and_describe(kubectl: KubectlRunner, apiserver: ServerThread) -
         "metadata": {"name": "web.1", "namespace": "default"},
         "involvedObject": {"kind": "HorizontalPodAutoscaler", "name": "web", "namespace": "default",
                            "uid": hpa["metadata"]["uid"], "apiVersion": "autoscaling/v2"},
-        "reason": "SuccessfulRescale", "message": "New size: 4; reason: cpu resource utilization above target",
+        "reason": "SuccessfulRescale",
+        "message": "New size: 4; reason: cpu resource utilization above target",
         "type": "Normal", "count": 1, "source": {"component": "horizontal-pod-autoscaler"},
     }
     other = {**event, "metadata": {"name": "other.1", "namespace": "default"},
@@ -184,3 +185,23 @@ def test_get_pods_prints_pod_columns(kubectl: KubectlRunner, apiserver: ServerTh
     wide = _rows(kubectl("get", "pods", "-o", "wide", "-l", "app=web").stdout)
     assert wide[1][5:7] == ["10.0.0.7", "node-1"]
     assert "No resources found" in kubectl("get", "pods", "-l", "app=other").stderr
+
+
+def test_events_api_is_a_view_of_core_events(kubectl: KubectlRunner, apiserver: ServerThread) -> None:
+    event = {
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "web.2", "namespace": "default"},
+        "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "surge-autoscaler",
+        "reportingInstance": "surge-1", "action": "Scale", "reason": "SuccessfulRescale",
+        "regarding": {"kind": "HorizontalPodAutoscaler", "name": "web", "namespace": "default"},
+        "note": "New size: 3", "type": "Normal",
+    }
+    kubectl("create", "-f", "-", input=json.dumps(event))
+    core = json.loads(kubectl("get", "events.v1.", "web.2", "-o", "json").stdout)
+    assert core["apiVersion"] == "v1" and core["message"] == "New size: 3"
+    assert core["involvedObject"]["name"] == "web" and core["reportingComponent"] == "surge-autoscaler"
+    kubectl("annotate", "events.v1.events.k8s.io", "web.2", "seen=yes")
+    viewed = json.loads(kubectl("get", "events.v1.events.k8s.io", "web.2", "-o", "json").stdout)
+    assert viewed["note"] == "New size: 3" and viewed["metadata"]["annotations"] == {"seen": "yes"}
+    listed = kubectl("get", "events", "--field-selector", "involvedObject.name=web").stdout
+    assert "SuccessfulRescale" in listed

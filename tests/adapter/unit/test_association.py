@@ -47,7 +47,9 @@ def test_core_wins_for_an_empty_group() -> None:
 
 
 def test_group_resource_parse_and_str() -> None:
-    assert GroupResource.parse("ingresses.networking.k8s.io") == GroupResource("networking.k8s.io", "ingresses")
+    assert GroupResource.parse("ingresses.networking.k8s.io") == GroupResource(
+        "networking.k8s.io", "ingresses"
+    )
     assert str(GroupResource("", "pods")) == "pods"
     assert str(GroupResource("apps", "deployments")) == "deployments.apps"
 
@@ -56,7 +58,7 @@ def test_default_template_associates_resource_named_labels() -> None:
     association = ResourceAssociation({}, parse("<<.Resource>>"))
     found = {
         label: (str(info.group_resource) if info else None)
-        for label in ["namespace", "pod", "service", "job", "instance", "verb", "node", "endpoint"]
+        for label in ["namespace", "pod", "service", "job", "instance", "verb", "node"]
         for info in [association.resource_for_label(label, MAPPER)]
     }
     assert found == {
@@ -67,7 +69,6 @@ def test_default_template_associates_resource_named_labels() -> None:
         "instance": None,
         "verb": None,
         "node": "nodes",
-        "endpoint": "endpoints",
     }
 
 

@@ -73,24 +73,57 @@ def test_full_config_parses() -> None:
             "rules:\n- resources:\n    overrides:\n      pod: {resource: pod}\n      pod: {resource: pods}\n",
             ':5: rules[0].resources.overrides: key "pod" already set',
         ),
-        ("rules:\n- resources:\n    overrides:\n      pod: {resourc: pod}\n",
-         ':4: rules[0].resources.overrides.pod: field "resourc" not found'),
-        ("rules:\n- resources:\n    overrides:\n      pod: {group: apps}\n", ":4: rules[0].resources.overrides.pod: resource must be set"),
+        (
+            "rules:\n- resources:\n    overrides:\n      pod: {resourc: pod}\n",
+            ':4: rules[0].resources.overrides.pod: field "resourc" not found',
+        ),
+        (
+            "rules:\n- resources:\n    overrides:\n      pod: {group: apps}\n",
+            ":4: rules[0].resources.overrides.pod: resource must be set",
+        ),
         ("rules:\n- name: {matches: x, as: y, bogus: z}\n", ':2: rules[0].name: field "bogus" not found'),
-        ("rules:\n- seriesFilters:\n  - is: a\n    isNot: b\n", ":3: rules[0].seriesFilters[0]: exactly one of is and isNot"),
+        (
+            "rules:\n- seriesFilters:\n  - is: a\n    isNot: b\n",
+            ":3: rules[0].seriesFilters[0]: exactly one of is and isNot",
+        ),
         ("rules:\n- seriesFilters:\n  - {}\n", ":3: rules[0].seriesFilters[0]: exactly one of is and isNot"),
         ("rules:\n- seriesFilters:\n  - is: '(?<=x)'\n", ":3: rules[0].seriesFilters[0]: invalid RE2 regex"),
         ("rules:\n- name:\n    matches: '(a)\\1'\n", ":3: rules[0].name.matches: invalid RE2 regex"),
         ("rules:\n- name:\n    matches: '^(a)(b)$'\n", ":3: rules[0].name: must specify an 'as' value"),
-        ("rules:\n- seriesQuery: x\n  metricsQuery: 'sum(<<.Series)'\n", ":3: template: rules[0].metricsQuery:1:"),
+        (
+            "rules:\n- seriesQuery: x\n  metricsQuery: 'sum(<<.Series)'\n",
+            ":3: template: rules[0].metricsQuery:1:",
+        ),
         ("rules:\n- metricsQuery: '<<join .GroupBySlice \",\">>'\n", 'function "join" not defined'),
-        ("rules:\n- resources:\n    template: '<<.Resource'\n", ":3: template: rules[0].resources.template:1:"),
-        ("externalRules:\n- resources: {namespaced: maybe}\n", ":2: externalRules[0].resources.namespaced: expected a boolean"),
+        (
+            "rules:\n- resources:\n    template: '<<.Resource'\n",
+            ":3: template: rules[0].resources.template:1:",
+        ),
+        ("rules:\n- metricsQuery: '<<.Seriess>>'\n", ":2: rules[0].metricsQuery: unknown field .Seriess"),
+        ("rules:\n- metricsQuery: '<<$.Nope>>'\n", ":2: rules[0].metricsQuery: unknown field .Nope"),
+        (
+            "rules:\n- resources: {template: '<<.Series>>'}\n",
+            ":2: rules[0].resources.template: unknown field .Series",
+        ),
+        (
+            "resourceRules:\n  cpu:\n    nodeQuery: '<<.Node>>'\n",
+            ":3: resourceRules.cpu.nodeQuery: unknown field .Node",
+        ),
+        (
+            "externalRules:\n- resources: {namespaced: maybe}\n",
+            ":2: externalRules[0].resources.namespaced: expected a boolean",
+        ),
         ("rules: {a: 1}\n", ":1: rules: expected a list"),
         ("rules:\n- seriesQuery: [x]\n", ":2: rules[0].seriesQuery: expected a string"),
         ("rules: [\n", "invalid YAML"),
-        ("resourceRules:\n  cpu: {}\n  window: 5 minutes\n", ":3: resourceRules.window: not a valid duration"),
-        ("resourceRules:\n  cpu:\n    containerLabl: c\n", ':3: resourceRules.cpu: field "containerLabl" not found'),
+        (
+            "resourceRules:\n  cpu: {}\n  window: 5 minutes\n",
+            ":3: resourceRules.window: not a valid duration",
+        ),
+        (
+            "resourceRules:\n  cpu:\n    containerLabl: c\n",
+            ':3: resourceRules.cpu: field "containerLabl" not found',
+        ),
     ],
 )
 def test_invalid_configs_name_the_line(text: str, message: str) -> None:
@@ -132,7 +165,9 @@ def test_default_rules_match_the_anchor_table() -> None:
             passes = all(f.accepts(series) for f in rule.series_filters)
             got.append(rule.namer.metric_name(series) if passes else None)
         assert got == expected, series
-    assert parse_config(DEFAULT_CONFIG_YAML).rules[4].namer.metric_name("http_requests_total") == "http_requests"
+    assert (
+        parse_config(DEFAULT_CONFIG_YAML).rules[4].namer.metric_name("http_requests_total") == "http_requests"
+    )
 
 
 def test_default_rules_with_label_prefix_and_window() -> None:
@@ -171,3 +206,63 @@ def test_load_config_from_file(tmp_path: Path) -> None:
     path.write_text("rules:\n- seriesQuery: a\n  bogus: 1\n")
     with pytest.raises(ConfigError, match=f"^{path}:3: "):
         load_config(path)
+
+
+HELM_RESOURCE_RULES = """\
+rules: []
+resourceRules:
+  cpu:
+    containerQuery: |
+      sum by (<<.GroupBy>>) (
+        rate(container_cpu_usage_seconds_total{container!="",<<.LabelMatchers>>}[3m])
+      )
+    nodeQuery: |
+      sum  by (<<.GroupBy>>) (
+        rate(node_cpu_seconds_total{mode!="idle",mode!="iowait",mode!="steal",<<.LabelMatchers>>}[3m])
+      )
+    resources:
+      overrides:
+        node:
+          resource: node
+        namespace:
+          resource: namespace
+        pod:
+          resource: pod
+    containerLabel: container
+  memory:
+    containerQuery: |
+      sum by (<<.GroupBy>>) (
+        avg_over_time(container_memory_working_set_bytes{container!="",<<.LabelMatchers>>}[3m])
+      )
+    nodeQuery: |
+      sum by (<<.GroupBy>>) (
+        avg_over_time(node_memory_MemTotal_bytes{<<.LabelMatchers>>}[3m])
+        -
+        avg_over_time(node_memory_MemAvailable_bytes{<<.LabelMatchers>>}[3m])
+      )
+    resources:
+      overrides:
+        node:
+          resource: node
+        namespace:
+          resource: namespace
+        pod:
+          resource: pod
+    containerLabel: container
+  window: 3m
+"""
+
+
+def test_helm_chart_resource_rules() -> None:
+    from adapter.naming.query import custom_query_data
+
+    config = parse_config(HELM_RESOURCE_RULES)
+    assert config.rules == ()
+    rules = config.resource_rules
+    assert rules is not None and rules.window_seconds == 180
+    data = custom_query_data("", [], ("namespace", "shop"), "pod", ["a", "b"], ["container"])
+    assert rules.cpu.container_query.render(data) == (
+        "sum by (pod,container) (\n"
+        '  rate(container_cpu_usage_seconds_total{container!="",namespace="shop",pod=~"a|b"}[3m])\n'
+        ")\n"
+    )

@@ -1,8 +1,11 @@
 """The Go text/template subset: printing, functions, control flow, trim markers and errors."""
 
+import contextlib
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from adapter.gotemplate import GoStruct, TemplateError, TemplateExecError, parse, sprintf
 
@@ -26,8 +29,10 @@ DATA = GoStruct(
     ("template", "expected"),
     [
         ("plain text", "plain text"),
-        ("sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
-         'sum(http_requests_total{namespace="shop",pod=~"a|b"}) by (pod,container)'),
+        (
+            "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+            'sum(http_requests_total{namespace="shop",pod=~"a|b"}) by (pod,container)',
+        ),
         # Go's printing of slices and maps (map keys sorted).
         ("<<.GroupBySlice>>", "[pod container]"),
         ("<<.Empty>>", "[]"),
@@ -41,8 +46,10 @@ DATA = GoStruct(
         ("<<len .GroupBySlice>> <<len .LabelValuesByName>> <<len .Series>>", "2 2 19"),
         ('<<len "é">>', "2"),
         # printf verbs.
-        ('<<printf "%s|%d|%q|%v" .Series .Count .Series .GroupBySlice>>',
-         'http_requests_total|3|"http_requests_total"|[pod container]'),
+        (
+            '<<printf "%s|%d|%q|%v" .Series .Count .Series .GroupBySlice>>',
+            'http_requests_total|3|"http_requests_total"|[pod container]',
+        ),
         ('<<printf "%q" .GroupBySlice>>', '["pod" "container"]'),
         ('<<printf "%5d|%-4s|%05d|%x|%X|%t|%%" 42 "ab" -7 255 255 true>>', "   42|ab  |-0007|ff|FF|true|%"),
         ('<<printf "%.2f %e %g %v" 3.14159 1000.0 0.5 1e6>>', "3.14 1.000000e+03 0.5 1e+06"),
@@ -59,7 +66,7 @@ DATA = GoStruct(
         ("<<(index .GroupBySlice 0) | len>>", "3"),
         # Comparisons and logic.
         ('<<if eq .Series "x" "http_requests_total">>yes<<else>>no<<end>>', "yes"),
-        ('<<if ne .Count 3>>a<<else if gt .Count 2>>b<<else>>c<<end>>', "b"),
+        ("<<if ne .Count 3>>a<<else if gt .Count 2>>b<<else>>c<<end>>", "b"),
         ("<<if lt 1 2>>lt<<end>><<if le 2 2>>le<<end>><<if ge 1 2>>ge<<end>>", "ltle"),
         ("<<if and .Flag .Empty>>x<<else>>y<<end>>", "y"),
         ("<<or .Empty .Series>> <<and .Flag .Count>> <<not .Flag>>", "http_requests_total 3 false"),
@@ -70,8 +77,8 @@ DATA = GoStruct(
         ("<<range $v := .GroupBySlice>><<$v>>;<<end>>", "pod;container;"),
         ("<<range $k, $v := .LabelValuesByName>><<$k>>=<<$v>> <<end>>", "namespace=shop pod=a|b "),
         ("<<range .Empty>>x<<else>>none<<end>>", "none"),
-        ("<<range .GroupBySlice>><<if eq . \"container\">><<break>><<end>><<.>><<end>>", "pod"),
-        ("<<range .GroupBySlice>><<if eq . \"pod\">><<continue>><<end>><<.>><<end>>", "container"),
+        ('<<range .GroupBySlice>><<if eq . "container">><<break>><<end>><<.>><<end>>', "pod"),
+        ('<<range .GroupBySlice>><<if eq . "pod">><<continue>><<end>><<.>><<end>>', "container"),
         ("<<range $i, $v := .GroupBySlice>><<$.Series>> <<end>>", "http_requests_total http_requests_total "),
         # Variables, assignment, with.
         ("<<$x := .Count>><<$x = 7>><<$x>>", "7"),
@@ -82,8 +89,15 @@ DATA = GoStruct(
         ("a<</* comment */>>b", "ab"),
         ("<<- .Count>> x", "3 x"),
         # Literals.
-        ('<<"a\\tb">>|<<`raw\\n`>>|<<0x1F>>|<<017>>|<<1.5>>|<<\'x\'>>|<<true>>', "a\tb|raw\\n|31|15|1.5|120|true"),
+        (
+            "<<\"a\\tb\">>|<<`raw\\n`>>|<<0x1F>>|<<017>>|<<1.5>>|<<'x'>>|<<true>>",
+            "a\tb|raw\\n|31|15|1.5|120|true",
+        ),
         ("<<slice .Series 0 4>> <<slice .GroupBySlice 1>>", "http [container]"),
+        # Go's escaping functions.
+        ("<<html \"<a href='x'>&\">>", "&lt;a href=&#39;x&#39;&gt;&amp;"),
+        ('<<js "a\'b\\\\c<>=&\\n\\x7f\\u2028">>', "a\\'b\\\\c\\u003C\\u003E\\u003D\\u0026\\u000A\x7f\\u2028"),
+        ('<<urlquery "a b/c?d=é~">>|<<urlquery 1 2>>', "a+b%2Fc%3Fd%3D%C3%A9~|1+2"),
     ],
 )
 def test_render(template: str, expected: str) -> None:
@@ -106,7 +120,7 @@ def test_render(template: str, expected: str) -> None:
         ("<<if>>x<<end>>", "missing value for if"),
         ("<<nil>>", "nil is not a command"),
         ('<<.Series | "x">>', "non executable command in pipeline stage 2"),
-        ("<<define \"x\">><<end>>", "is not supported"),
+        ('<<define "x">><<end>>', "is not supported"),
         ('<<printf"%s".Series>>', "missing space?"),
         ("<<.Series | >>", "missing command after |"),
     ],
@@ -168,3 +182,74 @@ def _literal(text: str) -> str:
 )
 def test_go_value_printing(value: Any, printed: str) -> None:
     assert sprintf("%v", [value]) == printed
+
+
+@pytest.mark.parametrize(
+    ("template", "fields"),
+    [
+        ("<<.Series>>{<<.LabelMatchers>>}", {"Series", "LabelMatchers"}),
+        ("<<range .GroupBySlice>><<.Inner>><<$.Outer>><<end>>", {"GroupBySlice", "Outer"}),
+        ("<<with .A>><<.B>><<else>><<.C>><<end>>", {"A", "C"}),
+        ("<<range .A>><<else>><<.D.E>><<end>>", {"A", "D"}),
+        ("<<(index .M 0).F>>", {"M"}),
+    ],
+)
+def test_root_fields(template: str, fields: set[str]) -> None:
+    assert parse(template).root_fields == fields
+
+
+_PIECES = [
+    "<<",
+    ">>",
+    "<<- ",
+    " ->>",
+    ".",
+    ".A",
+    ".B",
+    "$",
+    "$x",
+    ":=",
+    "=",
+    "|",
+    "(",
+    ")",
+    " ",
+    "\n",
+    '"',
+    "'",
+    "`",
+    "if",
+    "else",
+    "end",
+    "range",
+    "with",
+    "break",
+    "printf",
+    "index",
+    "len",
+    "eq",
+    "and",
+    "not",
+    "1",
+    "-1",
+    "0x",
+    "1.5e",
+    "/*",
+    "*/",
+    ",",
+    "nil",
+    "\\",
+    "%d",
+    "x",
+    "slice",
+]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=14).map("".join))
+def test_arbitrary_text_fails_only_with_template_errors(text: str) -> None:
+    try:
+        template = parse(text)
+    except TemplateError:
+        return
+    with contextlib.suppress(TemplateExecError):
+        template.render(GoStruct("t", {"A": ["a", "b"], "B": {"k": "v"}}))

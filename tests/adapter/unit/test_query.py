@@ -29,19 +29,37 @@ def build(
         ("series <<.Series>>", ["bar"], None, (), (), "series foo"),
         ("<<.LabelMatchers>>", ["bar", "baz"], None, (), (), 'resource=~"bar|baz"'),
         ("<<.LabelMatchers>>", ["bar"], None, (), (), 'resource="bar"'),
-        ("<<.LabelMatchers>>", ["bar"], None, (req("metric1", "=", "value1"),), (),
-         'metric1="value1",resource="bar"'),
+        (
+            "<<.LabelMatchers>>",
+            ["bar"],
+            None,
+            (req("metric1", "=", "value1"),),
+            (),
+            'metric1="value1",resource="bar"',
+        ),
         ('<<index .LabelValuesByName "resource">>', ["bar"], None, (), (), "bar"),
         ('<<index .LabelValuesByName "resource">>', ["bar", "baz"], None, (), (), "bar|baz"),
-        ('<<index .LabelValuesByName "namespaces">> <<index .LabelValuesByName "resource">>',
-         ["bar", "baz"], "default", (), (), "default bar|baz"),
+        (
+            '<<index .LabelValuesByName "namespaces">> <<index .LabelValuesByName "resource">>',
+            ["bar", "baz"],
+            "default",
+            (),
+            (),
+            "default bar|baz",
+        ),
         ("<<.GroupBy>>", ["bar"], None, (), (), "resource"),
         ("<<.GroupBy>>", ["bar"], None, (), ("extra", "groups"), "resource,extra,groups"),
         ("<<.GroupBySlice>>", ["bar"], None, (), (), "[resource]"),
         ("<<.GroupBySlice>>", ["bar"], None, (), ("extra", "groups"), "[resource extra groups]"),
         # Matcher order: selector (sorted by key), then namespace, then the object matcher.
-        ("<<.LabelMatchers>>", ["a", "b"], "ns", (req("z", "=", "1"), req("a", "exists")), (),
-         'a!="",z="1",namespaces="ns",resource=~"a|b"'),
+        (
+            "<<.LabelMatchers>>",
+            ["a", "b"],
+            "ns",
+            (req("z", "=", "1"), req("a", "exists")),
+            (),
+            'a!="",z="1",namespaces="ns",resource=~"a|b"',
+        ),
     ],
 )
 def test_build_selector(
@@ -71,14 +89,30 @@ def build_external(
         ("series <<.Series>>", "default", (), (), "series foo"),
         ("<<.GroupBy>>", "default", (), ("foo",), "foo"),
         ("<<.GroupBySlice>>", "default", (), ("foo", "bar"), "[foo bar]"),
-        ('<<index .LabelValuesByName "namespaces">> <<.GroupBySlice>>', "default", (), ("foo", "bar"),
-         "default [foo bar]"),
+        (
+            '<<index .LabelValuesByName "namespaces">> <<.GroupBySlice>>',
+            "default",
+            (),
+            ("foo", "bar"),
+            "default [foo bar]",
+        ),
         # namespaced: false → no namespace given → empty lookup and a leading space.
-        ('<<index .LabelValuesByName "namespaces">> <<.GroupBySlice>>', None, (), ("foo", "bar"), " [foo bar]"),
+        (
+            '<<index .LabelValuesByName "namespaces">> <<.GroupBySlice>>',
+            None,
+            (),
+            ("foo", "bar"),
+            " [foo bar]",
+        ),
         ("<<.LabelMatchers>>", None, (req("foo", "=", "bar"),), (), 'foo="bar"'),
         ("<<.LabelMatchers>>", "default", (req("foo", "=", "bar"),), (), 'foo="bar",namespaces="default"'),
-        ("<<.LabelMatchers>>", None, (req("foo", "=", "bar"), req("qux", "in", "bar", "baz")), (),
-         'foo="bar",qux=~"bar|baz"'),
+        (
+            "<<.LabelMatchers>>",
+            None,
+            (req("foo", "=", "bar"), req("qux", "in", "bar", "baz")),
+            (),
+            'foo="bar",qux=~"bar|baz"',
+        ),
         ("<<.LabelValuesByName>>", None, (req("foo", "=", "bar"),), (), "map[foo:bar]"),
         ("<<.LabelValuesByName>>", None, (req("foo", "in", "bar", "baz"),), (), "map[foo:bar|baz]"),
         # The provider passes no group-by for external rules.
@@ -109,3 +143,13 @@ def test_exec_error_is_a_query_build_error() -> None:
 def test_no_names_is_an_error() -> None:
     with pytest.raises(QueryBuildError):
         build("<<.LabelMatchers>>", [])
+
+
+def test_with_selectors_parsed_by_shared_selectors() -> None:
+    from shared.selectors import parse_selector
+
+    selector = parse_selector("qux in (baz,bar),foo=bar,!gone,here,n notin (x)")
+    data = external_query_data("foo", selector.requirements, (NS_LABEL, "default"))
+    assert render_query(parse("<<.LabelMatchers>>"), data) == (
+        'foo="bar",gone="",here!="",n!~"x",qux=~"bar|baz",namespaces="default"'
+    )

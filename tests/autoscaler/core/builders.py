@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from autoscaler.core.types import (
     HPA,
@@ -26,6 +27,7 @@ from autoscaler.core.types import (
 )
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+STARTED = T0 - timedelta(hours=1)
 LABELS = {"app": "web"}
 SELECTOR = "app=web"
 TARGET = CrossVersionObjectReference("Deployment", "web", "apps/v1")
@@ -106,3 +108,15 @@ def snapshot(
         config=config or ControllerConfig(),
         other_selectors=other_selectors or {},
     )
+
+
+def cpu_snapshot(replicas: int, usage: int, **kwargs: Any) -> Snapshot:
+    """``replicas`` pods requesting 100m CPU, each using ``usage`` milli, under a 50 % CPU target."""
+    the_hpa = kwargs.pop("the_hpa", None) or hpa(
+        max_replicas=kwargs.pop("max_replicas", 10),
+        min_replicas=kwargs.pop("min_replicas", None),
+        metrics=(cpu_utilization(50),),
+        behavior=kwargs.pop("behavior", None),
+    )
+    pod_list = pods(replicas, 100, STARTED)
+    return snapshot(the_hpa, replicas, pod_list, (cpu_usage(pod_list, usage, T0),), T0, **kwargs)

@@ -22,7 +22,7 @@ VECTORS = v.load_vectors()
 
 
 def test_all_vectors_are_found() -> None:
-    assert len(VECTORS) == 193
+    assert len(VECTORS) >= 193
 
 
 def _ctx(inp: dict[str, Any]) -> rc.CalcContext:

@@ -1,0 +1,158 @@
+"""Wiring of the whole adapter: Kubernetes discovery, registry, relist loop, Prometheus, HTTP(S) serving.
+
+`AdapterDaemon` is what `python -m adapter` runs and what end-to-end tests start in-process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import structlog
+from aiohttp import web
+from kubernetes_asyncio import config as kube_config
+from kubernetes_asyncio.client import Configuration
+
+from adapter.config import AdapterConfig
+from adapter.discovery import Relister
+from adapter.flags import AdapterOptions
+from adapter.objects import DiscoveryResourceMapper, KubeConnection, ObjectCaches
+from adapter.prometheus import PrometheusClient, PrometheusSettings
+from adapter.registry import SeriesRegistry
+from adapter.server.app import AppDependencies, Middleware, bound_port, make_app, serve
+from adapter.server.health import HealthChecks
+from adapter.server.provider import PrometheusMetricsProvider
+from adapter.server.selfmetrics import AdapterMetrics
+from adapter.server.tls import ServingTLS, ensure_self_signed
+
+log = structlog.get_logger(__name__)
+
+_IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+_IN_CLUSTER_CA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+
+
+class StartupError(Exception):
+    """The adapter cannot start (bad Prometheus TLS files, unresolvable overrides, ...)."""
+
+
+async def prometheus_settings(options: AdapterOptions) -> PrometheusSettings:
+    """Prometheus connection settings from the flags, with the anchor's precedence: a CA file wins over
+    --prometheus-auth-config / --prometheus-auth-incluster, and a token file applies on top of any."""
+    settings = PrometheusSettings(
+        url=options.prometheus_url,
+        verb=options.prometheus_verb,
+        timeout=options.prometheus_timeout,
+        headers=options.prometheus_headers,
+        token_file=options.prometheus_token_file,
+    )
+    if options.prometheus_ca_file:
+        return replace(
+            settings,
+            ca_file=options.prometheus_ca_file,
+            client_cert=options.prometheus_client_cert,
+            client_key=options.prometheus_client_key,
+        )
+    if options.prometheus_auth_incluster:
+        return replace(settings, ca_file=_IN_CLUSTER_CA, token_file=settings.token_file or _IN_CLUSTER_TOKEN)
+    if options.prometheus_auth_config:
+        configuration = Configuration()
+        await kube_config.load_kube_config(
+            config_file=options.prometheus_auth_config, client_configuration=configuration
+        )
+        token = configuration.api_key.get("authorization", "")
+        return replace(
+            settings,
+            ca_file=configuration.ssl_ca_cert or "",
+            client_cert=configuration.cert_file or "",
+            client_key=configuration.key_file or "",
+            insecure_skip_verify=not configuration.verify_ssl,
+            token=token.removeprefix("Bearer "),
+        )
+    return settings
+
+
+def serving_tls(options: AdapterOptions) -> ServingTLS:
+    if options.tls_cert_file:
+        cert, key = Path(options.tls_cert_file), Path(options.tls_private_key_file)
+    else:
+        cert, key = ensure_self_signed(options.cert_dir, options.bind_address)
+    minimum = ssl.TLSVersion.TLSv1_3 if options.tls_min_version == "VersionTLS13" else ssl.TLSVersion.TLSv1_2
+    return ServingTLS(cert, key, minimum)
+
+
+@dataclass
+class AdapterDaemon:
+    options: AdapterOptions
+    config: AdapterConfig
+    middlewares: Sequence[Middleware] = ()
+    cert_reload_interval: float = 10.0
+    metrics: AdapterMetrics = field(default_factory=AdapterMetrics)
+    port: int = 0
+    tls: ServingTLS | None = None
+    relister: Relister = field(init=False)
+    _runner: web.AppRunner | None = field(default=None, init=False)
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list, init=False)
+    _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list, init=False)
+
+    async def start(self) -> None:
+        """Connect, discover resources, start serving and the background loops. Ready comes later."""
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start(self) -> None:
+        connection = await KubeConnection.from_kubeconfig(self.options.lister_kubeconfig)
+        self._closers.append(connection.close)
+        mapper = DiscoveryResourceMapper(connection)
+        await mapper.refresh()
+        registry = SeriesRegistry(self.config, mapper)
+        unresolved = registry.unresolved_overrides()
+        if unresolved:
+            raise StartupError("unable to resolve resource overrides: " + "; ".join(unresolved))
+        try:
+            prometheus = PrometheusClient(
+                await prometheus_settings(self.options), observe=self.metrics.observe_prometheus
+            )
+        except (OSError, ssl.SSLError, ValueError) as err:
+            raise StartupError(f"invalid Prometheus connection settings: {err}") from err
+        self._closers.append(prometheus.close)
+        objects = ObjectCaches(connection)
+        self._closers.append(objects.stop)
+        self.relister = Relister(
+            prometheus, registry, self.options.relist_interval, self.options.max_age, self.metrics
+        )
+        provider = PrometheusMetricsProvider(registry, prometheus, mapper, objects)
+        health = HealthChecks(readiness={"metrics-discovery": lambda: self.relister.ready})
+        app = make_app(AppDependencies(provider, health, self.metrics), self.middlewares)
+        self.tls = None if self.options.insecure_http else serving_tls(self.options)
+        self._runner = await serve(app, self.options.bind_address, self.options.secure_port, self.tls)
+        self.port = bound_port(self._runner)
+        self._tasks = [
+            asyncio.create_task(self.relister.run(), name="relist"),
+            asyncio.create_task(mapper.run(self.options.mapper_refresh_interval), name="resource mapper"),
+        ]
+        if self.tls is not None:
+            self._tasks.append(
+                asyncio.create_task(self.tls.watch(self.cert_reload_interval), name="cert reload")
+            )
+        log.info(
+            "serving",
+            address=self.options.bind_address,
+            port=self.port,
+            scheme="http" if self.tls is None else "https",
+        )
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._runner is not None:
+            await self._runner.cleanup()
+        for close in reversed(self._closers):
+            await close()
+        self._closers = []

@@ -1,0 +1,108 @@
+"""Command-line flags of `python -m autoscaler` / `surge-autoscaler`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import uuid
+
+from autoscaler.metrics.decode import DecodeError, parse_go_duration
+from autoscaler.sources import SOURCES
+from shared.logging import add_logging_flags
+
+
+def duration(text: str) -> float:
+    """Seconds from a Go duration ("15s", "1m30s", "500ms") or a plain number of seconds."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        return parse_go_duration(text).total_seconds()
+    except DecodeError as err:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}") from err
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="surge-autoscaler",
+        description="HPA-exact autoscaler: many concurrent reconciles from a rate-limited work queue.",
+    )
+    g = p.add_argument_group("cluster")
+    g.add_argument(
+        "--kubeconfig",
+        default=os.environ.get("KUBECONFIG") or None,
+        help="kubeconfig file (default: $KUBECONFIG, else the pod's service account)",
+    )
+    g.add_argument("--qps", type=float, default=500.0, help="API server requests per second (0: unlimited)")
+    g.add_argument("--burst", type=int, default=1000, help="API server request burst")
+    g = p.add_argument_group("what to reconcile")
+    g.add_argument(
+        "--source",
+        choices=sorted(SOURCES),
+        default="crd",
+        help="crd: HorizontalAutoscaler objects (default); hpa: autoscaling/v2 HorizontalPodAutoscalers",
+    )
+    g.add_argument("--selector", default="", help="label selector: reconcile only the matching objects")
+    g = p.add_argument_group("work")
+    g.add_argument("--workers", type=_positive_int, default=32, help="concurrent reconciles (default 32)")
+    g.add_argument(
+        "--sync-period",
+        type=duration,
+        default=15.0,
+        help="period of objects without their own (default 15s; at least 1s)",
+    )
+    g.add_argument("--reconcile-deadline", type=duration, default=10.0, help="time limit of one reconcile")
+    g.add_argument(
+        "--readiness-debounce",
+        type=duration,
+        default=0.25,
+        help="delay before reconciling after a target pod's readiness changed",
+    )
+    g = p.add_argument_group("algorithm (kube-controller-manager's --horizontal-pod-autoscaler-* values)")
+    g.add_argument("--tolerance", type=float, default=0.1)
+    g.add_argument("--downscale-stabilization", type=duration, default=300.0)
+    g.add_argument("--cpu-initialization-period", type=duration, default=300.0)
+    g.add_argument("--initial-readiness-delay", type=duration, default=30.0)
+    g = p.add_argument_group("metrics APIs")
+    g.add_argument(
+        "--metrics-url",
+        default="",
+        help="query this adapter directly instead of through the API server's aggregation",
+    )
+    g.add_argument("--metrics-ca-file", default="", help="CA bundle for --metrics-url")
+    g.add_argument(
+        "--metrics-insecure-skip-tls-verify",
+        action="store_true",
+        help="do not verify the certificate of --metrics-url",
+    )
+    g.add_argument("--metrics-timeout", type=duration, default=10.0, help="time limit of one metrics call")
+    g = p.add_argument_group("leader election")
+    g.add_argument(
+        "--leader-elect", action="store_true", help="run as one of several replicas; only the leader writes"
+    )
+    g.add_argument("--leader-elect-lease-duration", type=duration, default=15.0)
+    g.add_argument("--leader-elect-renew-deadline", type=duration, default=10.0)
+    g.add_argument("--leader-elect-retry-period", type=duration, default=2.0)
+    g.add_argument("--leader-elect-resource-name", default="surge-autoscaler")
+    g.add_argument("--leader-elect-resource-namespace", default="kube-system")
+    g.add_argument("--leader-elect-identity", default=f"{socket.gethostname()}_{uuid.uuid4()}")
+    g = p.add_argument_group("serving")
+    g.add_argument("--bind-address", default="0.0.0.0", help="address of /metrics, /healthz, /readyz")
+    g.add_argument("--port", type=int, default=8080, help="port of /metrics, /healthz, /readyz (0: any free)")
+    g.add_argument(
+        "--shutdown-grace-period",
+        type=duration,
+        default=10.0,
+        help="on SIGTERM, time for in-flight reconciles to finish",
+    )
+    add_logging_flags(p)
+    return p

@@ -1,0 +1,99 @@
+"""Fault injection: per-route latency and error answers, dropped watches, forced 410 on re-watch.
+
+Configure on the server's loop (e.g. `runner.call(lambda: server.faults.add(...))`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from sim.apiserver.errors import ApiError
+from sim.apiserver.handlers import error_response
+from sim.apiserver.store import Store
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+_ERRORS = {
+    429: ("TooManyRequests", "Too many requests, please try again later."),
+    500: ("InternalError", "Internal error occurred: injected fault"),
+    503: ("ServiceUnavailable", "The server is currently unable to handle the request"),
+    504: ("Timeout", "Timeout: request did not complete within the allowed duration"),
+}
+
+
+@dataclass
+class Fault:
+    """Requests whose path matches `path` (a regex, searched) and `method` (None: any) are delayed by
+    `latency` seconds and, with probability `rate`, answered with status `error` instead of served.
+    `times` (None: forever) counts how many more requests it hits."""
+
+    path: str
+    method: str | None = None
+    latency: float = 0.0
+    error: int | None = None
+    rate: float = 1.0
+    times: int | None = None
+    hits: int = 0
+
+    def applies(self, request: web.Request) -> bool:
+        if self.method is not None and request.method != self.method.upper():
+            return False
+        return re.search(self.path, request.path) is not None
+
+
+class Faults:
+    def __init__(self, store: Store, seed: int | None = None) -> None:
+        self._store = store
+        self._faults: list[Fault] = []
+        self._random = random.Random(seed)
+
+    def add(
+        self, path: str, *, method: str | None = None, latency: float = 0.0, error: int | None = None,
+        rate: float = 1.0, times: int | None = None,
+    ) -> Fault:
+        if error is not None and error not in _ERRORS:
+            raise ValueError(f"unsupported injected status {error}; choose from {sorted(_ERRORS)}")
+        fault = Fault(path, method, latency, error, rate, times)
+        self._faults.append(fault)
+        return fault
+
+    def remove(self, fault: Fault) -> None:
+        self._faults.remove(fault)
+
+    def clear(self) -> None:
+        self._faults.clear()
+
+    def drop_watches(self) -> None:
+        """End every open watch stream now; clients see the stream close and must re-watch."""
+        self._store.close_watches()
+
+    def expire_watches(self, count: int = 1) -> None:
+        """The next `count` watches that resume from a resourceVersion get 410 Expired."""
+        self._store.expire_next_watches += count
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        for fault in list(self._faults):
+            if not fault.applies(request):
+                continue
+            if fault.times is not None:
+                if fault.times <= 0:
+                    self._faults.remove(fault)
+                    continue
+                fault.times -= 1
+            fault.hits += 1
+            if fault.latency:
+                await asyncio.sleep(fault.latency)
+            if fault.error is not None and self._random.random() < fault.rate:
+                reason, message = _ERRORS[fault.error]
+                response = error_response(ApiError(fault.error, reason, message, {}))
+                if fault.error == 429:
+                    response.headers["Retry-After"] = "1"
+                return response
+        return await handler(request)

@@ -1,0 +1,100 @@
+"""SimCluster: the simulated API server, the workload controller (scheduler, kubelets, replica
+controllers, load models), the pods' metrics endpoint, metrics.k8s.io and a Prometheus file_sd file.
+
+All of it runs on one event loop. `start(host, port)`/`stop()`/`url`/`ca_file`/`write_kubeconfig`
+match what `sim.runner.ServerThread` drives, so a SimCluster can run in a background thread too.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from aiohttp import web
+
+from sim.apiserver import ApiServer, CertificateAuthority, Store
+from sim.apiserver.errors import method_not_allowed
+from sim.apiserver.handlers import json_response
+from sim.workload.controller import WorkloadConfig, WorkloadController
+from sim.workload.file_sd import FileSdWriter
+from sim.workload.metrics_api import ResourceMetricsApi
+from sim.workload.metrics_http import PodMetricsServer
+from sim.workload.resource_metrics import API_RESOURCES, GROUP, VERSION
+
+
+class SimCluster:
+    def __init__(
+        self,
+        *,
+        workload: WorkloadConfig | None = None,
+        sd_path: Path | None = None,
+        tls: bool = True,
+        ca: CertificateAuthority | None = None,
+        metrics_port: int = 0,
+    ) -> None:
+        self.apiserver = ApiServer(tls=tls, ca=ca)
+        # Deleted pods linger with a deletionTimestamp until their (simulated) kubelet stops them.
+        self.apiserver.store.graceful_pod_deletion = True
+        self._own_sd_dir: Path | None = None
+        if sd_path is None:
+            self._own_sd_dir = Path(tempfile.mkdtemp(prefix="surge-sd-"))
+            sd_path = self._own_sd_dir / "targets.json"
+        self.sd_path = Path(sd_path)
+        self.workload = WorkloadController(
+            self.apiserver.store, workload, on_targets_changed=self._targets_changed
+        )
+        self.pod_metrics = PodMetricsServer(self.workload.kubelet.sample, port=metrics_port)
+        self._file_sd = FileSdWriter(
+            self.sd_path, lambda: self.pod_metrics.address, self.workload.kubelet.running_targets
+        )
+        self._metrics_api = ResourceMetricsApi(self.apiserver.store, self.workload.kubelet)
+        self.apiserver.add_api_group(GROUP, VERSION, API_RESOURCES, self._serve_metrics_api)
+        self._started = False
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        await self.pod_metrics.start()
+        await self.apiserver.start(host, port)
+        self.workload.start()
+        self._file_sd.write_now()
+        self._started = True
+
+    async def stop(self) -> None:
+        self._started = False
+        self._file_sd.close()
+        self.workload.stop()
+        await self.apiserver.stop()
+        await self.pod_metrics.stop()
+        if self._own_sd_dir is not None:
+            shutil.rmtree(self._own_sd_dir, ignore_errors=True)
+
+    @property
+    def store(self) -> Store:
+        """The in-process API (use on the cluster's event loop only)."""
+        return self.apiserver.store
+
+    @property
+    def url(self) -> str:
+        return self.apiserver.url
+
+    @property
+    def ca_file(self) -> Path:
+        return self.apiserver.ca_file
+
+    @property
+    def metrics_url(self) -> str:
+        """Base URL of the pods' metrics endpoint (`/pods/<namespace>/<pod>/metrics`)."""
+        return self.pod_metrics.url
+
+    def write_kubeconfig(self, path: str | Path, user: str = "admin") -> Path:
+        return self.apiserver.write_kubeconfig(path, user)
+
+    def _targets_changed(self) -> None:
+        if self._started:
+            self._file_sd.changed()
+
+    async def _serve_metrics_api(self, request: web.Request) -> web.Response:
+        if request.method != "GET":
+            raise method_not_allowed(request.method, GROUP, "pods")
+        path = request.path.removeprefix(f"/apis/{GROUP}/{VERSION}")
+        return json_response(self._metrics_api.get(path, request.query.get("labelSelector")))

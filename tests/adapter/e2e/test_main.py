@@ -1,0 +1,78 @@
+"""`python -m adapter` with the Helm chart's argv: starts, serves HTTPS, stops cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import aiohttp
+
+from sim.prometheus import PrometheusProcess, free_port
+from tests.adapter.e2e.conftest import TEST_CONFIG_YAML, create_pods
+
+
+async def test_helm_argv_serves_and_stops(
+    static_prometheus: PrometheusProcess, apiserver, kubeconfig_path: Path, tmp_path: Path
+) -> None:
+    create_pods(apiserver)
+    config = tmp_path / "config.yaml"
+    config.write_text(TEST_CONFIG_YAML)
+    port = free_port()
+    argv = [
+        "/adapter",
+        f"--secure-port={port}",
+        f"--cert-dir={tmp_path / 'cert'}",
+        f"--prometheus-url={static_prometheus.url}/",
+        "--metrics-relist-interval=1m",
+        "--v=4",
+        f"--config={config}",
+        "--logtostderr=true",
+        f"--lister-kubeconfig={kubeconfig_path}",
+        "--bind-address=127.0.0.1",
+        "--log-format=json",
+    ]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "adapter", *argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=False)) as http:
+            for _ in range(200):
+                try:
+                    async with http.get(f"https://127.0.0.1:{port}/readyz") as response:
+                        if response.status == 200:
+                            break
+                except aiohttp.ClientError:
+                    pass
+                assert process.returncode is None, "the adapter exited early"
+                await asyncio.sleep(0.05)
+            url = f"https://127.0.0.1:{port}/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/web-1/queue_length"
+            async with http.get(url) as response:
+                assert response.status == 200
+                assert (await response.json())["items"][0]["value"] == "100m"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, raw_stderr = await asyncio.wait_for(process.communicate(), 20)
+    stderr = raw_stderr.decode()
+    assert process.returncode == 0, stderr
+    events = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    warnings = [e["event"] for e in events if e.get("level") == "warning"]
+    assert "flag --v is ignored; use --log-level" in warnings
+    assert "flag --logtostderr was removed from klog and is ignored" in warnings
+    assert (tmp_path / "cert" / "apiserver.crt").exists()
+
+
+def test_invalid_config_exits_non_zero(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("rules:\n- seriesQuery: x\n  bogusKey: 1\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "adapter", f"--config={config}", "--log-format=json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "bogusKey" in result.stderr

@@ -1,0 +1,145 @@
+"""Watch caches and the discovery-based resource mapper against the simulated API server."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from adapter.objects import DiscoveryResourceMapper, KubeConnection, ObjectCaches
+from sim.runner import ServerThread
+from tests.adapter.e2e.conftest import create_pods
+
+PODS = ("", "pods")
+
+
+def _pod(name: str, labels: dict[str, str], namespace: str = "default") -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {"containers": [{"name": "app", "image": "sim"}]},
+    }
+
+
+@pytest.fixture
+async def connection(kubeconfig_path: Path) -> AsyncIterator[KubeConnection]:
+    conn = await KubeConnection.from_kubeconfig(str(kubeconfig_path))
+    yield conn
+    await conn.close()
+
+
+def _is_web(labels: dict[str, str]) -> bool:
+    return labels.get("app") == "web"
+
+
+async def _eventually(check: Callable[[], object], seconds: float = 5.0) -> None:
+    for _ in range(int(seconds / 0.05)):
+        if await check():  # type: ignore[misc]
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+async def test_mapper_resolves_spellings_and_picks_up_new_crds(
+    apiserver: ServerThread, connection: KubeConnection
+) -> None:
+    mapper = DiscoveryResourceMapper(connection)
+    await mapper.refresh()
+    for group, spelling in [
+        ("", "pods"),
+        ("", "pod"),
+        ("", "Pod"),
+        ("apps", "deployments"),
+        ("apps", "deployment"),
+        ("", "deployments"),
+    ]:
+        info = mapper.resolve(group, spelling)
+        assert info is not None, spelling
+    pod = mapper.resolve("", "pod")
+    assert (pod.group, pod.version, pod.resource, pod.kind, pod.namespaced) == ("", "v1", "pods", "Pod", True)
+    assert mapper.resolve("", "namespaces").namespaced is False
+    assert mapper.resolve("apps", "deployments").kind == "Deployment"
+    assert mapper.resolve("example.com", "widgets") is None
+
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
+    }
+    apiserver.call(
+        lambda: apiserver.server.store.create(("apiextensions.k8s.io", "customresourcedefinitions"), crd)
+    )
+    await mapper.refresh()
+    widget = mapper.resolve("example.com", "widget")
+    assert widget is not None
+    assert (widget.resource, widget.kind, widget.version, widget.namespaced) == (
+        "widgets",
+        "Widget",
+        "v1",
+        True,
+    )
+
+
+async def test_cache_follows_changes_and_relists_after_410(
+    apiserver: ServerThread, connection: KubeConnection
+) -> None:
+    create_pods(apiserver)
+    mapper = DiscoveryResourceMapper(connection)
+    await mapper.refresh()
+    caches = ObjectCaches(connection)
+    pods = mapper.resolve("", "pods")
+    try:
+        names = [o.name for o in await caches.select(pods, "default", _is_web)]
+        assert names == ["web-1", "web-2"]
+        assert [o.name for o in await caches.select(pods, "other", _is_web)] == []
+
+        store = apiserver.server.store
+        apiserver.call(lambda: store.create(PODS, _pod("web-4", {"app": "web"})))
+        apiserver.call(lambda: store.create(PODS, _pod("web-x", {"app": "web"}, namespace="kube-system")))
+
+        async def sees_new_pods() -> bool:
+            return [o.name for o in await caches.select(pods, "default", _is_web)] == [
+                "web-1",
+                "web-2",
+                "web-4",
+            ]
+
+        await _eventually(sees_new_pods)
+        all_namespaces = await caches.select(pods, "", _is_web)
+        assert [(o.namespace, o.name) for o in all_namespaces][-1] == ("kube-system", "web-x")
+
+        # The watch ends; while the client is away web-5 appears and web-1 goes, and the server has
+        # forgotten the history: resuming gives 410, and only a relist shows the truth.
+        def outage() -> None:
+            store.close_watches()
+            store.create(PODS, _pod("web-5", {"app": "web"}))
+            store.delete(PODS, "default", "web-1")
+            store.compact()
+
+        apiserver.call(outage)
+
+        async def relisted() -> bool:
+            names = [o.name for o in await caches.select(pods, "default", _is_web)]
+            return "web-5" in names and "web-1" not in names
+
+        await _eventually(relisted)
+    finally:
+        await caches.stop()

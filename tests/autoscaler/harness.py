@@ -1,0 +1,170 @@
+"""Building blocks of the controller tests: the CRD, workloads with ready pods, autoscalers, a controller."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from autoscaler.controller import Controller, ControllerOptions
+from autoscaler.core.types import ControllerConfig
+from autoscaler.kubeclient import ClusterAccess, KubeClient, Obj
+from autoscaler.metrics import MetricsClient
+from autoscaler.restmapper import RestMapper
+from autoscaler.sources import CRD_SOURCE, Source
+from autoscaler.telemetry import Telemetry
+from sim.runner import ServerThread
+from tests.autoscaler.helpers import eventually
+
+REPO = Path(__file__).resolve().parents[2]
+CRD_FILE = REPO / "manifests" / "crd-horizontalautoscaler.yaml"
+NOW = "2026-01-01T00:00:00Z"
+
+
+async def install_crd(kube: KubeClient) -> None:
+    crd = yaml.safe_load(CRD_FILE.read_text())
+    await kube.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body=crd)
+
+
+def deployment(name: str, replicas: int, namespace: str = "default") -> Obj:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "app", "image": "app"}]},
+            },
+        },
+    }
+
+
+def ready_pod(name: str, app: str, namespace: str = "default", ready: bool = True) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": app}},
+        "spec": {"containers": [{"name": "app", "image": "app"}]},
+        "status": {
+            "phase": "Running",
+            "startTime": NOW,
+            "conditions": [
+                {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": NOW}
+            ],
+        },
+    }
+
+
+def seed(apiserver: ServerThread, gr: tuple[str, str], obj: Obj) -> Obj:
+    """Create directly in the simulated store, status included (as a kubelet would have set it)."""
+    namespace = obj["metadata"].get("namespace")
+    return apiserver.call(
+        lambda: apiserver.server.store.create(gr, obj, namespace=namespace, keep_status=True)
+    )
+
+
+def workload(apiserver: ServerThread, name: str, replicas: int, namespace: str = "default") -> list[str]:
+    seed(apiserver, ("apps", "deployments"), deployment(name, replicas, namespace))
+    pods = [f"{name}-{i}" for i in range(replicas)]
+    for pod in pods:
+        seed(apiserver, ("", "pods"), ready_pod(pod, name, namespace))
+    return pods
+
+
+def autoscaler_spec(target: str, metric: str, average: str, **extra: Any) -> Obj:
+    return {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+        "minReplicas": 1,
+        "maxReplicas": 10,
+        "metrics": [
+            {
+                "type": "Pods",
+                "pods": {
+                    "metric": {"name": metric},
+                    "target": {"type": "AverageValue", "averageValue": average},
+                },
+            }
+        ],
+        **extra,
+    }
+
+
+async def create_hza(kube: KubeClient, name: str, spec: Obj, namespace: str = "default") -> Obj:
+    body = {
+        "apiVersion": "autoscaling.surge.dev/v1alpha1",
+        "kind": "HorizontalAutoscaler",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+    return await kube.request(
+        "POST",
+        f"/apis/autoscaling.surge.dev/v1alpha1/namespaces/{namespace}/horizontalautoscalers",
+        body=body,
+    )
+
+
+async def get_obj(kube: KubeClient, path: str) -> Obj:
+    return await kube.get(path)
+
+
+async def replicas_of(kube: KubeClient, name: str, namespace: str = "default") -> int:
+    scale = await kube.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale")
+    return int(scale["spec"]["replicas"])
+
+
+async def events_of(kube: KubeClient, name: str, namespace: str = "default") -> list[Obj]:
+    body = await kube.get(f"/api/v1/namespaces/{namespace}/events")
+    return [e for e in body.get("items", []) if e["involvedObject"]["name"] == name]
+
+
+def condition(obj: Obj, type_: str) -> Obj | None:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == type_), None)
+
+
+@asynccontextmanager
+async def running_controller(
+    kubeconfig: Path,
+    metrics_url: str,
+    *,
+    source: Source = CRD_SOURCE,
+    workers: int = 4,
+    config: ControllerConfig | None = None,
+    reconcile_deadline: float = 10.0,
+    selector: str = "",
+) -> AsyncIterator[Controller]:
+    from autoscaler.kubeclient import load_access
+
+    kube = KubeClient(await load_access(str(kubeconfig)))
+    metrics_kube = KubeClient(ClusterAccess(base_url=metrics_url, ssl_context=False))
+    telemetry = Telemetry()
+    mapper = RestMapper(kube)
+    controller = Controller(
+        kube,
+        source,
+        MetricsClient(metrics_kube, mapper, latency=telemetry),
+        mapper,
+        telemetry,
+        ControllerOptions(
+            workers=workers,
+            reconcile_deadline=reconcile_deadline,
+            label_selector=selector,
+            config=config or ControllerConfig(),
+        ),
+    )
+    await controller.start()
+    try:
+        yield controller
+    finally:
+        await controller.stop(grace=5)
+        await kube.close()
+        await metrics_kube.close()
+
+
+__all__ = ["eventually"]

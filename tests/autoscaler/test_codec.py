@@ -1,0 +1,212 @@
+"""Kubernetes JSON <-> the core's types, the kubectl-style TARGETS text, and metrics API bodies."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from autoscaler import printing
+from autoscaler.codec import SpecError, parse_autoscaler, parse_pod, parse_status, status_json
+from autoscaler.core.types import LabelSelector, LabelSelectorRequirement
+from autoscaler.metrics import decode
+from autoscaler.metrics.selectors import selector_string
+from autoscaler.restmapper import MappingError, split_api_version
+
+HZA = {
+    "metadata": {"namespace": "ns", "name": "web", "generation": 3},
+    "spec": {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "minReplicas": 2,
+        "maxReplicas": 9,
+        "syncPeriodSeconds": 1,
+        "metrics": [
+            {
+                "type": "Pods",
+                "pods": {
+                    "metric": {"name": "rps", "selector": {"matchLabels": {"verb": "GET"}}},
+                    "target": {"type": "AverageValue", "averageValue": "1500m"},
+                },
+            },
+            {
+                "type": "Resource",
+                "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+            },
+            {
+                "type": "External",
+                "external": {"metric": {"name": "queue"}, "target": {"type": "Value", "value": "2k"}},
+            },
+        ],
+        "behavior": {
+            "scaleUp": {"tolerance": "0.05", "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15}]},
+            "scaleDown": {"stabilizationWindowSeconds": 30},
+        },
+    },
+}
+
+
+def test_autoscaler_spec_is_read_into_core_types() -> None:
+    hpa = parse_autoscaler(HZA)
+    assert (hpa.namespace, hpa.name, hpa.generation) == ("ns", "web", 3)
+    spec = hpa.spec
+    assert (spec.min_replicas, spec.max_replicas) == (2, 9)
+    pods, cpu, external = spec.metrics
+    assert pods.metric is not None and pods.metric.selector == LabelSelector(match_labels={"verb": "GET"})
+    assert pods.target.average_value == 1500
+    assert (cpu.name, cpu.target.average_utilization) == ("cpu", 80)
+    assert external.target.value == 2_000_000
+    assert spec.behavior is not None and spec.behavior.scale_up is not None
+    assert spec.behavior.scale_up.tolerance == pytest.approx(0.05)
+    assert (
+        spec.behavior.scale_down is not None and spec.behavior.scale_down.stabilization_window_seconds == 30
+    )
+    assert spec.behavior.scale_down.policies is None  # left for defaulting
+
+
+def test_bad_spec_is_a_spec_error() -> None:
+    with pytest.raises(SpecError, match="maxReplicas"):
+        parse_autoscaler({"metadata": {}, "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "x"}}})
+    bad = {
+        **HZA["spec"],
+        "metrics": [
+            {
+                "type": "Pods",
+                "pods": {"metric": {"name": "m"}, "target": {"type": "AverageValue", "averageValue": "1KB"}},
+            }
+        ],
+    }
+    with pytest.raises(SpecError, match=r"spec.metrics\[0\].pods.target.averageValue"):
+        parse_autoscaler({"metadata": {}, "spec": bad})
+
+
+def test_status_round_trips_through_json() -> None:
+    status = {
+        "observedGeneration": 3,
+        "lastScaleTime": "2026-01-01T00:00:05Z",
+        "currentReplicas": 2,
+        "desiredReplicas": 4,
+        "currentMetrics": [
+            {"type": "Pods", "pods": {"metric": {"name": "rps"}, "current": {"averageValue": "2500m"}}},
+            {
+                "type": "Resource",
+                "resource": {"name": "memory", "current": {"averageValue": "1Mi", "averageUtilization": 50}},
+            },
+            {"type": ""},
+        ],
+        "conditions": [
+            {
+                "type": "AbleToScale",
+                "status": "True",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+                "reason": "SucceededRescale",
+                "message": "m",
+            }
+        ],
+    }
+    assert status_json(parse_status(status)) == status
+
+
+def test_pod_is_read_with_readiness_and_requests() -> None:
+    pod = parse_pod(
+        {
+            "metadata": {"name": "p", "labels": {"app": "web"}},
+            "spec": {
+                "containers": [{"name": "app", "resources": {"requests": {"cpu": "250m", "memory": "1Gi"}}}]
+            },
+            "status": {
+                "phase": "Running",
+                "startTime": "2026-01-01T00:00:00Z",
+                "conditions": [
+                    {"type": "Ready", "status": "False", "lastTransitionTime": "2026-01-01T00:00:09Z"}
+                ],
+            },
+        }
+    )
+    assert pod.labels == {"app": "web"}
+    assert pod.ready_condition is not None and pod.ready_condition.status == "False"
+    assert pod.ready_condition.last_transition_time == datetime(2026, 1, 1, 0, 0, 9, tzinfo=UTC)
+    assert pod.containers[0].requests == {"cpu": 250, "memory": 1024**3 * 1000}
+
+
+def test_targets_column_like_kubectl_get_hpa() -> None:
+    status = {
+        "currentMetrics": [
+            {"type": "Pods", "pods": {"metric": {"name": "rps"}, "current": {"averageValue": "2500m"}}},
+            {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 50}}},
+        ]
+    }
+    assert printing.targets(HZA["spec"], status) == "2500m/1500m, cpu: 50%/80% + 1 more..."
+    assert printing.targets(HZA["spec"], {}) == "<unknown>/1500m, cpu: <unknown>/80% + 1 more..."
+    assert printing.targets({"metrics": []}, {}) == "<none>"
+    assert printing.reference(HZA["spec"]) == "Deployment/web"
+
+
+def test_metric_selectors_print_as_go_does() -> None:
+    selector = LabelSelector(
+        match_labels={"b": "1"},
+        match_expressions=(
+            LabelSelectorRequirement("a", "In", ("y", "x")),
+            LabelSelectorRequirement("c", "DoesNotExist"),
+        ),
+    )
+    assert selector_string(selector) == "a in (x,y),b=1,!c"
+    assert selector_string(None) == ""
+    assert selector_string(LabelSelector()) == ""
+
+
+def test_custom_metric_lists_of_both_versions_decode() -> None:
+    v1beta2 = {
+        "items": [
+            {
+                "describedObject": {"name": "p1"},
+                "metric": {"name": "m"},
+                "timestamp": "2026-01-01T00:00:00Z",
+                "windowSeconds": 30,
+                "value": "1500m",
+            }
+        ]
+    }
+    v1beta1 = {
+        "items": [
+            {
+                "describedObject": {"name": "p1"},
+                "metricName": "m",
+                "timestamp": "2026-01-01T00:00:00+02:00",
+                "value": "2",
+            }
+        ]
+    }
+    (a,) = decode.pods_metric(v1beta2).items
+    assert (a.pod, a.value, a.window) == ("p1", 1500, timedelta(seconds=30))
+    (b,) = decode.pods_metric(v1beta1).items
+    assert b.window == timedelta(seconds=60)  # the client's default
+    assert b.timestamp == datetime(2025, 12, 31, 22, 0, tzinfo=UTC)
+    with pytest.raises(decode.DecodeError, match="returned 2 results when we asked for exactly one"):
+        decode.object_metric({"items": v1beta2["items"] * 2})
+
+
+def test_resource_metrics_and_go_durations_decode() -> None:
+    body = {
+        "items": [
+            {
+                "metadata": {"name": "p"},
+                "timestamp": "2026-01-01T00:00:00Z",
+                "window": "1m0.5s",
+                "containers": [{"name": "app", "usage": {"cpu": "123456789n", "memory": "1Ki"}}],
+            }
+        ]
+    }
+    (item,) = decode.resource_metrics(body).items
+    assert item.window == timedelta(seconds=60.5)
+    assert item.containers[0].usage == {"cpu": 124, "memory": 1_024_000}
+    assert decode.parse_go_duration("500ms") == timedelta(milliseconds=500)
+    with pytest.raises(decode.DecodeError):
+        decode.parse_go_duration("30")
+
+
+def test_api_versions_split_like_schema_parse_group_version() -> None:
+    assert split_api_version("apps/v1") == ("apps", "v1")
+    assert split_api_version("v1") == ("", "v1")
+    for bad in ("", "a/b/c", "/v1", "apps/"):
+        with pytest.raises(MappingError):
+            split_api_version(bad)

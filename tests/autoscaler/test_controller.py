@@ -1,0 +1,272 @@
+"""The reconcile shell against the simulated API server and a metrics API it controls."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autoscaler.kubeclient import KubeClient
+from sim.runner import ServerThread
+from tests.autoscaler.harness import (
+    autoscaler_spec,
+    condition,
+    create_hza,
+    events_of,
+    install_crd,
+    replicas_of,
+    running_controller,
+    workload,
+)
+from tests.autoscaler.helpers import eventually, until
+from tests.autoscaler.metrics_backend import MetricsBackend
+
+HZA = "/apis/autoscaling.surge.dev/v1alpha1/namespaces/default/horizontalautoscalers"
+
+
+@pytest.fixture
+async def backend() -> AsyncIterator[MetricsBackend]:
+    server = await MetricsBackend().start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+async def cluster(kube: KubeClient) -> KubeClient:
+    await install_crd(kube)
+    return kube
+
+
+async def test_pods_metric_above_target_scales_up_and_reports(
+    cluster: KubeClient, apiserver: ServerThread, kubeconfig_path: Path, backend: MetricsBackend
+) -> None:
+    pods = workload(apiserver, "web", 2)
+    backend.pod_values[("default", "http_requests")] = dict.fromkeys(pods, 150.0)
+    await create_hza(cluster, "web", autoscaler_spec("web", "http_requests", "100", syncPeriodSeconds=1))
+    async with running_controller(kubeconfig_path, backend.url):
+        await until(lambda: replicas_of(cluster, "web"), 3)
+        hza = await cluster.get(f"{HZA}/web")
+        status = hza["status"]
+        assert status["desiredReplicas"] == 3
+        assert status["currentMetrics"][0]["pods"]["current"]["averageValue"] == "150"
+        assert status["targets"] == "150/100"
+        assert status["reference"] == "Deployment/web"
+        able = condition(hza, "AbleToScale")
+        assert able is not None and able["reason"] == "SucceededRescale"
+        assert able["message"] == "the HPA controller was able to update the target scale to 3"
+        active = condition(hza, "ScalingActive")
+        assert active is not None and active["status"] == "True" and active["reason"] == "ValidMetricFound"
+        events = await events_of(cluster, "web")
+        rescale = [e for e in events if e["reason"] == "SuccessfulRescale"]
+        assert [e["message"] for e in rescale] == [
+            "New size: 3; reason: pods metric http_requests above target"
+        ]
+        assert (
+            rescale[0]["type"] == "Normal" and rescale[0]["involvedObject"]["kind"] == "HorizontalAutoscaler"
+        )
+    # Parameters exactly as the HPA sends them: the pods selector from /scale, no metric selector.
+    path, query = backend.requests[0]
+    assert path.startswith("/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/%2A/http_requests")
+    assert query == {"labelSelector": "app=web"}
+
+
+async def test_metrics_api_failure_does_not_scale_and_reports_upstream_reason(
+    cluster: KubeClient, apiserver: ServerThread, kubeconfig_path: Path, backend: MetricsBackend
+) -> None:
+    workload(apiserver, "web", 2)
+    backend.failures[("default", "http_requests")] = 500
+    await create_hza(cluster, "web", autoscaler_spec("web", "http_requests", "100", syncPeriodSeconds=1))
+    async with running_controller(kubeconfig_path, backend.url) as controller:
+        await until(lambda: _condition_reason(cluster, "web", "ScalingActive"), "FailedGetPodsMetric")
+        hza = await cluster.get(f"{HZA}/web")
+        active = condition(hza, "ScalingActive")
+        assert active is not None and active["status"] == "False"
+        assert active["message"].startswith("the HPA was unable to compute the replica count: ")
+        upstream_chain = "unable to fetch metrics from custom metrics API: Internal error occurred"
+        assert upstream_chain in active["message"]
+        assert hza["status"]["targets"] == "<unknown>/100"
+        reasons = {e["reason"] for e in await events_of(cluster, "web")}
+        assert {"FailedGetPodsMetric", "FailedComputeMetricsReplicas"} <= reasons
+        assert "SuccessfulRescale" not in reasons
+        assert await replicas_of(cluster, "web") == 2
+        assert controller.telemetry.scale_writes.labels(result="ok")._value.get() == 0
+
+
+async def test_conflicting_write_on_scale_is_retried_with_a_fresh_read(
+    cluster: KubeClient, apiserver: ServerThread, kubeconfig_path: Path, backend: MetricsBackend
+) -> None:
+    pods = workload(apiserver, "web", 2)
+    backend.pod_values[("default", "http_requests")] = dict.fromkeys(pods, 150.0)
+    deployments = ("apps", "deployments")
+    store = apiserver.server.store
+
+    def someone_else_edits_the_deployment() -> None:
+        # Lands between the autoscaler's read of /scale and its write: the write meets a 409.
+        obj = store.get(deployments, "default", "web")
+        obj["metadata"].setdefault("annotations", {})["edited-by"] = "someone-else"
+        store.update(deployments, obj)
+
+    backend.on_pods_request = lambda: apiserver.call(someone_else_edits_the_deployment)
+    await create_hza(cluster, "web", autoscaler_spec("web", "http_requests", "100", syncPeriodSeconds=1))
+    async with running_controller(kubeconfig_path, backend.url) as controller:
+        await until(lambda: replicas_of(cluster, "web"), 3)
+        assert controller.telemetry.scale_conflicts._value.get() >= 1
+    deployment = await cluster.get("/apis/apps/v1/namespaces/default/deployments/web")
+    assert deployment["metadata"]["annotations"]["edited-by"] == "someone-else"
+
+
+async def test_spec_change_is_reconciled_at_once_not_after_the_period(
+    cluster: KubeClient, apiserver: ServerThread, kubeconfig_path: Path, backend: MetricsBackend
+) -> None:
+    pods = workload(apiserver, "web", 2)
+    backend.pod_values[("default", "http_requests")] = dict.fromkeys(pods, 100.0)
+    await create_hza(cluster, "web", autoscaler_spec("web", "http_requests", "100", syncPeriodSeconds=600))
+    async with running_controller(kubeconfig_path, backend.url):
+        await until(lambda: _condition_reason(cluster, "web", "ScalingActive"), "ValidMetricFound")
+        assert await replicas_of(cluster, "web") == 2
+        started = time.monotonic()
+        await cluster.request(
+            "PATCH",
+            f"{HZA}/web",
+            content_type="application/merge-patch+json",
+            body={"spec": {"metrics": autoscaler_spec("web", "http_requests", "50")["metrics"]}},
+        )
+        await until(lambda: replicas_of(cluster, "web"), 4, within=3)
+        assert time.monotonic() - started < 3
+
+
+async def test_pod_readiness_change_triggers_a_debounced_reconcile(
+    cluster: KubeClient, apiserver: ServerThread, kubeconfig_path: Path, backend: MetricsBackend
+) -> None:
+    pods = workload(apiserver, "web", 2)
+    backend.pod_values[("default", "http_requests")] = dict.fromkeys(pods, 100.0)
+    await create_hza(cluster, "web", autoscaler_spec("web", "http_requests", "100", syncPeriodSeconds=600))
+    async with running_controller(kubeconfig_path, backend.url):
+        await eventually(lambda: len(backend.requests) == 1)
+        store = apiserver.server.store
+
+        def flap_readiness() -> None:
+            # Several changes in a burst: one reconcile, not one per change.
+            for ready in ("False", "True", "False"):
+                pod = store.get(("", "pods"), "default", pods[0])
+                pod["status"]["conditions"][0]["status"] = ready
+                store.update(("", "pods"), pod, subresource="status")
+
+        apiserver.call(flap_readiness)
+        await eventually(lambda: len(backend.requests) == 2, within=3)
+        await asyncio.sleep(0.5)
+        assert len(backend.requests) == 2
+
+
+async def test_load_drop_scales_down_after_the_stabilization_window(
+    cluster: KubeClient, apiserver: ServerThread, kubeconfig_path: Path, backend: MetricsBackend
+) -> None:
+    pods = workload(apiserver, "web", 4)
+    backend.pod_values[("default", "http_requests")] = dict.fromkeys(pods, 50.0)
+    window = 2
+    spec = autoscaler_spec(
+        "web",
+        "http_requests",
+        "100",
+        syncPeriodSeconds=1,
+        behavior={"scaleDown": {"stabilizationWindowSeconds": window}},
+    )
+    await create_hza(cluster, "web", spec)
+    async with running_controller(kubeconfig_path, backend.url):
+        started = time.monotonic()
+        await until(lambda: replicas_of(cluster, "web"), 2, within=10)
+        # The first recommendation (4, the current size) holds the size for the window.
+        assert time.monotonic() - started >= window - 0.5
+        hza = await cluster.get(f"{HZA}/web")
+        able = condition(hza, "AbleToScale")
+        assert able is not None and able["reason"] in ("SucceededRescale", "ReadyForNewScale")
+        messages = [
+            e["message"] for e in await events_of(cluster, "web") if e["reason"] == "SuccessfulRescale"
+        ]
+        assert messages == ["New size: 2; reason: All metrics below target"]
+
+
+async def test_slow_metrics_backend_does_not_delay_other_autoscalers(
+    cluster: KubeClient, apiserver: ServerThread, kubeconfig_path: Path, backend: MetricsBackend
+) -> None:
+    for app in ("slow", "fast"):
+        pods = workload(apiserver, app, 2)
+        backend.pod_values[("default", f"{app}_requests")] = dict.fromkeys(pods, 100.0)
+        await create_hza(cluster, app, autoscaler_spec(app, f"{app}_requests", "100", syncPeriodSeconds=1))
+    backend.delays[("default", "slow_requests")] = 5.0
+    async with running_controller(kubeconfig_path, backend.url, reconcile_deadline=3.0) as controller:
+        await asyncio.sleep(3.5)
+        fast = [p for p, _ in backend.requests if "fast_requests" in p]
+        slow = [p for p, _ in backend.requests if "slow_requests" in p]
+        # The fast one keeps its 1 s period while the slow one hangs in its first fetch.
+        assert len(fast) >= 3
+        assert len(slow) <= 2
+        assert controller.telemetry.reconciles.labels(outcome="deadline")._value.get() >= 1
+
+
+async def test_kubectl_get_and_describe_show_the_decision(
+    cluster: KubeClient, apiserver: ServerThread, kubeconfig_path: Path, backend: MetricsBackend, kubectl: Any
+) -> None:
+    pods = workload(apiserver, "web", 2)
+    backend.pod_values[("default", "http_requests")] = dict.fromkeys(pods, 150.0)
+    await create_hza(cluster, "web", autoscaler_spec("web", "http_requests", "100", syncPeriodSeconds=1))
+    async with running_controller(kubeconfig_path, backend.url):
+        await until(lambda: replicas_of(cluster, "web"), 3)
+        await until(lambda: _condition_reason(cluster, "web", "AbleToScale"), "ReadyForNewScale")
+    table = kubectl("get", "hza").stdout.splitlines()
+    assert table[0].split() == ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"]
+    assert table[1].split()[:6] == ["web", "Deployment/web", "150/100", "1", "10", "3"]
+    described = kubectl("describe", "hza", "web").stdout
+    assert "SuccessfulRescale" in described
+    assert "New size: 3; reason: pods metric http_requests above target" in described
+    assert "ValidMetricFound" in described
+
+
+async def _condition_reason(kube: KubeClient, name: str, type_: str) -> str | None:
+    found = condition(await kube.get(f"{HZA}/{name}"), type_)
+    return None if found is None else str(found["reason"])
+
+
+async def test_source_hpa_reconciles_plain_hpas_selected_by_label(
+    kube: KubeClient, apiserver: ServerThread, kubeconfig_path: Path, backend: MetricsBackend
+) -> None:
+    from autoscaler.sources import HPA_SOURCE, SYNC_PERIOD_ANNOTATION
+
+    hpas = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers"
+    for app, managed in (("web", "true"), ("other", "false")):
+        pods = workload(apiserver, app, 2)
+        backend.pod_values[("default", "http_requests")] = {
+            **backend.pod_values.get(("default", "http_requests"), {}),
+            **dict.fromkeys(pods, 150.0),
+        }
+        body = {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": {
+                "name": app,
+                "namespace": "default",
+                "labels": {"surge": managed},
+                "annotations": {SYNC_PERIOD_ANNOTATION: "1"},
+            },
+            "spec": autoscaler_spec(app, "http_requests", "100"),
+        }
+        await kube.request("POST", hpas, body=body)
+    async with running_controller(kubeconfig_path, backend.url, source=HPA_SOURCE, selector="surge=true"):
+        await until(lambda: replicas_of(kube, "web"), 3)
+        hpa = await kube.get(f"{hpas}/web")
+        assert hpa["status"]["desiredReplicas"] == 3
+        assert "targets" not in hpa["status"]  # the HPA status has no printer-column extras
+        active = condition(hpa, "ScalingActive")
+        assert active is not None and active["reason"] == "ValidMetricFound"
+        messages = [e["message"] for e in await events_of(kube, "web") if e["reason"] == "SuccessfulRescale"]
+        assert messages == ["New size: 3; reason: pods metric http_requests above target"]
+        assert (await events_of(kube, "web"))[0]["involvedObject"]["kind"] == "HorizontalPodAutoscaler"
+        await asyncio.sleep(1.5)
+        # Not selected: left to someone else.
+        assert await replicas_of(kube, "other") == 2
+        other = await kube.get(f"{hpas}/other")
+        assert not (other.get("status") or {}).get("conditions")

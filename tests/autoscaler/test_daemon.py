@@ -1,0 +1,202 @@
+"""`python -m autoscaler` as processes: endpoints, leader election, takeover, lease release on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from autoscaler.kubeclient import KubeClient
+from sim.runner import ServerThread
+from tests.autoscaler.harness import autoscaler_spec, create_hza, install_crd, replicas_of, workload
+from tests.autoscaler.helpers import until
+from tests.autoscaler.metrics_backend import MetricsBackend
+
+LEASE = "/apis/coordination.k8s.io/v1/namespaces/default/leases/surge-autoscaler"
+LEASE_SECONDS = 3.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Daemon:
+    def __init__(self, kubeconfig: Path, metrics_url: str, identity: str, log_dir: Path) -> None:
+        self.port = free_port()
+        self.identity = identity
+        self.log = (log_dir / f"{identity}.log").open("w")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "autoscaler",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--metrics-url",
+                metrics_url,
+                "--port",
+                str(self.port),
+                "--bind-address",
+                "127.0.0.1",
+                "--leader-elect",
+                "--leader-elect-identity",
+                identity,
+                "--leader-elect-resource-namespace",
+                "default",
+                "--leader-elect-lease-duration",
+                f"{LEASE_SECONDS}s",
+                "--leader-elect-renew-deadline",
+                "2s",
+                "--leader-elect-retry-period",
+                "250ms",
+                "--log-format",
+                "json",
+                "--workers",
+                "4",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+
+    async def get(self, path: str) -> tuple[int, str]:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"http://127.0.0.1:{self.port}{path}") as r,
+        ):
+            return r.status, await r.text()
+
+    async def metric(self, name: str) -> float:
+        _, text = await self.get("/metrics")
+        return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name))
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+        self.log.close()
+
+
+@pytest.fixture
+async def backend() -> AsyncIterator[MetricsBackend]:
+    server = await MetricsBackend().start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+def daemons(kubeconfig_path: Path, backend: MetricsBackend, tmp_path: Path) -> Iterator[list[Daemon]]:
+    started: list[Daemon] = []
+    yield started
+    for daemon in started:
+        daemon.stop()
+
+
+async def wait_ready(daemon: Daemon, within: float = 20.0) -> None:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            if (await daemon.get("/readyz"))[0] == 200:
+                return
+        except aiohttp.ClientError:
+            pass
+        assert daemon.proc.poll() is None, f"{daemon.identity} exited"
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{daemon.identity} not ready")
+
+
+async def holder(kube: KubeClient) -> str:
+    try:
+        return str((await kube.get(LEASE))["spec"].get("holderIdentity") or "")
+    except Exception:
+        return ""
+
+
+@pytest.fixture
+async def scenario(kube: KubeClient, apiserver: ServerThread, backend: MetricsBackend) -> list[str]:
+    await install_crd(kube)
+    pods = workload(apiserver, "web", 2)
+    backend.pod_values[("default", "http_requests")] = dict.fromkeys(pods, 150.0)
+    await create_hza(kube, "web", autoscaler_spec("web", "http_requests", "100", syncPeriodSeconds=1))
+    return pods
+
+
+async def test_endpoints_and_standby_takeover_after_leader_is_killed(
+    kube: KubeClient,
+    kubeconfig_path: Path,
+    backend: MetricsBackend,
+    scenario: list[str],
+    daemons: list[Daemon],
+    tmp_path: Path,
+) -> None:
+    a = Daemon(kubeconfig_path, backend.url, "a", tmp_path)
+    daemons.append(a)
+    await wait_ready(a)
+    assert await a.get("/healthz") == (200, "ok")
+    await until(lambda: holder(kube), "a")
+    await until(lambda: replicas_of(kube, "web"), 3)
+    b = Daemon(kubeconfig_path, backend.url, "b", tmp_path)
+    daemons.append(b)
+    await wait_ready(b)
+    await asyncio.sleep(1.0)
+    # The standby reconciles nothing and writes nothing while "a" leads.
+    assert await holder(kube) == "a"
+    assert await b.metric("surge_autoscaler_scale_writes_total") == 0
+    assert await b.metric("surge_autoscaler_leader ") == 0
+    assert await a.metric("surge_autoscaler_leader ") == 1
+    _, text = await a.get("/metrics")
+    for name in (
+        "surge_autoscaler_reconciles_total",
+        "surge_autoscaler_queue_wait_seconds_bucket",
+        "surge_autoscaler_metric_fetch_seconds_bucket",
+        "surge_autoscaler_metric_sample_age_at_scale",
+    ):
+        assert name in text
+
+    a.proc.send_signal(signal.SIGKILL)
+    a.proc.wait(5)
+    killed = time.monotonic()
+    backend.pod_values[("default", "http_requests")] = dict.fromkeys(scenario, 250.0)
+    await until(lambda: holder(kube), "b", within=LEASE_SECONDS + 3)
+    taken_over = time.monotonic() - killed
+    assert taken_over <= LEASE_SECONDS + 1.0
+    await until(lambda: replicas_of(kube, "web"), 5, within=5)
+    assert await b.metric("surge_autoscaler_scale_writes_total") == 1
+    lease = await kube.get(LEASE)
+    assert lease["spec"]["leaseTransitions"] >= 1
+
+
+async def test_sigterm_releases_the_lease_so_the_standby_takes_over_at_once(
+    kube: KubeClient,
+    kubeconfig_path: Path,
+    backend: MetricsBackend,
+    scenario: list[str],
+    daemons: list[Daemon],
+    tmp_path: Path,
+) -> None:
+    a = Daemon(kubeconfig_path, backend.url, "a", tmp_path)
+    daemons.append(a)
+    await wait_ready(a)
+    await until(lambda: holder(kube), "a")
+    b = Daemon(kubeconfig_path, backend.url, "b", tmp_path)
+    daemons.append(b)
+    await wait_ready(b)
+    a.proc.send_signal(signal.SIGTERM)
+    assert a.proc.wait(15) == 0
+    released = time.monotonic()
+    lease = await kube.get(LEASE)
+    # Released as client-go does (or already taken by the standby).
+    assert lease["spec"]["holderIdentity"] in ("", "b")
+    await until(lambda: holder(kube), "b", within=LEASE_SECONDS)
+    assert time.monotonic() - released < LEASE_SECONDS - 1

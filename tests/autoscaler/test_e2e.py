@@ -1,0 +1,160 @@
+"""End to end: simulated cluster + real Prometheus (1 s scrapes) + the real adapter + the autoscaler.
+
+A load step scales the Deployment out to the replica count the load needs; a load drop scales it in once
+the (shortened) stabilization window has passed. Status, conditions and Events carry the upstream texts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from adapter.config import parse_config
+from adapter.flags import parse_flags
+from adapter.server.daemon import AdapterDaemon
+from autoscaler.controller import Controller, ControllerOptions
+from autoscaler.kubeclient import ApiError, KubeClient, direct_access, load_access
+from autoscaler.metrics import MetricsClient
+from autoscaler.restmapper import RestMapper
+from autoscaler.sources import CRD_SOURCE
+from autoscaler.telemetry import Telemetry
+from sim.prometheus import PrometheusProcess
+from sim.runner import ServerThread
+from sim.workload import annotations, manifests
+from tests.autoscaler.harness import (
+    autoscaler_spec,
+    condition,
+    create_hza,
+    events_of,
+    install_crd,
+    replicas_of,
+)
+from tests.autoscaler.helpers import until
+
+pytestmark = pytest.mark.slow
+
+RULES = """
+rules:
+- seriesQuery: 'http_requests_total{namespace!="",pod!=""}'
+  resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
+  name: {matches: '^(.*)_total$'}
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[3s])) by (<<.GroupBy>>)'
+"""
+CAPACITY = 100.0
+
+
+@pytest.fixture
+async def stack(
+    shared_cluster: ServerThread, prometheus: PrometheusProcess, tmp_path: Path
+) -> AsyncIterator[tuple[KubeClient, Path, str]]:
+    kubeconfig = shared_cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(RULES)
+    options, _, _ = parse_flags(
+        [
+            f"--config={rules}",
+            f"--prometheus-url={prometheus.url}",
+            f"--lister-kubeconfig={kubeconfig}",
+            f"--cert-dir={tmp_path / 'certs'}",
+            "--bind-address=127.0.0.1",
+            "--secure-port=0",
+            "--metrics-relist-interval=1s",
+        ]
+    )
+    adapter = AdapterDaemon(options, parse_config(RULES))
+    await adapter.start()
+    kube = KubeClient(await load_access(str(kubeconfig)))
+    try:
+        await install_crd(kube)
+    except ApiError as err:
+        if err.code != 409:  # the cluster is shared by the session: another test may have installed it
+            raise
+    try:
+        yield kube, kubeconfig, f"https://127.0.0.1:{adapter.port}"
+    finally:
+        await kube.close()
+        await adapter.stop()
+
+
+async def test_load_step_scales_out_and_load_drop_scales_in(
+    stack: tuple[KubeClient, Path, str], shared_cluster: ServerThread, shared_namespace: str
+) -> None:
+    kube, kubeconfig, adapter_url = stack
+    ns = shared_namespace
+    store = shared_cluster.server.store
+    deployments = ("apps", "deployments")
+
+    def set_rps(rps: float) -> None:
+        patch = {"metadata": {"annotations": {annotations.RPS: f"{rps:g}"}}}
+        shared_cluster.call(lambda: store.patch(deployments, ns, "web", patch))
+
+    shared_cluster.call(
+        lambda: store.create(
+            deployments, manifests.deployment("web", ns, replicas=2, rps=2 * CAPACITY, capacity_rps=CAPACITY)
+        )
+    )
+    window = 3
+    spec = autoscaler_spec(
+        "web",
+        "http_requests",
+        f"{CAPACITY:g}",
+        syncPeriodSeconds=1,
+        behavior={"scaleDown": {"stabilizationWindowSeconds": window}},
+    )
+    await create_hza(kube, "web", spec, namespace=ns)
+
+    access = await load_access(str(kubeconfig))
+    client = KubeClient(access)
+    metrics_client = KubeClient(direct_access(adapter_url, "", True, access))
+    telemetry = Telemetry()
+    mapper = RestMapper(client)
+    controller = Controller(
+        client,
+        CRD_SOURCE,
+        MetricsClient(metrics_client, mapper, latency=telemetry),
+        mapper,
+        telemetry,
+        ControllerOptions(workers=4),
+    )
+    await controller.start()
+    try:
+        hza_path = f"/apis/autoscaling.surge.dev/v1alpha1/namespaces/{ns}/horizontalautoscalers/web"
+
+        async def active_reason() -> str | None:
+            found = condition(await kube.get(hza_path), "ScalingActive")
+            return None if found is None else str(found["reason"])
+
+        # Metrics flow through Prometheus and the adapter; at 1x capacity per pod nothing changes.
+        await until(active_reason, "ValidMetricFound", within=30)
+        assert await replicas_of(kube, "web", ns) == 2
+
+        set_rps(4 * CAPACITY)  # needs 4 pods at the target of one capacity per pod
+        await until(lambda: replicas_of(kube, "web", ns), 4, within=30)
+        hza = await kube.get(hza_path)
+        assert hza["status"]["desiredReplicas"] == 4
+        ups = [e["message"] for e in await events_of(kube, "web", ns) if e["reason"] == "SuccessfulRescale"]
+        assert ups and all(m.endswith("reason: pods metric http_requests above target") for m in ups)
+        assert "New size: 4; reason: pods metric http_requests above target" in ups
+
+        set_rps(CAPACITY)  # one pod is enough now
+        dropped = time.monotonic()
+        await until(lambda: replicas_of(kube, "web", ns), 1, within=30)
+        assert time.monotonic() - dropped >= window - 0.5
+        downs = [
+            e["message"]
+            for e in await events_of(kube, "web", ns)
+            if e["reason"] == "SuccessfulRescale" and e["message"].endswith("All metrics below target")
+        ]
+        assert "New size: 1; reason: All metrics below target" in downs
+        hza = await kube.get(hza_path)
+        assert hza["status"]["desiredReplicas"] == 1
+        able = condition(hza, "AbleToScale")
+        assert able is not None and able["status"] == "True"
+        assert controller.telemetry.sample_age._sum.get() >= 0
+    finally:
+        await controller.stop(grace=5)
+        await client.close()
+        await metrics_client.close()

@@ -1,0 +1,75 @@
+"""Fault injection: injected errors and latency per route, dropped watches, forced 410."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+import time
+from typing import Any
+
+import aiohttp
+
+from sim.runner import ServerThread
+
+
+async def _get(apiserver: ServerThread, path: str) -> tuple[int, Any, aiohttp.typedefs.LooseHeaders]:
+    context = ssl.create_default_context(cafile=str(apiserver.ca_file))
+    headers = {"Authorization": f"Bearer {apiserver.server.admin_token}"}
+    async with aiohttp.ClientSession() as session, session.get(
+        apiserver.url + path, headers=headers, ssl=context
+    ) as response:
+        return response.status, await response.json(), response.headers
+
+
+async def test_injected_errors_hit_matching_routes_only(apiserver: ServerThread) -> None:
+    faults = apiserver.server.faults
+    apiserver.call(lambda: faults.add(r"/pods$", method="GET", error=503, times=2))
+    status, body, _ = await _get(apiserver, "/api/v1/namespaces/default/pods")
+    assert status == 503 and body["reason"] == "ServiceUnavailable" and body["kind"] == "Status"
+    assert (await _get(apiserver, "/api/v1/namespaces/default/configmaps"))[0] == 200
+    assert (await _get(apiserver, "/api/v1/namespaces/default/pods"))[0] == 503
+    assert (await _get(apiserver, "/api/v1/namespaces/default/pods"))[0] == 200  # used up
+
+    apiserver.call(lambda: faults.add("/apis/apps", error=429))
+    status, body, headers = await _get(apiserver, "/apis/apps/v1/deployments")
+    assert status == 429 and body["reason"] == "TooManyRequests" and headers["Retry-After"] == "1"
+    apiserver.call(faults.clear)
+    assert (await _get(apiserver, "/apis/apps/v1/deployments"))[0] == 200
+
+
+async def test_injected_latency(apiserver: ServerThread) -> None:
+    apiserver.call(lambda: apiserver.server.faults.add("/api/v1/nodes", latency=0.3))
+    started = time.monotonic()
+    assert (await _get(apiserver, "/api/v1/nodes"))[0] == 200
+    assert time.monotonic() - started >= 0.3
+
+
+async def _watch_lines(apiserver: ServerThread, query: str, server_timeout: int = 10) -> list[dict[str, Any]]:
+    context = ssl.create_default_context(cafile=str(apiserver.ca_file))
+    headers = {"Authorization": f"Bearer {apiserver.server.admin_token}"}
+    url = f"{apiserver.url}/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds={server_timeout}"
+    url += f"&{query}"
+    async with aiohttp.ClientSession() as session, session.get(url, headers=headers, ssl=context) as resp:
+        return [json.loads(line) async for line in resp.content if line.strip()]
+
+
+async def test_dropped_watches_end_and_forced_expiry(apiserver: ServerThread) -> None:
+    faults = apiserver.server.faults
+    rv = str(apiserver.call(lambda: apiserver.server.store.resource_version))
+    watching = asyncio.create_task(_watch_lines(apiserver, f"resourceVersion={rv}"))
+    await asyncio.sleep(0.2)
+    started = time.monotonic()
+    apiserver.call(faults.drop_watches)
+    assert await asyncio.wait_for(watching, 5) == []
+    assert time.monotonic() - started < 2
+
+    apiserver.call(lambda: faults.expire_watches(1))
+    (event,) = await _watch_lines(apiserver, f"resourceVersion={rv}")
+    assert event["type"] == "ERROR" and event["object"]["code"] == 410
+    assert event["object"]["reason"] == "Expired"
+    # Only the next one: a later watch from the same resourceVersion is served.
+    apiserver.call(lambda: apiserver.server.store.create(("", "configmaps"),
+                                                        {"metadata": {"name": "c", "namespace": "default"}}))
+    lines = await _watch_lines(apiserver, f"resourceVersion={rv}", server_timeout=1)
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in lines] == [("ADDED", "c")]
