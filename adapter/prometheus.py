@@ -104,7 +104,7 @@ def build_ssl_context(settings: PrometheusSettings) -> ssl.SSLContext:
 
 
 @dataclass
-class _TokenFile:
+class TokenFile:
     """A bearer token file re-read whenever it changes (projected tokens rotate in place)."""
 
     path: str
@@ -115,7 +115,7 @@ class _TokenFile:
         try:
             stat = os.stat(self.path)
         except OSError as err:
-            raise PrometheusError(f"cannot read token file {self.path}: {err}") from err
+            raise PrometheusUnavailable(f"cannot read token file {self.path}: {err}") from err
         stamp = (stat.st_mtime_ns, stat.st_size)
         if stamp != self._stamp:
             with open(self.path, encoding="utf-8") as handle:
@@ -159,7 +159,7 @@ class PrometheusClient:
     settings: PrometheusSettings
     observe: QueryObserver | None = None
     _session: aiohttp.ClientSession | None = field(default=None, init=False)
-    _token: _TokenFile | None = field(default=None, init=False)
+    _token: TokenFile | None = field(default=None, init=False)
     _base: URL = field(init=False)
 
     def __post_init__(self) -> None:
@@ -168,7 +168,7 @@ class PrometheusClient:
         # The query string of the configured URL is dropped, like prometheus-adapter does.
         self._base = URL(self.settings.url).with_query(None).with_fragment(None)
         if self.settings.token_file:
-            self._token = _TokenFile(self.settings.token_file)
+            self._token = TokenFile(self.settings.token_file)
         # Build TLS now so a bad CA or key file is a start-up error, not a first-query error.
         self._ssl = build_ssl_context(self.settings) if self._base.scheme == "https" else None
 

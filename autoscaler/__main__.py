@@ -93,6 +93,7 @@ async def run(argv: Sequence[str]) -> int:
             default_sync_period=args.sync_period,
             reconcile_deadline=args.reconcile_deadline,
             readiness_debounce=args.readiness_debounce,
+            react_to_pods=args.react_to_pods,
             label_selector=args.selector,
             config=ControllerConfig(
                 tolerance=args.tolerance,

@@ -65,6 +65,8 @@ class ControllerOptions:
     default_sync_period: float = 15.0
     reconcile_deadline: float = 10.0
     readiness_debounce: float = 0.25
+    # Off, the daemon behaves like the built-in HPA: only spec changes and the period trigger a reconcile.
+    react_to_pods: bool = True
     label_selector: str = ""
     config: ControllerConfig = field(default_factory=ControllerConfig)
 
@@ -190,6 +192,8 @@ class Controller:
         self._poke_owners(slim)
 
     def _poke_owners(self, slim: Obj) -> None:
+        if not self.options.react_to_pods:
+            return
         meta = slim["metadata"]
         for key, selector in self._selectors.get(meta["namespace"], {}).items():
             try:

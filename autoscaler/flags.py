@@ -67,6 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.25,
         help="delay before reconciling after a target pod's readiness changed",
     )
+    g.add_argument(
+        "--react-to-pods",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="reconcile soon when a target's pods come, go or change readiness (off: like the HPA)",
+    )
     g = p.add_argument_group("algorithm (kube-controller-manager's --horizontal-pod-autoscaler-* values)")
     g.add_argument("--tolerance", type=float, default=0.1)
     g.add_argument("--downscale-stabilization", type=duration, default=300.0)

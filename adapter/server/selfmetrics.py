@@ -18,6 +18,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 def api_of(path: str) -> str:
     """A low-cardinality name for the API a path belongs to."""
+    path = path.rstrip("/") or "/"
     if path.startswith(f"/apis/{CUSTOM_GROUP}/"):
         return "custom" if path.count("/") > 3 else "discovery"
     if path.startswith(f"/apis/{EXTERNAL_GROUP}/"):

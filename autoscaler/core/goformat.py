@@ -18,4 +18,3 @@ def label_selector_go_string(selector: LabelSelector | None) -> str:
         f"&LabelSelector{{MatchLabels:map[string]string{{{labels}}},"
         f"MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
     )
-

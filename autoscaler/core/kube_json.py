@@ -276,7 +276,12 @@ def metric_status_from_json(obj: Json, where: str = "currentMetrics") -> MetricS
             type=kind, current=current, name=source.get("name", ""), container=source.get("container", "")
         )
     metric = _metric_identifier(_get(source, "metric", here), f"{here}.metric")
-    described = _object_ref(source["describedObject"], here) if kind == OBJECT else None
+    described = None
+    if kind == OBJECT:
+        ref = source.get("describedObject") or {}
+        described = CrossVersionObjectReference(
+            ref.get("kind", ""), ref.get("name", ""), ref.get("apiVersion", "")
+        )
     return MetricStatus(type=kind, current=current, metric=metric, described_object=described)
 
 

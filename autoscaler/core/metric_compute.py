@@ -20,6 +20,7 @@ from autoscaler.core.types import (
     PODS,
     RESOURCE,
     ZERO_TIME,
+    CrossVersionObjectReference,
     MetricAnswer,
     MetricSpec,
     MetricStatus,
@@ -78,9 +79,7 @@ def compute_replicas_for_metric(
     status_replicas: int,
     pods: Sequence[Pod],
 ) -> MetricOutcome:
-    if spec.type == RESOURCE:
-        return _resource(ctx, spec, answer, spec_replicas, pods)
-    if spec.type == CONTAINER_RESOURCE:
+    if spec.type in (RESOURCE, CONTAINER_RESOURCE):
         return _resource(ctx, spec, answer, spec_replicas, pods)
     if spec.type == PODS:
         return _pods(ctx, spec, answer, spec_replicas, pods)
@@ -176,6 +175,7 @@ def _object(
             raise MetricFailure(reason, str(err), f"failed to get object metric value: {err}") from None
         current = MetricValueStatus(value=MilliQuantity(p.usage))
         name = f"{ref.kind} metric {metric.name}"
+        described = ref
     elif target.type == "AverageValue" and target.average_value is not None:
         try:
             p = rc.get_object_per_pod_metric_replicas(
@@ -189,11 +189,12 @@ def _object(
             ) from None
         current = MetricValueStatus(average_value=MilliQuantity(p.usage))
         name = _selector_name(spec)
+        described = CrossVersionObjectReference("", "")  # upstream leaves it empty on this path
     else:
         raise MetricFailure(
             reason, INVALID_OBJECT_SOURCE, f"failed to get object metric value: {INVALID_OBJECT_SOURCE}"
         )
-    status = MetricStatus(type=OBJECT, current=current, metric=metric, described_object=ref)
+    status = MetricStatus(type=OBJECT, current=current, metric=metric, described_object=described)
     return MetricOutcome(p.replicas, name, p.timestamp, status)
 
 

@@ -6,14 +6,14 @@ API answer come in as data. A failure raises ``ReplicaCalcError`` carrying the u
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from autoscaler.core.goformat import label_selector_go_string
 from autoscaler.core.gomath import ceil_int32, ceil_int64, div_trunc, fdiv
-from autoscaler.core.grouping import group_pods
+from autoscaler.core.grouping import PodGroups, group_pods
 from autoscaler.core.requests import RequestError, calculate_requests
 from autoscaler.core.samples import (
     MetricsClientError,
@@ -78,15 +78,7 @@ def get_resource_replicas(
         metrics, timestamp = resource_samples(answer, resource, container)
     except MetricsClientError as err:
         raise ReplicaCalcError(f"unable to get metrics for resource {resource}: {err}") from None
-    if not pods:
-        raise ReplicaCalcError(NO_PODS)
-    groups = group_pods(
-        pods, metrics, resource, ctx.cpu_initialization_period, ctx.delay_of_initial_readiness_status, ctx.now
-    )
-    _remove(metrics, groups.ignored)
-    _remove(metrics, groups.unready)
-    if not metrics:
-        raise ReplicaCalcError(NO_TARGETED_METRICS)
+    groups = _group_and_filter(ctx, metrics, resource, pods)
     try:
         requests = calculate_requests(pods, container, resource, ctx.pod_level_resources)
         ratio, utilization, raw = resource_utilization_ratio(metrics, requests, target_utilization)
@@ -100,19 +92,11 @@ def get_resource_replicas(
             return Proposal(current_replicas, raw, timestamp, utilization)
         return Proposal(ceil_int32(ratio * groups.ready_count), raw, timestamp, utilization)
 
-    if groups.missing:
-        if ratio < 1.0:
-            # Scaling down: assume the pods without a sample use at least their whole request.
-            fallback = max(100, target_utilization)
-            for name in groups.missing:
-                metrics[name] = PodSample(div_trunc(requests[name] * fallback, 100))
-        elif ratio > 1.0:
-            # Scaling up: assume they use nothing.
-            for name in groups.missing:
-                metrics[name] = PodSample(0)
-    if scale_up_with_unready:
-        for name in groups.unready:
-            metrics[name] = PodSample(0)
+    # Scaling down, a pod without a sample is assumed to use at least its whole request.
+    fallback = max(100, target_utilization)
+    _fill_in_assumptions(
+        metrics, groups, ratio, scale_up_with_unready, lambda name: div_trunc(requests[name] * fallback, 100)
+    )
 
     new_ratio, _, _ = resource_utilization_ratio(metrics, requests, target_utilization)
     replicas = _rebalanced_replicas(tolerances, current_replicas, ratio, new_ratio, len(metrics))
@@ -163,15 +147,7 @@ def calc_plain_metric_replicas(
     pods: Sequence[Pod],
 ) -> tuple[int, int]:
     """The §4.1 shape for average-value targets: no requests; missing pods count as the target."""
-    if not pods:
-        raise ReplicaCalcError(NO_PODS)
-    groups = group_pods(
-        pods, metrics, resource, ctx.cpu_initialization_period, ctx.delay_of_initial_readiness_status, ctx.now
-    )
-    _remove(metrics, groups.ignored)
-    _remove(metrics, groups.unready)
-    if not metrics:
-        raise ReplicaCalcError(NO_TARGETED_METRICS)
+    groups = _group_and_filter(ctx, metrics, resource, pods)
     ratio, usage = metric_usage_ratio(metrics, target_usage)
 
     tolerances = ctx.tolerances
@@ -181,19 +157,33 @@ def calc_plain_metric_replicas(
             return current_replicas, usage
         return ceil_int32(ratio * groups.ready_count), usage
 
-    if groups.missing:
-        if ratio < 1.0:
-            for name in groups.missing:
-                metrics[name] = PodSample(target_usage)
-        elif ratio > 1.0:
-            for name in groups.missing:
-                metrics[name] = PodSample(0)
-    if scale_up_with_unready:
-        for name in groups.unready:
-            metrics[name] = PodSample(0)
+    _fill_in_assumptions(metrics, groups, ratio, scale_up_with_unready, lambda _: target_usage)
 
     new_ratio, _ = metric_usage_ratio(metrics, target_usage)
     return _rebalanced_replicas(tolerances, current_replicas, ratio, new_ratio, len(metrics)), usage
+
+
+def _fill_in_assumptions(
+    metrics: dict[str, PodSample],
+    groups: PodGroups,
+    ratio: float,
+    scale_up_with_unready: bool,
+    missing_when_scaling_down: Callable[[str], int],
+) -> None:
+    """Give pods without a usable sample the value that damps the change (second pass).
+
+    Scaling up, missing and unready pods count as idle; scaling down, missing pods count as
+    busy. At a ratio of exactly 1.0 missing pods get nothing.
+    """
+    if ratio < 1.0:
+        for name in groups.missing:
+            metrics[name] = PodSample(missing_when_scaling_down(name))
+    elif ratio > 1.0:
+        for name in groups.missing:
+            metrics[name] = PodSample(0)
+    if scale_up_with_unready:
+        for name in groups.unready:
+            metrics[name] = PodSample(0)
 
 
 def _rebalanced_replicas(
@@ -214,9 +204,20 @@ def _rebalanced_replicas(
     return new_replicas
 
 
-def _remove(metrics: dict[str, PodSample], names: set[str]) -> None:
-    for name in names:
+def _group_and_filter(
+    ctx: CalcContext, metrics: dict[str, PodSample], resource: str, pods: Sequence[Pod]
+) -> PodGroups:
+    """Group the pods and drop the samples of ignored and unready pods from ``metrics``."""
+    if not pods:
+        raise ReplicaCalcError(NO_PODS)
+    groups = group_pods(
+        pods, metrics, resource, ctx.cpu_initialization_period, ctx.delay_of_initial_readiness_status, ctx.now
+    )
+    for name in (*groups.ignored, *groups.unready):
         metrics.pop(name, None)
+    if not metrics:
+        raise ReplicaCalcError(NO_TARGETED_METRICS)
+    return groups
 
 
 def usage_ratio_replica_count(

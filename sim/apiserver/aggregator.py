@@ -83,6 +83,8 @@ class Aggregator:
         self._session: aiohttp.ClientSession | None = None
         self._prober: asyncio.Task[None] | None = None
         self._probes: set[asyncio.Task[None]] = set()
+        # (group, version) -> the APIResource list its backend served at the last good probe
+        self.discovery: dict[tuple[str, str], list[Obj]] = {}
         self._contexts: dict[str, ssl.SSLContext] = {}
         registry.add(apiservice_type())
         store.add_listener(self._on_change)
@@ -214,8 +216,9 @@ class Aggregator:
                 url, headers=headers, allow_redirects=False,
                 timeout=aiohttp.ClientTimeout(total=PROBE_TIMEOUT), **self._request_kwargs(apiservice),
             ) as response:
-                await response.read()
+                body = await response.read()
                 if 200 <= response.status < 300:
+                    self._remember_discovery(spec, body)
                     self._set_available(name, "True", "Passed", "all checks passed")
                     return
                 problem = f"bad status from {url}: {response.status}"
@@ -223,6 +226,13 @@ class Aggregator:
             problem = f'Get "{url}": {err}'
         self._set_available(name, "False", "FailedDiscoveryCheck",
                             f"failing or missing response from {url}: {problem}")
+
+    def _remember_discovery(self, spec: Obj, body: bytes) -> None:
+        try:
+            resources = json.loads(body).get("resources") or []
+        except (ValueError, AttributeError):
+            resources = []
+        self.discovery[(spec.get("group", ""), spec.get("version", ""))] = resources
 
     def _set_available(self, name: str, status: str, reason: str, message: str) -> None:
         try:

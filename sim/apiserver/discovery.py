@@ -89,6 +89,82 @@ def resource_list(registry: Registry, group: str, version: str) -> Obj | None:
     }
 
 
+# ---- aggregated discovery (apidiscovery.k8s.io/v2) ----------------------------------------------
+
+def aggregated_version(accept: str) -> str | None:
+    """The apidiscovery version an Accept header prefers ("v2"/"v2beta1"), or None for legacy."""
+    for media_range in accept.split(","):
+        media_type, *raw_params = (p.strip() for p in media_range.split(";"))
+        params = dict(p.split("=", 1) for p in raw_params if "=" in p)
+        if params.get("as") == "APIGroupDiscoveryList" and params.get("g") == "apidiscovery.k8s.io":
+            if params.get("v") in ("v2", "v2beta1"):
+                return params["v"]
+        elif media_type in ("application/json", "*/*", "application/*"):
+            return None
+    return None
+
+
+def aggregated_content_type(version: str) -> str:
+    return f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
+
+
+def _aggregated_resources(group: str, version: str, entries: list[Obj]) -> list[Obj]:
+    """Legacy APIResource entries → aggregated ones, with `parent/sub` entries nested as subresources."""
+    parents: dict[str, Obj] = {}
+
+    def kind_of(entry: Obj) -> Obj:
+        return {"group": entry.get("group", group), "version": entry.get("version", version),
+                "kind": entry.get("kind", "")}
+
+    for entry in entries:
+        if "/" in entry["name"]:
+            continue
+        resource: Obj = {
+            "resource": entry["name"], "responseKind": kind_of(entry),
+            "scope": "Namespaced" if entry.get("namespaced") else "Cluster",
+            "singularResource": entry.get("singularName", ""), "verbs": entry.get("verbs", []),
+        }
+        for key in ("shortNames", "categories"):
+            if entry.get(key):
+                resource[key] = entry[key]
+        parents[entry["name"]] = resource
+    for entry in entries:
+        if "/" not in entry["name"]:
+            continue
+        parent_name, sub = entry["name"].split("/", 1)
+        parent = parents.setdefault(parent_name, {
+            "resource": parent_name, "scope": "Namespaced" if entry.get("namespaced") else "Cluster",
+            "singularResource": "", "verbs": [],
+        })
+        parent.setdefault("subresources", []).append(
+            {"subresource": sub, "responseKind": kind_of(entry), "verbs": entry.get("verbs", [])}
+        )
+    return list(parents.values())
+
+
+def aggregated_discovery(
+    registry: Registry, core: bool, version: str, proxied: dict[tuple[str, str], list[Obj]]
+) -> Obj:
+    """The APIGroupDiscoveryList for /api (core) or /apis; `proxied` holds the resource lists
+    fetched from APIService backends (a group-version not fetched yet is published Stale)."""
+    items = []
+    for group, versions in registry.groups().items():
+        if bool(group) == core:
+            continue
+        served = []
+        for v in versions:
+            if v in registry.proxied.get(group, []):
+                entries, fresh = proxied.get((group, v)), (group, v) in proxied
+            else:
+                listing = resource_list(registry, group, v)
+                entries, fresh = (listing or {}).get("resources"), True
+            served.append({"version": v, "resources": _aggregated_resources(group, v, entries or []),
+                           "freshness": "Current" if fresh else "Stale"})
+        items.append({"metadata": {"name": group} if group else {}, "versions": served})
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": f"apidiscovery.k8s.io/{version}",
+            "metadata": {}, "items": items}
+
+
 # ---- OpenAPI v3 ----------------------------------------------------------------------------------
 # kubectl reads /openapi/v3 only to learn whether a PATCH accepts `fieldValidation` (so it can leave
 # validation to the server); without strategic-merge content types listed it computes apply patches

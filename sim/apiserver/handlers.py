@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 from aiohttp import web
 
-from sim.apiserver import errors, tables
+from sim.apiserver import errors, protobuf, tables
 from sim.apiserver.errors import ApiError
 from sim.apiserver.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, apply_patch
 from sim.apiserver.resources import Obj, Registry, ResourceType
@@ -22,6 +23,7 @@ from sim.apiserver.watch import INITIAL_EVENTS_END, Watcher
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 DEFAULT_WATCH_TIMEOUT = 1800.0
 PROTOBUF = "application/vnd.kubernetes.protobuf"
+EVENT_LINE_CACHE = 4096
 
 
 def dumps(body: Any) -> str:
@@ -75,11 +77,11 @@ def _wants_table(request: web.Request) -> bool:
     return "as=Table" in request.headers.get("Accept", "")
 
 
-async def _read_body(request: web.Request) -> Any:
+async def read_body(request: web.Request) -> Any:
     raw = await request.read()
     content_type = request.headers.get("Content-Type", "application/json").split(";")[0].strip()
     if content_type == PROTOBUF:
-        raise errors.unsupported_media_type(content_type)
+        return protobuf.decode(raw)
     try:
         if content_type == APPLY_PATCH or content_type.endswith("yaml"):
             return yaml.safe_load(raw)
@@ -95,6 +97,7 @@ class ResourceHandlers:
         self.registry = registry
         self.store = store
         self.bookmark_interval = bookmark_interval
+        self._lines: OrderedDict[tuple[int, str, str], tuple[Obj, bytes]] = OrderedDict()
 
     def _out(self, rt: ResourceType, obj: Obj) -> Obj:
         """The stored object as the requested version (same schema, other apiVersion)."""
@@ -174,7 +177,7 @@ class ResourceHandlers:
         return json_response(body)
 
     async def create(self, request: web.Request, target: Target) -> web.Response:
-        body = await _read_body(request)
+        body = await read_body(request)
         if not isinstance(body, dict):
             raise errors.bad_request("the request body must be an object")
         self._check_kind(target.rt, body)
@@ -272,9 +275,21 @@ class ResourceHandlers:
             if table:
                 out = tables.to_table(self._printed(rt), [obj], obj["metadata"]["resourceVersion"],
                                       include_object)
+                await response.write((dumps({"type": event_type, "object": out}) + "\n").encode())
             else:
-                out = self._out(rt, obj)
-            await response.write((dumps({"type": event_type, "object": out}) + "\n").encode())
+                await response.write(self._event_line(rt, event_type, obj))
+
+    def _event_line(self, rt: ResourceType, event_type: str, obj: Obj) -> bytes:
+        """One serialized watch event, shared by every watcher of the same change."""
+        key = (id(obj), event_type, rt.group_version)
+        cached = self._lines.get(key)
+        if cached is not None and cached[0] is obj:  # holding obj keeps its id from being reused
+            return cached[1]
+        line = (dumps({"type": event_type, "object": self._out(rt, obj)}) + "\n").encode()
+        self._lines[key] = (obj, line)
+        if len(self._lines) > EVENT_LINE_CACHE:
+            self._lines.popitem(last=False)
+        return line
 
     def _bookmark(self, rt: ResourceType, annotations: dict[str, str]) -> bytes:
         meta: Obj = {"resourceVersion": str(self.store.resource_version)}
@@ -287,7 +302,7 @@ class ResourceHandlers:
 
     async def update(self, request: web.Request, target: Target) -> web.Response:
         assert target.name is not None
-        body = await _read_body(request)
+        body = await read_body(request)
         if not isinstance(body, dict):
             raise errors.bad_request("the request body must be an object")
         self._check_kind(target.rt, body)
@@ -307,7 +322,7 @@ class ResourceHandlers:
                 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: '
                 "is required for apply patch",
             )
-        body = await _read_body(request)
+        body = await read_body(request)
         existed = True
         if content_type == APPLY_PATCH:
             try:
@@ -364,12 +379,12 @@ class ResourceHandlers:
         if request.method == "GET":
             return json_response(to_scale(rt, obj))
         if request.method == "PUT":
-            scale = await _read_body(request)
+            scale = await read_body(request)
         elif request.method == "PATCH":
             content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
             if content_type == APPLY_PATCH:
                 content_type = MERGE_PATCH
-            patch_body = await _read_body(request)
+            patch_body = await read_body(request)
             scale = apply_patch(to_scale(rt, obj), patch_body,
                                 MERGE_PATCH if content_type == STRATEGIC_PATCH else content_type)
         else:

@@ -6,7 +6,6 @@ exactly what a delegating server (the adapter) asked.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from sim.apiserver import errors
-from sim.apiserver.handlers import json_response
+from sim.apiserver.handlers import json_response, read_body
 from sim.apiserver.resources import Obj
 
 
@@ -78,10 +77,7 @@ class Reviews:
     async def _body(self, request: web.Request, kind: str) -> Obj:
         if request.method != "POST":
             raise errors.method_not_allowed(request.method, "", kind.lower() + "s")
-        try:
-            body = json.loads(await request.read())
-        except ValueError as err:
-            raise errors.bad_request(f"error decoding request body: {err}") from err
+        body = await read_body(request)
         if not isinstance(body, dict) or not isinstance(body.get("spec"), dict):
             raise errors.bad_request(f"a {kind} needs a spec")
         caller = self._user_of(request)

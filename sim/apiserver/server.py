@@ -21,7 +21,7 @@ from sim.apiserver.certs import CertificateAuthority
 from sim.apiserver.crds import CrdSync
 from sim.apiserver.errors import ApiError
 from sim.apiserver.faults import Faults
-from sim.apiserver.handlers import ResourceHandlers, error_response, json_response
+from sim.apiserver.handlers import ResourceHandlers, dumps, error_response, json_response
 from sim.apiserver.resources import Obj, ResourceType
 from sim.apiserver.reviews import (
     ACCESS_REVIEW_RESOURCES,
@@ -236,6 +236,7 @@ class ApiServer:
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         parts = [p for p in request.path.split("/") if p]
+        accept = request.headers.get("Accept", "")
         if request.method != "GET" and len(parts) < 3:
             raise errors.method_not_allowed(request.method, "", request.path)
         match parts:
@@ -243,6 +244,12 @@ class ApiServer:
                 return json_response(discovery.version_info())
             case ["healthz" | "livez" | "readyz", *_]:
                 return web.Response(text="ok", content_type="text/plain")
+            case ["api" | "apis"] if (version := discovery.aggregated_version(accept)):
+                body = discovery.aggregated_discovery(
+                    self.registry, parts[0] == "api", version, self.aggregator.discovery
+                )
+                return web.Response(body=dumps(body).encode(),
+                                    headers={"Content-Type": discovery.aggregated_content_type(version)})
             case ["api"]:
                 return json_response(discovery.api_versions(self.url.split("://", 1)[-1]))
             case ["apis"]:

@@ -23,7 +23,7 @@ import structlog
 from sim.apiserver import errors
 from sim.apiserver.errors import ApiError
 from sim.apiserver.patch import APPLY_PATCH, MERGE_PATCH, apply_patch, merge_patch
-from sim.apiserver.resources import GroupResource, Obj, Registry, ResourceType
+from sim.apiserver.resources import GroupResource, Obj, Registry, ResourceType, api_version
 from sim.apiserver.selection import Selection
 from sim.apiserver.watch import INITIAL_EVENTS_END, Change, Watcher
 
@@ -117,6 +117,7 @@ class Store:
         label_selector: str | None = None,
         field_selector: str | None = None,
     ) -> list[Obj]:
+        """Copies of the matching objects, in key order (namespace None: all namespaces)."""
         rt = self.type_of(gr)
         selection = Selection(namespace, label_selector, field_selector, rt.field_labels)
         return copy.deepcopy(self.select(gr, selection))
@@ -159,9 +160,7 @@ class Store:
         key = self._key(rt, meta.get("namespace"), name)
         if key in self._objects.get(gr, {}):
             raise errors.already_exists(rt.group, rt.plural, name)
-        obj["apiVersion"] = rt.group_version if rt.version == rt.storage_version else (
-            f"{rt.group}/{rt.storage_version}" if rt.group else rt.storage_version
-        )
+        obj["apiVersion"] = api_version(rt.group, rt.storage_version)
         obj["kind"] = rt.kind
         for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
             meta.pop(field, None)

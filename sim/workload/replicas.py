@@ -10,6 +10,7 @@ import copy
 import time
 from collections.abc import Callable
 
+from shared.selectors import Selector
 from sim.apiserver.errors import ApiError
 from sim.apiserver.selection import Selection
 from sim.apiserver.store import Store
@@ -72,13 +73,15 @@ class ReplicaControllers:
         template_hash = pod_template_hash(
             template, int((deployment.get("status") or {}).get("collisionCount", 0))
         )
-        owned = self._owned(REPLICASETS, deployment)
+        owned = self._owned(REPLICASETS, deployment) + self._adopt_replicasets(deployment)
         new_rs = next(
             (rs for rs in owned if rs["metadata"].get("labels", {}).get(TEMPLATE_HASH) == template_hash), None
         )
         old_sets = [rs for rs in owned if rs is not new_rs]
         if new_rs is None:
             new_rs = self._create_replicaset(deployment, template, template_hash, old_sets)
+            if new_rs is None:
+                return  # the name was taken; the status write re-queues us with a new hash
         new_pods = self._active_pods(new_rs)
         # A simplified rolling update: old ReplicaSets keep only what the new one cannot serve yet.
         old_budget = max(0, replicas - sum(1 for p in new_pods if is_ready(p)))
@@ -96,9 +99,32 @@ class ReplicaControllers:
         status = deployment_status(deployment, new_rs, new_pods, old_pods, rfc3339(self._clock()))
         self._write_status(DEPLOYMENTS, deployment, status)
 
+    def _adopt_replicasets(self, deployment: Obj) -> list[Obj]:
+        """Orphaned ReplicaSets the Deployment's selector matches become its own, as with the real one."""
+        selector = Selector.from_label_selector(deployment["spec"].get("selector"))
+        if selector.is_empty():
+            return []  # an empty selector would match everything; the real controller adopts nothing
+        namespace = deployment["metadata"]["namespace"]
+        adopted = []
+        for rs in self._store.select(REPLICASETS, Selection(namespace)):
+            meta = rs["metadata"]
+            if (
+                controller_uid(rs) is None
+                and not is_terminating(rs)
+                and selector.matches(meta.get("labels") or {})
+            ):
+                refs = [*(meta.get("ownerReferences") or []), owner_reference(deployment)]
+                adopted.append(
+                    self._store.patch(
+                        REPLICASETS, namespace, meta["name"], {"metadata": {"ownerReferences": refs}}
+                    )
+                )
+        return adopted
+
     def _create_replicaset(
         self, deployment: Obj, template: Obj, template_hash: str, old_sets: list[Obj]
-    ) -> Obj:
+    ) -> Obj | None:
+        """The new ReplicaSet; None if a foreign one has its name (collisionCount is then bumped)."""
         meta = deployment["metadata"]
         rs_template = copy.deepcopy(template)
         rs_template.setdefault("metadata", {}).setdefault("labels", {})[TEMPLATE_HASH] = template_hash
@@ -122,7 +148,15 @@ class ReplicaControllers:
             },
             "spec": {"replicas": replicas, "selector": selector, "template": rs_template},
         }
-        created = self._store.create(REPLICASETS, body)
+        try:
+            created = self._store.create(REPLICASETS, body)
+        except ApiError as err:
+            if err.code != 409:
+                raise
+            status = dict(deployment.get("status") or {})
+            status["collisionCount"] = int(status.get("collisionCount", 0)) + 1
+            self._store.update(DEPLOYMENTS, {**deployment, "status": status}, subresource="status")
+            return None
         self._scaling_event(deployment, created["metadata"]["name"], 0, replicas)
         return created
 

@@ -16,7 +16,7 @@ def configmap(name: str, value: str, namespace: str = "default") -> Obj:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": {"name": name, "namespace": namespace, "labels": {"test": "informer"}},
         "data": {"v": value},
     }
 
@@ -60,7 +60,7 @@ def values(informer: Informer) -> dict[str, str]:
 
 
 async def start(kube: KubeClient) -> tuple[Informer, Recorder, asyncio.Task[None]]:
-    informer = Informer(kube, CM_PATH)
+    informer = Informer(kube, CM_PATH, label_selector="test=informer")
     recorder = Recorder()
     informer.add_handlers(recorder.handlers())
     task = asyncio.create_task(informer.run())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import ssl
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,34 @@ def test_apiservice_becomes_available_and_proxies_with_identity(
     assert call["path"].endswith("http_requests?labelSelector=app%3Dweb")
     assert call["cn"] == "front-proxy-client" and call["authorization"] is None
     assert call["user"] == "admin" and call["groups"] == ["system:masters", "system:authenticated"]
+
+
+def _aggregated_discovery(apiserver: ServerThread) -> dict[str, Any]:
+    request = urllib.request.Request(apiserver.url + "/apis", headers={
+        "Authorization": f"Bearer {apiserver.server.admin_token}",
+        "Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json",
+    })
+    context = ssl.create_default_context(cafile=str(apiserver.ca_file))
+    with urllib.request.urlopen(request, context=context) as response:
+        assert response.headers["Content-Type"] == (
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        )
+        return dict(json.load(response))
+
+
+def test_aggregated_discovery_includes_builtins_and_apiservices(
+    apiserver: ServerThread, kubectl: KubectlRunner, backend: Backend
+) -> None:
+    kubectl("apply", "-f", "-", input=_apiservice(backend))
+    apiserver.call(apiserver.server.aggregator.probe_all())
+    groups = {item["metadata"]["name"]: item for item in _aggregated_discovery(apiserver)["items"]}
+    (apps_v1,) = groups["apps"]["versions"]
+    deployments = next(r for r in apps_v1["resources"] if r["resource"] == "deployments")
+    assert deployments["scope"] == "Namespaced" and deployments["shortNames"] == ["deploy"]
+    scale = next(s for s in deployments["subresources"] if s["subresource"] == "scale")
+    assert scale["responseKind"] == {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+    (metrics,) = groups[GROUP]["versions"]
+    assert metrics == {"version": VERSION, "resources": [], "freshness": "Current"}
 
 
 def test_unreachable_backend_is_unavailable_and_503(

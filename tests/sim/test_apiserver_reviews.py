@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ssl
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -62,3 +63,21 @@ async def test_subject_access_review_uses_policy_and_records(apiserver: ServerTh
     _, body = await _post(apiserver, path, review, server.admin_token)
     assert body["status"] == {"allowed": False, "denied": True, "reason": "not allowed here"}
     assert [r["spec"]["resourceAttributes"] for r in server.reviews.access_reviews] == [attrs, attrs]
+
+
+async def test_client_certificate_authenticates_its_subject(apiserver: ServerThread, tmp_path: Path) -> None:
+    pair = apiserver.server.ca.issue_client("jane", ("dev-team",))
+    (tmp_path / "c.crt").write_bytes(pair.cert_pem)
+    (tmp_path / "c.key").write_bytes(pair.key_pem)
+    context = ssl.create_default_context(cafile=str(apiserver.ca_file))
+    context.load_cert_chain(tmp_path / "c.crt", tmp_path / "c.key")
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+              "spec": {"nonResourceAttributes": {"path": "/apis", "verb": "get"}}}
+    async with aiohttp.ClientSession() as session, session.post(
+        apiserver.url + "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", json=review, ssl=context
+    ) as response:
+        assert response.status == 201
+        assert (await response.json())["status"]["allowed"] is True
+    (recorded,) = apiserver.server.reviews.access_reviews
+    assert recorded["spec"]["user"] == "jane"
+    assert recorded["spec"]["groups"] == ["dev-team", "system:authenticated"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from sim.apiserver import Decision
 from sim.runner import ServerThread
 from tests.fixtures.apiserver import KubectlRunner
 
@@ -205,3 +206,35 @@ def test_events_api_is_a_view_of_core_events(kubectl: KubectlRunner, apiserver: 
     assert viewed["note"] == "New size: 3" and viewed["metadata"]["annotations"] == {"seen": "yes"}
     listed = kubectl("get", "events", "--field-selector", "involvedObject.name=web").stdout
     assert "SuccessfulRescale" in listed
+
+
+def test_typed_create_commands_send_protobuf_that_is_understood(kubectl: KubectlRunner) -> None:
+    kubectl("create", "namespace", "team-b")
+    kubectl("create", "configmap", "settings", "-n", "team-b", "--from-literal=mode=fast")
+    kubectl("create", "secret", "generic", "creds", "--from-literal=password=hunter2")
+    kubectl("create", "deployment", "api", "--image=nginx:1.27", "--replicas=0", "--port=8080")
+    kubectl("create", "service", "clusterip", "api", "--tcp=80:8080")
+    assert kubectl("get", "ns", "team-b", "-o", "jsonpath={.status.phase}").stdout == "Active"
+    assert kubectl("get", "cm", "settings", "-n", "team-b", "-o", "jsonpath={.data.mode}").stdout == "fast"
+    assert kubectl("get", "secret", "creds", "-o", "jsonpath={.data.password}").stdout == "aHVudGVyMg=="
+    deploy = json.loads(kubectl("get", "deploy", "api", "-o", "json").stdout)
+    assert deploy["spec"]["replicas"] == 0
+    assert deploy["spec"]["selector"] == {"matchLabels": {"app": "api"}}
+    (container,) = deploy["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "nginx:1.27" and container["ports"] == [{"containerPort": 8080,
+                                                                          "protocol": "TCP"}]
+    assert container["imagePullPolicy"] == "IfNotPresent"
+    service = json.loads(kubectl("get", "svc", "api", "-o", "json").stdout)
+    (port,) = service["spec"]["ports"]
+    assert port == {"name": "80-8080", "port": 80, "protocol": "TCP", "targetPort": 8080}
+
+
+def test_auth_can_i_asks_the_review_policy(kubectl: KubectlRunner, apiserver: ServerThread) -> None:
+    assert kubectl("auth", "can-i", "create", "pods").stdout.strip() == "yes"
+    reviews = apiserver.server.reviews
+    apiserver.call(lambda: setattr(reviews, "policy", lambda spec: Decision(False, reason="nope")))
+    denied = kubectl("auth", "can-i", "delete", "deployments.apps", "-n", "kube-system", check=False)
+    assert denied.returncode == 1 and denied.stdout.strip() == "no - nope"
+    attributes = reviews.access_reviews[-1]["spec"]["resourceAttributes"]
+    assert attributes == {"namespace": "kube-system", "verb": "delete", "group": "apps",
+                          "resource": "deployments"}

@@ -50,7 +50,8 @@ async def test_request_rate_converges_to_the_model_and_503s_appear_over_capacity
     pods = await prometheus.query(f'count(http_requests_total{{namespace="{ns}",code="200"}})')
     assert scalar(pods) == 2
     cpu = await prometheus.query(f'sum(rate(container_cpu_usage_seconds_total{{namespace="{ns}"}}[5s]))')
-    costs = shared_cluster.server.workload.model(ns, "web").costs
+    workload = shared_cluster.server.workload
+    costs = shared_cluster.call(lambda: workload.model(ns, "web").costs)
     expected_cpu = 2 * (costs.idle_cpu_cores + 100 * costs.cpu_seconds_per_request)
     assert scalar(cpu) == pytest.approx(expected_cpu, rel=0.10)
 

@@ -144,7 +144,8 @@ def test_annotations_change_the_model_at_once(sim_cluster: ServerThread, sim_kub
     create(sim_cluster, manifests.deployment("web", replicas=2, rps=40, capacity_rps=100))
     names = wait_until(lambda: [p["metadata"]["name"] for p in pods(sim_kubectl) if ready(p)] or None)
     wait_until(lambda: sum(ready(p) for p in pods(sim_kubectl)) == 2)
-    model = sim_cluster.server.workload.model("default", "web")
+    workload = sim_cluster.server.workload
+    model = sim_cluster.call(lambda: workload.model("default", "web"))
     assert sim_cluster.call(lambda: model.offered_rps(time.time())) == 40
 
     sim_kubectl(
@@ -180,7 +181,8 @@ def test_resource_metrics_api_serves_pods_and_nodes(
     )
     assert body["kind"] == "PodMetricsList" and len(body["items"]) == 2
     item = body["items"][0]
-    costs = sim_cluster.server.workload.model("default", "web").costs
+    workload = sim_cluster.server.workload
+    costs = sim_cluster.call(lambda: workload.model("default", "web").costs)
     expected_cores = costs.idle_cpu_cores + 50 * costs.cpu_seconds_per_request
     assert item["containers"][0]["name"] == "app"
     assert item["containers"][0]["usage"]["cpu"] == f"{round(expected_cores * 1000)}m"
@@ -251,3 +253,21 @@ def test_python_api_profile_holds_until_the_annotation_changes(
     assert first < second < 100
     sim_kubectl("annotate", "deployment", "web", "sim.surge.dev/rps=55", "--overwrite")
     assert offered() == 55
+
+
+def test_recreated_deployment_adopts_its_orphaned_replicaset(
+    sim_cluster: ServerThread, sim_kubectl: KubectlRunner
+) -> None:
+    manifest = json.dumps(manifests.deployment("web", replicas=2))
+    sim_kubectl("apply", "-f", "-", input=manifest)
+    wait_until(lambda: sum(ready(p) for p in pods(sim_kubectl)) == 2)
+    before = {p["metadata"]["name"] for p in pods(sim_kubectl)}
+    sim_kubectl("delete", "deployment", "web", "--cascade=orphan")
+    rs = json.loads(sim_kubectl("get", "rs", "-o", "json").stdout)["items"]
+    assert len(rs) == 1 and not rs[0]["metadata"].get("ownerReferences")
+
+    sim_kubectl("apply", "-f", "-", input=manifest)
+    sim_kubectl("rollout", "status", "deployment/web", "--timeout=10s")
+    rs = json.loads(sim_kubectl("get", "rs", "-o", "json").stdout)["items"]
+    assert len(rs) == 1 and rs[0]["metadata"]["ownerReferences"][0]["kind"] == "Deployment"
+    assert {p["metadata"]["name"] for p in pods(sim_kubectl)} == before

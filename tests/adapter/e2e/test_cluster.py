@@ -21,7 +21,7 @@ externalRules:
 - seriesQuery: '{__name__="http_requests_total",namespace!=""}'
   resources: {overrides: {namespace: {resource: namespace}}}
   name: {matches: '^(.*)_total$', as: 'cluster_$1'}
-  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[1m])) by (code)'
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[10s])) by (code)'
 """
 
 
@@ -53,7 +53,12 @@ async def test_http_requests_per_pod_match_the_load_model(
     await prometheus.wait_for_data(f'count(http_requests_total{{namespace="{ns}",code="200"}}) == 4', 20)
     kubeconfig = shared_cluster.write_kubeconfig(tmp_path / "kubeconfig")
     adapter = await adapter_factory(
-        default_config_yaml() + EXTERNAL_RULE, prometheus.url, kubeconfig, "--metrics-relist-interval=2s"
+        # The default rules use rate(...[5m]); Prometheus divides by the whole window, so a test with
+        # seconds of history uses the same rules generated with a 10 s rate interval (config-gen's flag).
+        default_config_yaml(rate_interval="10s") + EXTERNAL_RULE,
+        prometheus.url,
+        kubeconfig,
+        "--metrics-relist-interval=2s",
     )
     path = (
         f"/apis/custom.metrics.k8s.io/v1beta2/namespaces/{ns}/pods/%2A/http_requests?labelSelector=app%3Dweb"

@@ -305,6 +305,23 @@ def test_object_value_metric() -> None:
     assert decision.reason == "Ingress metric qps above target"
 
 
+def test_object_average_value_metric_status_has_no_described_object() -> None:
+    base = cpu_snapshot(3, 50)
+    obj = MetricSpec(
+        type="Object",
+        metric=MetricIdentifier("qps"),
+        described_object=CrossVersionObjectReference("Ingress", "front"),
+        target=MetricTarget("AverageValue", average_value=1000),
+    )
+    decision = decide(_with_metrics(base, (obj,), (ObjectMetricAnswer(4000, b.T0),)))
+    assert decision.desired_replicas == 4  # 4000 / 1000
+    [status] = decision.status.current_metrics or ()
+    assert status.described_object == CrossVersionObjectReference("", "")
+    assert status.current is not None and status.current.average_value is not None
+    assert status.current.average_value.milli == 1334  # per pod, rounded up: 4000 / 3
+    assert decision.reason == "external metric qps(nil) above target"
+
+
 def test_unknown_metric_source_type() -> None:
     base = cpu_snapshot(3, 50)
     decision = decide(
@@ -314,7 +331,7 @@ def test_unknown_metric_source_type() -> None:
     assert [(m.metric_type, m.action, m.error) for m in decision.metric_computations] == [
         ("Magic", "none", "spec")
     ]
-    assert decision.error_label == "spec"
+    assert decision.error_label == "internal"  # the reconcile error wraps it with %v
 
 
 def test_rescale_failed() -> None:

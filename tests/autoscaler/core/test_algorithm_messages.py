@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
-from autoscaler.core import decide
 from autoscaler.core.goformat import label_selector_go_string
 from autoscaler.core.normalization import (
     convert_desired_replicas_with_behavior_rate,
@@ -15,13 +12,11 @@ from autoscaler.core.normalization import (
 from autoscaler.core.types import (
     LabelSelector,
     LabelSelectorRequirement,
-    MetricFetchError,
     ScalingPolicy,
     ScalingRules,
 )
 
 from . import builders as b
-from .builders import cpu_snapshot
 
 NO_LIMIT = ScalingRules(select_policy="Max", policies=(ScalingPolicy("Percent", 1000, 60),))
 ONE_POD = ScalingRules(select_policy="Max", policies=(ScalingPolicy("Pods", 1, 60),))

@@ -1,0 +1,235 @@
+"""The autoscaling scenario of the demo: a load step on a Deployment under a HorizontalAutoscaler.
+
+A Deployment runs 2 pods (100 rps capacity each) at 150 rps; the autoscaler keeps `http_requests` per pod
+at 100. The load steps to 4x the capacity of 2 pods (800 rps), which needs 8 pods. The timeline shows what
+happens; the summary gives the seconds from the load step to the first scale write and to full size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from demo.stack import running_stack
+from demo.world import World, running_world
+from sim.workload import annotations, manifests
+from sim.workload.pods import is_ready
+
+NAMESPACE, NAME = "default", "web"
+DEPLOYMENTS = ("apps", "deployments")
+PODS = ("", "pods")
+HZAS = ("autoscaling.surge.dev", "horizontalautoscalers")
+CAPACITY_RPS = 100.0
+BEFORE_RPS = 150.0
+STEP_RPS = 4 * 2 * CAPACITY_RPS
+NEEDED = math.ceil(STEP_RPS / CAPACITY_RPS)
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    sync_period: float
+    # The HorizontalAutoscaler's spec.behavior (None: the HPA's legacy default behaviour).
+    behavior: dict[str, Any] | None
+    react_to_pods: bool
+
+    def autoscaler_flags(self) -> list[str]:
+        return [
+            f"--sync-period={self.sync_period:g}s",
+            "--react-to-pods" if self.react_to_pods else "--no-react-to-pods",
+        ]
+
+
+PROFILES = {
+    # As fast as the metrics allow: 1 s period, no scale-up rate limit, pod changes trigger reconciles.
+    "fast": Profile(
+        "fast",
+        1.0,
+        {
+            "scaleUp": {
+                "stabilizationWindowSeconds": 0,
+                "selectPolicy": "Max",
+                "policies": [{"type": "Percent", "value": 1000, "periodSeconds": 1}],
+            }
+        },
+        react_to_pods=True,
+    ),
+    # The built-in HPA's settings: 15 s period, default behaviour, reconciles only on the period.
+    "default": Profile("default", 15.0, None, react_to_pods=False),
+}
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Seconds after the load step (None: did not happen before the scenario ended)."""
+
+    visible_in_prometheus: float | None
+    first_scale_write: float | None
+    full_size_written: float | None
+    full_size_ready: float | None
+
+
+def install_crd(world: World, crd_file: str) -> None:
+    with open(crd_file) as f:
+        world.cluster.store.create(("apiextensions.k8s.io", "customresourcedefinitions"), yaml.safe_load(f))
+
+
+def create_workload(world: World, profile: Profile) -> None:
+    store = world.cluster.store
+    store.create(
+        DEPLOYMENTS,
+        manifests.deployment(NAME, NAMESPACE, replicas=2, rps=BEFORE_RPS, capacity_rps=CAPACITY_RPS),
+    )
+    spec: dict[str, Any] = {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": NAME},
+        "minReplicas": 2,
+        "maxReplicas": 20,
+        "metrics": [
+            {
+                "type": "Pods",
+                "pods": {
+                    "metric": {"name": "http_requests"},
+                    "target": {"type": "AverageValue", "averageValue": f"{CAPACITY_RPS:g}"},
+                },
+            }
+        ],
+    }
+    if profile.behavior is not None:
+        spec["behavior"] = profile.behavior
+    if profile.name == "fast":
+        spec["syncPeriodSeconds"] = int(profile.sync_period)
+    store.create(
+        HZAS,
+        {
+            "apiVersion": "autoscaling.surge.dev/v1alpha1",
+            "kind": "HorizontalAutoscaler",
+            "metadata": {"name": NAME, "namespace": NAMESPACE},
+            "spec": spec,
+        },
+    )
+
+
+def set_rps(world: World, rps: float) -> None:
+    patch = {"metadata": {"annotations": {annotations.RPS: f"{rps:g}"}}}
+    world.cluster.store.patch(DEPLOYMENTS, NAMESPACE, NAME, patch)
+
+
+def spec_replicas(world: World) -> int:
+    return int(world.cluster.store.get(DEPLOYMENTS, NAMESPACE, NAME)["spec"]["replicas"])
+
+
+def ready_pods(world: World) -> int:
+    pods = world.cluster.store.list(PODS, NAMESPACE, label_selector=f"app={NAME}")
+    return sum(1 for p in pods if is_ready(p) and not p["metadata"].get("deletionTimestamp"))
+
+
+def metric_value(world: World) -> str:
+    status = world.cluster.store.get(HZAS, NAMESPACE, NAME).get("status") or {}
+    metrics = status.get("currentMetrics") or [{}]
+    return str(((metrics[0].get("pods") or {}).get("current") or {}).get("averageValue", "<unknown>"))
+
+
+def metric_active(world: World) -> bool:
+    status = world.cluster.store.get(HZAS, NAMESPACE, NAME).get("status") or {}
+    return any(
+        c.get("type") == "ScalingActive" and c.get("status") == "True" for c in status.get("conditions") or []
+    )
+
+
+async def total_rps(world: World) -> float:
+    result = await world.prometheus.query(f'sum(rate(http_requests_total{{namespace="{NAMESPACE}"}}[3s]))')
+    return float(result[0]["value"][1]) if result else 0.0
+
+
+async def play(world: World, profile: Profile, say: Callable[[str], None], limit: float) -> Timings:
+    """Wait for metrics to flow, step the load, follow the scale-out until full size is ready (or `limit`)."""
+    deadline = time.monotonic() + 60
+    while not metric_active(world):
+        if time.monotonic() > deadline:
+            raise RuntimeError("the autoscaler got no metric within 60 s")
+        await asyncio.sleep(0.2)
+    await asyncio.sleep(3)  # a settled rate window before the step
+    baseline = await total_rps(world)
+    say(
+        f"metrics flow: {baseline:.0f} rps in total, {spec_replicas(world)} replicas; "
+        f"stepping the load to {STEP_RPS:g} rps (needs {NEEDED} pods)\n"
+    )
+    say(f"{'t(s)':>6} {'offered':>8} {'ready':>6} {'desired':>8}  metric (rps/pod)")
+    set_rps(world, STEP_RPS)
+    step = time.monotonic()
+    visible = first = written = ready = None
+    next_line = 0.0
+    while (elapsed := time.monotonic() - step) < limit:
+        replicas, ready_now = spec_replicas(world), ready_pods(world)
+        if visible is None and await total_rps(world) > 1.2 * baseline:
+            visible = elapsed
+        if first is None and replicas != 2:
+            first = elapsed
+            say(f"{elapsed:6.1f}  >> first scale write: {replicas} replicas")
+        if written is None and replicas >= NEEDED:
+            written = elapsed
+        if ready is None and ready_now >= NEEDED:
+            ready = elapsed
+            say(f"{elapsed:6.1f}  >> {ready_now} pods ready")
+        if elapsed >= next_line:
+            offered = world.cluster.workload.model(NAMESPACE, NAME).offered_rps(time.time())
+            say(f"{elapsed:6.1f} {offered:8.0f} {ready_now:6d} {replicas:8d}  {metric_value(world)}")
+            next_line += 1.0
+        if ready is not None and elapsed > ready + 2:
+            break
+        await asyncio.sleep(0.1)
+    return Timings(visible, first, written, ready)
+
+
+def summary(profile: Profile, t: Timings) -> str:
+    def s(v: float | None) -> str:
+        return "not reached" if v is None else f"{v:.1f} s"
+
+    return (
+        f"profile {profile.name}: after the load step\n"
+        f"  visible in Prometheus          {s(t.visible_in_prometheus)}\n"
+        f"  first scale write              {s(t.first_scale_write)}\n"
+        f"  {NEEDED} replicas written             {s(t.full_size_written)}\n"
+        f"  {NEEDED} pods ready                   {s(t.full_size_ready)}"
+    )
+
+
+CRD_FILE = Path(__file__).resolve().parents[1] / "manifests" / "crd-horizontalautoscaler.yaml"
+
+
+async def run(profile: Profile, say: Callable[[str], None], limit: float) -> Timings:
+    """The whole demo once: world, daemons, scenario; everything is stopped on return."""
+    async with running_world() as world:
+        install_crd(world, str(CRD_FILE))
+        create_workload(world, profile)
+        cluster = world.cluster
+        async with running_stack(
+            world.kubeconfig, world.prometheus.url, world.kubeconfig.parent, profile.autoscaler_flags()
+        ) as stack:
+            say(f"Surge demo, profile {profile.name}\n")
+            say(f"  API server       {cluster.url}")
+            say(f"  kubeconfig       {world.kubeconfig}")
+            say(f"  Prometheus       {world.prometheus.url}")
+            say(f"  pod metrics      {cluster.metrics_url}/pods/<namespace>/<pod>/metrics")
+            say(f"  adapter          {stack.adapter_url}/apis/custom.metrics.k8s.io/v1beta2")
+            say(f"  autoscaler       {stack.autoscaler_url}/metrics")
+            say(f"  try              kubectl --kubeconfig {world.kubeconfig} get hza,deploy,pods")
+            say(
+                f"  Deployment       {NAME}: 2 replicas, {BEFORE_RPS:g} rps offered, {CAPACITY_RPS:g} rps "
+                f"capacity per pod; HorizontalAutoscaler target {CAPACITY_RPS:g} rps per pod\n"
+            )
+            sample = f'sum by (code) (rate(http_requests_total{{namespace="{NAMESPACE}"}}[5s]))'
+            result = await world.prometheus.wait_for_data(sample, timeout_seconds=30)
+            say(f"  {sample}\n    → {describe(result)}\n")
+            return await play(world, profile, say, limit)
+
+
+def describe(result: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{r['metric']} = {float(r['value'][1]):.1f}" for r in result) or "(no data yet)"
