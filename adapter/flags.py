@@ -220,6 +220,11 @@ def add_serving_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--tls-cert-file", default="", help="serving certificate (reloaded when it changes)")
     group.add_argument("--tls-private-key-file", default="", help="serving key (reloaded when it changes)")
     group.add_argument("--tls-min-version", default="", help="VersionTLS12 or VersionTLS13")
+    group.add_argument(
+        "--tls-cipher-suites",
+        default="",
+        help="comma-separated Go/IANA cipher suite names for TLS 1.2 (default: OpenSSL's)",
+    )
     add_bool_flag(group, "--insecure-http", "serve plain HTTP on --secure-port (local use only)")
 
 
@@ -302,6 +307,7 @@ class AdapterOptions:
     tls_cert_file: str
     tls_private_key_file: str
     tls_min_version: str
+    tls_cipher_suites: tuple[str, ...]
     insecure_http: bool
     log_level: str
     log_format: str
@@ -353,6 +359,7 @@ def options_from_namespace(ns: argparse.Namespace) -> AdapterOptions:
         tls_cert_file=ns.tls_cert_file,
         tls_private_key_file=ns.tls_private_key_file,
         tls_min_version=ns.tls_min_version,
+        tls_cipher_suites=tuple(c.strip() for c in ns.tls_cipher_suites.split(",") if c.strip()),
         insecure_http=ns.insecure_http,
         log_level=ns.log_level,
         log_format=ns.log_format,

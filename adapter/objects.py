@@ -23,9 +23,11 @@ from kubernetes_asyncio.client import Configuration
 from yarl import URL
 
 from adapter.naming.resources import ResourceInfo
+from adapter.prometheus import TokenFile
 
 log = structlog.get_logger(__name__)
 
+_IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 _WATCH_SECONDS = 300  # server-side watch timeout; the watch is simply reopened afterwards
 _RETRY_MIN, _RETRY_MAX = 0.5, 30.0
 
@@ -43,16 +45,20 @@ class KubeConnection:
     base: URL
     ssl_context: ssl.SSLContext | bool
     headers: dict[str, str]
+    # In-cluster service-account tokens are projected and rotate: re-read the file when it changes.
+    token_file: TokenFile | None = None
     _session: aiohttp.ClientSession | None = field(default=None, init=False)
 
     @classmethod
     async def from_kubeconfig(cls, path: str) -> KubeConnection:
         """Connection from a kubeconfig file, or the pod's service account when `path` is empty."""
         configuration = Configuration()
+        token_file = None
         if path:
             await kube_config.load_kube_config(config_file=path, client_configuration=configuration)
         else:
             kube_config.load_incluster_config(client_configuration=configuration)
+            token_file = TokenFile(_IN_CLUSTER_TOKEN)
         context: ssl.SSLContext | bool = False
         if configuration.host.startswith("https"):
             context = ssl.create_default_context(cafile=configuration.ssl_ca_cert or None)
@@ -63,9 +69,14 @@ class KubeConnection:
                 context.load_cert_chain(configuration.cert_file, configuration.key_file)
         headers = {"Accept": "application/json"}
         token = configuration.api_key.get("authorization") or configuration.api_key.get("BearerToken")
-        if token:
+        if token and token_file is None:
             headers["Authorization"] = token if token.startswith("Bearer ") else f"Bearer {token}"
-        return cls(base=URL(configuration.host), ssl_context=context, headers=headers)
+        return cls(base=URL(configuration.host), ssl_context=context, headers=headers, token_file=token_file)
+
+    def _request_headers(self) -> dict[str, str] | None:
+        if self.token_file is None:
+            return None
+        return {"Authorization": f"Bearer {self.token_file.current()}"}
 
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -79,7 +90,10 @@ class KubeConnection:
 
     async def get_json(self, path: str, params: Mapping[str, str] | None = None) -> Any:
         timeout = aiohttp.ClientTimeout(total=30)
-        async with self.session().get(self.url(path), params=params, timeout=timeout) as response:
+        request = self.session().get(
+            self.url(path), params=params, timeout=timeout, headers=self._request_headers()
+        )
+        async with request as response:
             if response.status != 200:
                 raise KubeAPIError(response.status, (await response.text())[:300])
             return await response.json(content_type=None)
@@ -88,7 +102,10 @@ class KubeConnection:
         """Watch events (`{"type", "object"}`) until the server closes the stream."""
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=_WATCH_SECONDS + 30)
         query = {**params, "watch": "true", "timeoutSeconds": str(_WATCH_SECONDS)}
-        async with self.session().get(self.url(path), params=query, timeout=timeout) as response:
+        request = self.session().get(
+            self.url(path), params=query, timeout=timeout, headers=self._request_headers()
+        )
+        async with request as response:
             if response.status != 200:
                 raise KubeAPIError(response.status, (await response.text())[:300])
             async for line in response.content:
@@ -199,7 +216,7 @@ class DiscoveryResourceMapper:
             await asyncio.sleep(interval)
             try:
                 await self.refresh()
-            except (aiohttp.ClientError, KubeAPIError, TimeoutError, KeyError, ValueError) as err:
+            except (aiohttp.ClientError, KubeAPIError, OSError, KeyError, ValueError) as err:
                 log.warning("resource mapper refresh failed", error=str(err))
 
 
@@ -298,7 +315,7 @@ class ObjectCache:
                 delay = _RETRY_MIN
             except asyncio.CancelledError:
                 raise
-            except (aiohttp.ClientError, KubeAPIError, TimeoutError, ValueError) as err:
+            except (aiohttp.ClientError, KubeAPIError, OSError, ValueError) as err:
                 if isinstance(err, KubeAPIError) and err.status == 410:
                     version = ""
                 log.warning("watch failed; retrying", resource=self.info.group_resource, error=str(err))

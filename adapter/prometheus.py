@@ -112,10 +112,8 @@ class TokenFile:
     _token: str = ""
 
     def current(self) -> str:
-        try:
-            stat = os.stat(self.path)
-        except OSError as err:
-            raise PrometheusUnavailable(f"cannot read token file {self.path}: {err}") from err
+        """The token; raises OSError when the file cannot be read."""
+        stat = os.stat(self.path)
         stamp = (stat.st_mtime_ns, stat.st_size)
         if stamp != self._stamp:
             with open(self.path, encoding="utf-8") as handle:
@@ -184,7 +182,10 @@ class PrometheusClient:
     def _headers(self) -> CIMultiDict[str]:
         headers: CIMultiDict[str] = CIMultiDict(self.settings.headers)
         if self._token is not None:
-            headers["Authorization"] = f"Bearer {self._token.current()}"
+            try:
+                headers["Authorization"] = f"Bearer {self._token.current()}"
+            except OSError as err:
+                raise PrometheusUnavailable(f"cannot read token file {self._token.path}: {err}") from err
         elif self.settings.token:
             headers["Authorization"] = f"Bearer {self.settings.token}"
         return headers

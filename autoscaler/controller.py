@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -109,6 +109,10 @@ class Controller:
         # The last scale selector of each autoscaler, per namespace: for the ambiguous-selector check and
         # to route pod changes to the autoscalers whose targets they belong to.
         self._selectors: dict[str, dict[Key, str]] = {}
+        # Which autoscalers selected a pod at their last reconcile (and the reverse): the ambiguity check
+        # and pod events then only look at the autoscalers that share pods, not at the whole namespace.
+        self._owners: dict[Key, set[Key]] = {}
+        self._owned: dict[Key, tuple[Key, ...]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self.autoscalers.add_handlers(
             EventHandlers(
@@ -167,12 +171,13 @@ class Controller:
         key = object_key(obj)
         self._history.pop(key, None)
         self._selectors.get(key[0], {}).pop(key, None)
+        self._remember_pods(key, ())
         self.queue.forget(key)
         self._events.forget(*key)
 
     def _pod_added(self, slim: Obj) -> None:
         self.pod_index.on_add(slim)
-        self._poke_owners(slim)
+        self._poke_selecting(slim)
 
     def _pod_updated(self, old: Obj, new: Obj) -> None:
         self.pod_index.on_update(old, new)
@@ -183,26 +188,51 @@ class Controller:
             or (before.deletion_timestamp is None) != (after.deletion_timestamp is None)
             or old["metadata"]["labels"] != new["metadata"]["labels"]
         ):
-            self._poke_owners(new)
+            self._poke(self._owners.get(_pod_key(new), ()))
             if old["metadata"]["labels"] != new["metadata"]["labels"]:
-                self._poke_owners(old)
+                self._poke_selecting(new)
 
     def _pod_deleted(self, slim: Obj) -> None:
         self.pod_index.on_delete(slim)
-        self._poke_owners(slim)
+        self._poke(self._owners.pop(_pod_key(slim), ()))
 
-    def _poke_owners(self, slim: Obj) -> None:
-        if not self.options.react_to_pods:
-            return
+    def _poke_selecting(self, slim: Obj) -> None:
+        """Poke the autoscalers whose last known selector selects this (new or relabelled) pod."""
         meta = slim["metadata"]
+        selecting = []
         for key, selector in self._selectors.get(meta["namespace"], {}).items():
             try:
                 if compiled_selector(selector).matches(meta["labels"]):
-                    # Debounced: a rollout's burst of pod changes becomes one reconcile (the queue keeps
-                    # the earliest pending time of a key).
-                    self.queue.add_after(key, self.options.readiness_debounce)
+                    selecting.append(key)
             except ValueError:
                 continue
+        self._poke(selecting)
+
+    def _poke(self, keys: Iterable[Key]) -> None:
+        if not self.options.react_to_pods:
+            return
+        for key in keys:
+            # Debounced: a rollout's burst of pod changes becomes one reconcile (the queue keeps the
+            # earliest pending time of a key).
+            self.queue.add_after(key, self.options.readiness_debounce)
+
+    def _remember_pods(self, key: Key, pods: tuple[Key, ...]) -> None:
+        for pod in self._owned.pop(key, ()):
+            owners = self._owners.get(pod)
+            if owners is not None:
+                owners.discard(key)
+                if not owners:
+                    del self._owners[pod]
+        if pods:
+            self._owned[key] = pods
+            for pod in pods:
+                self._owners.setdefault(pod, set()).add(key)
+
+    def _sharing_pods(self, key: Key, pods: tuple[Key, ...]) -> dict[str, str]:
+        """Selectors of the other autoscalers that selected any of these pods (for the ambiguity check)."""
+        others = {other for pod in pods for other in self._owners.get(pod, ()) if other != key}
+        selectors = self._selectors.get(key[0], {})
+        return {_key_str(k): selectors[k] for k in others if k in selectors}
 
     # ---- reconcile
 
@@ -256,6 +286,8 @@ class Controller:
             pods = self.pod_index.select(hpa.namespace, scale.selector) if scale.selector else ()
         except ValueError:
             pods = ()  # the core reports the unparsable selector
+        pod_keys = tuple((hpa.namespace, pod.name) for pod in pods)
+        self._remember_pods(key, pod_keys)
         metric_specs = effective_metrics(hpa.spec)
         answers = await asyncio.gather(
             *(self._fetch(hpa.namespace, spec, scale.selector) for spec in metric_specs)
@@ -268,9 +300,7 @@ class Controller:
             now=_now(),
             history=history,
             config=self.options.config,
-            other_selectors={
-                _key_str(k): s for k, s in self._selectors.get(hpa.namespace, {}).items() if k != key
-            },
+            other_selectors=self._sharing_pods(key, pod_keys),
         )
         decision = decide(snapshot)
         return await self._act(key, obj, decision, path, scale_obj)
@@ -364,6 +394,11 @@ class Controller:
 def object_key(obj: Obj) -> Key:
     meta = obj.get("metadata") or {}
     return str(meta.get("namespace", "")), str(meta.get("name", ""))
+
+
+def _pod_key(slim: Obj) -> Key:
+    meta = slim["metadata"]
+    return meta["namespace"], meta["name"]
 
 
 def _ready(pod: object) -> str | None:

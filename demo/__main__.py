@@ -28,10 +28,10 @@ def main(argv: list[str] | None = None) -> int:
         help="fast: 1 s period, event-driven (default); default: the built-in HPA's settings",
     )
     parser.add_argument(
-        "--limit",
+        "--seconds",
         type=float,
         default=None,
-        help="seconds to follow the scale-out at most (default: 60 fast, 150 default)",
+        help="seconds to follow the scale-out after the load step at most (default: 60 fast, 150 default)",
     )
     add_logging_flags(parser)
     parser.set_defaults(log_level="warning")

@@ -7,23 +7,43 @@ import inspect
 import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
-
-from sim.apiserver import ApiServer
+from typing import Any, Generic, Protocol, TypeVar
 
 T = TypeVar("T")
 
 
-class ServerThread:
-    """`with ServerThread(ApiServer()) as st:` — st.url, st.ca_file, st.call(fn_or_coroutine)."""
+class Serving(Protocol):
+    """What ServerThread drives: an ApiServer, or anything composed around one (sim.cluster.SimCluster)."""
 
-    def __init__(self, server: ApiServer, host: str = "127.0.0.1", port: int = 0) -> None:
+    async def start(self, host: str = ..., port: int = ...) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def ca_file(self) -> Path: ...
+
+    def write_kubeconfig(self, path: str | Path, user: str = ...) -> Path: ...
+
+
+S = TypeVar("S", bound=Serving)
+
+
+class ServerThread(Generic[S]):
+    """`with ServerThread(ApiServer()) as st:` — st.url, st.ca_file, st.call(fn_or_coroutine).
+
+    The server and everything on its loop (its store, watches) must only be touched through `call`.
+    """
+
+    def __init__(self, server: S, host: str = "127.0.0.1", port: int = 0) -> None:
         self.server = server
         self._host, self._port = host, port
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="sim-apiserver", daemon=True)
 
-    def start(self) -> ServerThread:
+    def start(self) -> ServerThread[S]:
         self._thread.start()
         self.call(self.server.start(self._host, self._port))
         return self
@@ -58,7 +78,7 @@ class ServerThread:
     def write_kubeconfig(self, path: str | Path, user: str = "admin") -> Path:
         return self.call(lambda: self.server.write_kubeconfig(path, user))
 
-    def __enter__(self) -> ServerThread:
+    def __enter__(self) -> ServerThread[S]:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

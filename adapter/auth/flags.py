@@ -1,5 +1,5 @@
-"""Flags of k8s.io/apiserver's delegated authentication/authorization and TLS options, same names and
-defaults, so prometheus-adapter's argv keeps working.
+"""Flags of k8s.io/apiserver's delegated authentication/authorization (and `--tls-sni-cert-key`), same
+names and defaults, so prometheus-adapter's argv keeps working.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapter.auth.authorizer import AlwaysAllowPaths
-from adapter.auth.tls import TLSOptions, openssl_cipher_list, parse_sni_cert_key, tls_version
+from adapter.auth.tls import SNICertificate, parse_sni_cert_key
 from adapter.flags import parse_go_bool, parse_go_duration
 
 
@@ -119,13 +119,8 @@ def add_auth_flags(parser: argparse.ArgumentParser) -> None:
         "paths served without authorization (a trailing * matches a prefix)",
     )
 
+    # --tls-min-version and --tls-cipher-suites belong to the serving flags (adapter/flags.py).
     tls = parser.add_argument_group("TLS")
-    tls.add_argument(
-        "--tls-min-version",
-        default="VersionTLS12",
-        help="VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13",
-    )
-    _slice(tls, "--tls-cipher-suites", [], "Go/IANA cipher-suite names (default: OpenSSL's secure list)")
     tls.add_argument(
         "--tls-sni-cert-key",
         action="append",
@@ -152,17 +147,12 @@ class AuthOptions:
     authorized_ttl: float
     unauthorized_ttl: float
     always_allow_paths: tuple[str, ...]
-    tls: TLSOptions
+    sni_certificates: tuple[SNICertificate, ...]
 
 
 def auth_options_from_namespace(ns: argparse.Namespace) -> AuthOptions:
     """Validated options; ValueError with a user-facing message for bad values."""
     AlwaysAllowPaths(ns.authorization_always_allow_paths)  # validates the patterns now, not per request
-    tls = TLSOptions(
-        min_version=tls_version(ns.tls_min_version),
-        ciphers=openssl_cipher_list(ns.tls_cipher_suites),
-        sni_certificates=tuple(parse_sni_cert_key(value) for value in ns.tls_sni_cert_key),
-    )
     return AuthOptions(
         authentication_kubeconfig=ns.authentication_kubeconfig,
         token_cache_ttl=ns.authentication_token_webhook_cache_ttl,
@@ -179,7 +169,7 @@ def auth_options_from_namespace(ns: argparse.Namespace) -> AuthOptions:
         authorized_ttl=ns.authorization_webhook_cache_authorized_ttl,
         unauthorized_ttl=ns.authorization_webhook_cache_unauthorized_ttl,
         always_allow_paths=_strings(ns.authorization_always_allow_paths),
-        tls=tls,
+        sni_certificates=tuple(parse_sni_cert_key(value) for value in ns.tls_sni_cert_key),
     )
 
 

@@ -21,13 +21,14 @@ from adapter.auth.tls import peer_chain_der
 log = structlog.get_logger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
 USER_KEY = web.RequestKey("surge.auth.user", UserInfo)
 """request[USER_KEY]: the authenticated caller, for handlers and logs."""
 
 
 def make_middleware(
     authenticator: Authenticator, authorizer: Authorizer, always_allow: AlwaysAllowPaths
-) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+) -> Middleware:
     @web.middleware
     async def delegated_auth(request: web.Request, handler: Handler) -> web.StreamResponse:
         query = {key: request.query.getall(key) for key in request.query}

@@ -1,5 +1,14 @@
 """Start-up and lifetime of delegated auth: load CA files and the front-proxy ConfigMap, keep them fresh,
-open the review clients, and hand the server its middleware and TLS context.
+open the review clients, and hand the server its middleware and a hook for its TLS context.
+
+Wiring (adapter/__main__.py):
+
+    security = Security(auth_options_from_namespace(ns))   # ValueError: bad flag values
+    await security.start()                                 # raises when it cannot start
+    daemon = AdapterDaemon(options, config, middlewares=[security.middleware],
+                           tls_hooks=[security.configure_tls])
+    ...
+    await daemon.stop(); await security.close()
 """
 
 from __future__ import annotations
@@ -12,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import structlog
-from aiohttp import web
 from kubernetes_asyncio import client
+from kubernetes_asyncio.config import ConfigException
 
 from adapter.auth.authenticator import Authenticator, CachingTokenReviewer
 from adapter.auth.authorizer import AlwaysAllowPaths, Authorizer
@@ -21,9 +30,9 @@ from adapter.auth.cache import TTLCache
 from adapter.auth.certs import CertificateAuthority
 from adapter.auth.configmap import AuthenticationSources, merge_sources, parse_configmap
 from adapter.auth.flags import AuthOptions
-from adapter.auth.middleware import make_middleware
+from adapter.auth.middleware import Middleware, make_middleware
 from adapter.auth.requestheader import RequestHeaderConfig
-from adapter.auth.tls import ServerTLS
+from adapter.auth.tls import ClientCertificateTLS
 from adapter.auth.webhooks import (
     Backoff,
     ReviewError,
@@ -39,6 +48,10 @@ log = structlog.get_logger(__name__)
 DEFAULT_REFRESH_SECONDS = 60.0
 _CACHE_ENTRIES = 8192
 DEFAULT_BACKOFF = Backoff()
+
+
+class SecurityStartupError(Exception):
+    """Delegated authentication/authorization cannot be set up; the message says why."""
 
 
 def _flag_sources(options: AuthOptions) -> AuthenticationSources:
@@ -86,27 +99,31 @@ class Security:
         )
         self._authn_api: client.ApiClient | None = None
         self._authz_api: client.ApiClient | None = None
-        self._servers: list[ServerTLS] = []
+        self._tls = ClientCertificateTLS(options.sni_certificates)
         self._refresher: asyncio.Task[None] | None = None
-        self.middleware: Callable[..., object] | None = None
+        self._middleware: Middleware | None = None
 
     @property
     def sources(self) -> AuthenticationSources:
         return self._sources
 
+    @property
+    def middleware(self) -> Middleware:
+        """The aiohttp middleware (authenticate, authorize); available after start()."""
+        if self._middleware is None:
+            raise RuntimeError("Security.start() has not run")
+        return self._middleware
+
     async def start(self) -> None:
-        """Raises on a start-up failure (unreadable CA file, ConfigMap unreadable and not tolerated)."""
-        self._authn_api = await api_client_for(self._options.authentication_kubeconfig)
-        self._authz_api = await api_client_for(self._options.authorization_kubeconfig)
+        """Raises SecurityStartupError when delegated auth cannot work (bad kubeconfig or CA file,
+        front-proxy ConfigMap unreadable and --authentication-tolerate-lookup-failure not set)."""
         try:
-            self._sources = await self._load_sources()
-        except ReviewError as err:
-            if not self._options.tolerate_lookup_failure:
-                raise RuntimeError(
-                    f"unable to load configmap based request-header-client-ca-file: {err}"
-                ) from err
-            log.warning("continuing without the front-proxy ConfigMap", error=str(err))
-            self._sources = _flag_sources(self._options)
+            self._authn_api = await api_client_for(self._options.authentication_kubeconfig)
+            self._authz_api = await api_client_for(self._options.authorization_kubeconfig)
+            self._sources = await self._initial_sources()
+        except (OSError, ValueError, ConfigException) as err:
+            raise SecurityStartupError(f"delegated authentication: {err}") from err
+        self._tls.trust_client_cas(_ca_pems(self._sources))
         token_reviewer = CachingTokenReviewer(
             TokenReviews(self._authn_api, self._backoff),
             self._options.token_cache_ttl,
@@ -118,12 +135,23 @@ class Security:
             allowed_ttl=self._options.authorized_ttl,
             denied_ttl=self._options.unauthorized_ttl,
         )
-        self.middleware = make_middleware(
+        self._middleware = make_middleware(
             Authenticator(lambda: self._sources, token_reviewer),
             authorizer,
             AlwaysAllowPaths(self._options.always_allow_paths),
         )
         self._refresher = asyncio.create_task(self._refresh_forever())
+
+    async def _initial_sources(self) -> AuthenticationSources:
+        try:
+            return await self._load_sources()
+        except ReviewError as err:
+            if not self._options.tolerate_lookup_failure:
+                raise SecurityStartupError(
+                    f"unable to load configmap based request-header-client-ca-file: {err}"
+                ) from err
+            log.warning("continuing without the front-proxy ConfigMap", error=str(err))
+            return _flag_sources(self._options)
 
     async def _load_sources(self) -> AuthenticationSources:
         flags = _flag_sources(self._options)
@@ -149,15 +177,11 @@ class Security:
             return
         log.info("client CAs or front-proxy settings changed")
         self._sources = sources
-        for server in self._servers:
-            server.trust_client_cas(_ca_pems(sources))
+        self._tls.trust_client_cas(_ca_pems(sources))
 
-    def server_ssl_context(self, cert_file: str, key_file: str) -> ssl.SSLContext:
-        """The serving context (call after start()): TLS options applied, client certificates requested."""
-        server = ServerTLS(self._options.tls, cert_file, key_file)
-        server.trust_client_cas(_ca_pems(self._sources))
-        self._servers.append(server)
-        return server.context
+    def configure_tls(self, context: ssl.SSLContext) -> None:
+        """Hook for the serving context (after start()): request client certificates, add SNI pairs."""
+        self._tls.configure(context)
 
     async def close(self) -> None:
         if self._refresher is not None:
@@ -167,9 +191,3 @@ class Security:
         for api in (self._authn_api, self._authz_api):
             if api is not None:
                 await api.close()
-
-
-def install(app: web.Application, security: Security) -> None:
-    """Put the auth middleware first so nothing runs for a request that is not allowed."""
-    assert security.middleware is not None, "Security.start() must run before install()"
-    app.middlewares.insert(0, security.middleware)

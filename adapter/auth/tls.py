@@ -1,80 +1,25 @@
-"""Serving TLS as k8s.io/apiserver configures it: minimum version, Go cipher-suite names, SNI
-certificates, and a client certificate that is requested but not required.
+"""Client certificates and SNI on the serving TLS context, as k8s.io/apiserver configures them.
+
+The adapter server builds the serving context (certificate reloads, --tls-min-version,
+--tls-cipher-suites); this module adds what delegated authentication needs: a client certificate is
+requested but not required, and `--tls-sni-cert-key` certificates are chosen by server name.
 
 Python's `ssl.CERT_OPTIONAL` verifies a presented certificate during the handshake against the loaded
-CAs, so the context trusts the union of every client-certificate bundle; which bundle actually
-vouches for the peer is decided per request by the authenticators.
+CAs, so the contexts trust the union of every client-certificate bundle; which bundle actually vouches
+for the peer is decided per request by the authenticators (certs.py).
 """
 
 from __future__ import annotations
 
+import _ssl
 import ipaddress
 import ssl
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cryptography import x509
 
 from adapter.auth.certs import common_name
-
-TLS_VERSIONS = {
-    "VersionTLS10": ssl.TLSVersion.TLSv1,
-    "VersionTLS11": ssl.TLSVersion.TLSv1_1,
-    "VersionTLS12": ssl.TLSVersion.TLSv1_2,
-    "VersionTLS13": ssl.TLSVersion.TLSv1_3,
-}
-
-# Go (IANA) cipher-suite names accepted by --tls-cipher-suites → OpenSSL names.
-GO_TO_OPENSSL_CIPHERS = {
-    "TLS_RSA_WITH_RC4_128_SHA": "RC4-SHA",
-    "TLS_RSA_WITH_3DES_EDE_CBC_SHA": "DES-CBC3-SHA",
-    "TLS_RSA_WITH_AES_128_CBC_SHA": "AES128-SHA",
-    "TLS_RSA_WITH_AES_256_CBC_SHA": "AES256-SHA",
-    "TLS_RSA_WITH_AES_128_CBC_SHA256": "AES128-SHA256",
-    "TLS_RSA_WITH_AES_128_GCM_SHA256": "AES128-GCM-SHA256",
-    "TLS_RSA_WITH_AES_256_GCM_SHA384": "AES256-GCM-SHA384",
-    "TLS_ECDHE_ECDSA_WITH_RC4_128_SHA": "ECDHE-ECDSA-RC4-SHA",
-    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA": "ECDHE-ECDSA-AES128-SHA",
-    "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA": "ECDHE-ECDSA-AES256-SHA",
-    "TLS_ECDHE_RSA_WITH_RC4_128_SHA": "ECDHE-RSA-RC4-SHA",
-    "TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA": "ECDHE-RSA-DES-CBC3-SHA",
-    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA": "ECDHE-RSA-AES128-SHA",
-    "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA": "ECDHE-RSA-AES256-SHA",
-    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256": "ECDHE-ECDSA-AES128-SHA256",
-    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256": "ECDHE-RSA-AES128-SHA256",
-    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256": "ECDHE-RSA-AES128-GCM-SHA256",
-    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256": "ECDHE-ECDSA-AES128-GCM-SHA256",
-    "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384": "ECDHE-RSA-AES256-GCM-SHA384",
-    "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384": "ECDHE-ECDSA-AES256-GCM-SHA384",
-    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305": "ECDHE-RSA-CHACHA20-POLY1305",
-    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-RSA-CHACHA20-POLY1305",
-    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305": "ECDHE-ECDSA-CHACHA20-POLY1305",
-    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-ECDSA-CHACHA20-POLY1305",
-}
-# TLS 1.3 suites are accepted by name but, as in Go, not configurable.
-TLS13_SUITES = frozenset({"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"})
-
-
-def tls_version(name: str) -> ssl.TLSVersion:
-    try:
-        return TLS_VERSIONS[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown --tls-min-version {name!r}; allowed values: {', '.join(TLS_VERSIONS)}"
-        ) from None
-
-
-def openssl_cipher_list(go_names: Sequence[str]) -> str:
-    """OpenSSL cipher string for Go names, in order; "" means the library defaults."""
-    openssl: list[str] = []
-    for name in go_names:
-        if name in TLS13_SUITES:
-            continue
-        if name not in GO_TO_OPENSSL_CIPHERS:
-            raise ValueError(f"unknown --tls-cipher-suites entry {name!r}")
-        if GO_TO_OPENSSL_CIPHERS[name] not in openssl:
-            openssl.append(GO_TO_OPENSSL_CIPHERS[name])
-    return ":".join(openssl)
 
 
 @dataclass(frozen=True)
@@ -119,49 +64,48 @@ def lookup_sni(server_name: str, contexts: dict[str, ssl.SSLContext]) -> ssl.SSL
     return contexts.get(f"*.{parent}") if dot else None
 
 
-@dataclass(frozen=True)
-class TLSOptions:
-    min_version: ssl.TLSVersion
-    ciphers: str
-    sni_certificates: tuple[SNICertificate, ...]
+def _mirror(context: ssl.SSLContext, cert_file: str, key_file: str) -> ssl.SSLContext:
+    """A context with the serving context's protocol settings and another certificate."""
+    mirrored = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    mirrored.minimum_version = context.minimum_version
+    mirrored.maximum_version = context.maximum_version
+    mirrored.options = context.options
+    mirrored.set_ciphers(":".join(cipher["name"] for cipher in context.get_ciphers()))
+    mirrored.set_alpn_protocols(["http/1.1"])
+    mirrored.load_cert_chain(cert_file, key_file)
+    return mirrored
 
 
-class ServerTLS:
-    """The serving contexts: the default one plus one per SNI certificate, all trusting the same CAs."""
+class ClientCertificateTLS:
+    """Configures serving contexts; remembers them so CAs added later reach new handshakes."""
 
-    def __init__(self, options: TLSOptions, cert_file: str, key_file: str) -> None:
-        self._options = options
-        self.context = self._new_context(cert_file, key_file)
-        self._sni: dict[str, ssl.SSLContext] = {}
-        for sni in options.sni_certificates:
-            context = self._new_context(sni.cert_file, sni.key_file)
+    def __init__(self, sni_certificates: Iterable[SNICertificate]) -> None:
+        self._sni_certificates = tuple(sni_certificates)
+        self._contexts: list[ssl.SSLContext] = []
+        self._pems: tuple[str, ...] = ()
+
+    def configure(self, context: ssl.SSLContext) -> None:
+        """Add SNI certificates and the client CAs known so far to a serving context."""
+        by_name: dict[str, ssl.SSLContext] = {}
+        for sni in self._sni_certificates:
+            mirrored = _mirror(context, sni.cert_file, sni.key_file)
             names = sni.names
             if not names:
                 with open(sni.cert_file, "rb") as handle:
                     names = certificate_names(x509.load_pem_x509_certificate(handle.read()))
             for name in names:
-                self._sni.setdefault(name.lower(), context)
-        if self._sni:
-            self.context.sni_callback = self._select
+                by_name.setdefault(name.lower(), mirrored)
+            self._contexts.append(mirrored)
+        if by_name:
 
-    def _new_context(self, cert_file: str, key_file: str) -> ssl.SSLContext:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.minimum_version = self._options.min_version
-        if self._options.ciphers:
-            try:
-                context.set_ciphers(self._options.ciphers)
-            except ssl.SSLError as err:
-                raise ValueError(f"--tls-cipher-suites: no usable cipher ({err})") from None
-        context.load_cert_chain(cert_file, key_file)
-        # aiohttp serves HTTP/1.1 only; say so, so Go clients do not try h2.
-        context.set_alpn_protocols(["http/1.1"])
-        return context
+            def select(ssl_object: ssl.SSLObject, server_name: str | None, _: ssl.SSLContext) -> None:
+                chosen = lookup_sni(server_name, by_name) if server_name else None
+                if chosen is not None:
+                    ssl_object.context = chosen
 
-    def _select(self, ssl_object: ssl.SSLObject, server_name: str | None, _: ssl.SSLContext) -> None:
-        if server_name:
-            chosen = lookup_sni(server_name, self._sni)
-            if chosen is not None:
-                ssl_object.context = chosen
+            context.sni_callback = select
+        self._contexts.append(context)
+        self._load(self._pems)
 
     def trust_client_cas(self, pems: Iterable[str]) -> None:
         """Request client certificates (never require them) and accept chains to these CAs.
@@ -169,11 +113,16 @@ class ServerTLS:
         CAs can be added while serving but never removed (OpenSSL stores are append-only); a CA
         that left the bundles no longer authenticates anyone, because authenticators re-verify.
         """
+        self._pems = tuple(pems)
+        self._load(self._pems)
+
+    def _load(self, pems: tuple[str, ...]) -> None:
         pem = "".join(pems)
-        for context in (self.context, *self._sni.values()):
-            if pem:
-                context.load_verify_locations(cadata=pem)
-                context.verify_mode = ssl.CERT_OPTIONAL
+        if not pem:
+            return
+        for context in self._contexts:
+            context.load_verify_locations(cadata=pem)
+            context.verify_mode = ssl.CERT_OPTIONAL
 
 
 def peer_chain_der(ssl_object: ssl.SSLObject | None) -> list[bytes]:
@@ -190,5 +139,5 @@ def peer_chain_der(ssl_object: ssl.SSLObject | None) -> list[bytes]:
     if unverified is None:
         return [leaf]
     chain = unverified() or []
-    der = [item if isinstance(item, bytes) else item.public_bytes(ssl._ssl.ENCODING_DER) for item in chain]
+    der = [item if isinstance(item, bytes) else item.public_bytes(_ssl.ENCODING_DER) for item in chain]
     return der or [leaf]

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import aiohttp
 import structlog
 from aiohttp import web
 from kubernetes_asyncio import config as kube_config
@@ -19,14 +20,14 @@ from kubernetes_asyncio.client import Configuration
 from adapter.config import AdapterConfig
 from adapter.discovery import Relister
 from adapter.flags import AdapterOptions
-from adapter.objects import DiscoveryResourceMapper, KubeConnection, ObjectCaches
+from adapter.objects import DiscoveryResourceMapper, KubeAPIError, KubeConnection, ObjectCaches
 from adapter.prometheus import PrometheusClient, PrometheusSettings
 from adapter.registry import SeriesRegistry
 from adapter.server.app import AppDependencies, Middleware, bound_port, make_app, serve
 from adapter.server.health import HealthChecks
 from adapter.server.provider import PrometheusMetricsProvider
 from adapter.server.selfmetrics import AdapterMetrics
-from adapter.server.tls import ServingTLS, ensure_self_signed
+from adapter.server.tls import ServingTLS, ensure_self_signed, openssl_cipher_list
 
 log = structlog.get_logger(__name__)
 
@@ -62,7 +63,7 @@ async def prometheus_settings(options: AdapterOptions) -> PrometheusSettings:
         await kube_config.load_kube_config(
             config_file=options.prometheus_auth_config, client_configuration=configuration
         )
-        token = configuration.api_key.get("authorization", "")
+        token = configuration.api_key.get("authorization") or configuration.api_key.get("BearerToken") or ""
         return replace(
             settings,
             ca_file=configuration.ssl_ca_cert or "",
@@ -80,18 +81,25 @@ def serving_tls(options: AdapterOptions) -> ServingTLS:
     else:
         cert, key = ensure_self_signed(options.cert_dir, options.bind_address)
     minimum = ssl.TLSVersion.TLSv1_3 if options.tls_min_version == "VersionTLS13" else ssl.TLSVersion.TLSv1_2
-    return ServingTLS(cert, key, minimum)
+    try:
+        return ServingTLS(cert, key, minimum, openssl_cipher_list(list(options.tls_cipher_suites)))
+    except (OSError, ssl.SSLError, ValueError) as err:
+        raise StartupError(f"invalid serving certificate or TLS settings: {err}") from err
 
 
 @dataclass
 class AdapterDaemon:
     options: AdapterOptions
     config: AdapterConfig
+    # Extension points for authentication/authorization: middlewares run inside error rendering (so a
+    # StatusError they raise is answered as a Status); tls_hooks configure the serving SSLContext (client
+    # certificate verification) before the port opens.
     middlewares: Sequence[Middleware] = ()
+    tls_hooks: Sequence[Callable[[ssl.SSLContext], None]] = ()
     cert_reload_interval: float = 10.0
     metrics: AdapterMetrics = field(default_factory=AdapterMetrics)
-    port: int = 0
-    tls: ServingTLS | None = None
+    port: int = field(default=0, init=False)
+    tls: ServingTLS | None = field(default=None, init=False)
     relister: Relister = field(init=False)
     _runner: web.AppRunner | None = field(default=None, init=False)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, init=False)
@@ -106,10 +114,16 @@ class AdapterDaemon:
             raise
 
     async def _start(self) -> None:
-        connection = await KubeConnection.from_kubeconfig(self.options.lister_kubeconfig)
+        try:
+            connection = await KubeConnection.from_kubeconfig(self.options.lister_kubeconfig)
+        except (kube_config.ConfigException, OSError, ValueError) as err:
+            raise StartupError(f"invalid Kubernetes connection settings: {err}") from err
         self._closers.append(connection.close)
         mapper = DiscoveryResourceMapper(connection)
-        await mapper.refresh()
+        try:
+            await mapper.refresh()
+        except (aiohttp.ClientError, KubeAPIError, OSError, KeyError, ValueError) as err:
+            raise StartupError(f"unable to discover the Kubernetes API's resources: {err!r}") from err
         registry = SeriesRegistry(self.config, mapper)
         unresolved = registry.unresolved_overrides()
         if unresolved:
@@ -130,6 +144,9 @@ class AdapterDaemon:
         health = HealthChecks(readiness={"metrics-discovery": lambda: self.relister.ready})
         app = make_app(AppDependencies(provider, health, self.metrics), self.middlewares)
         self.tls = None if self.options.insecure_http else serving_tls(self.options)
+        for configure in self.tls_hooks:
+            if self.tls is not None:
+                configure(self.tls.context)
         self._runner = await serve(app, self.options.bind_address, self.options.secure_port, self.tls)
         self.port = bound_port(self._runner)
         self._tasks = [

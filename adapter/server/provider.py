@@ -48,6 +48,15 @@ class PrometheusMetricsProvider:
     prometheus: PrometheusClient
     mapper: ResourceMapper
     objects: ObjectCaches
+    _served: tuple[object, frozenset[tuple[str, GroupResource]]] = (None, frozenset())
+
+    def _is_served(self, metric: str, group_resource: GroupResource) -> bool:
+        """Whether discovery found `metric` for the resource; checked before any object lookup so an
+        unknown metric never starts a watch (possibly on a resource we may not read)."""
+        current = self.registry.custom_metrics()
+        if self._served[0] is not current:  # the registry swaps in a new list on every update
+            self._served = (current, frozenset((m.metric, m.group_resource) for m in current))
+        return (metric, group_resource) in self._served[1]
 
     # -- discovery ------------------------------------------------------------------------------
 
@@ -69,8 +78,10 @@ class PrometheusMetricsProvider:
         info = self.mapper.resolve(group_resource.group, group_resource.resource)
         if info is None:
             raise metric_not_found(request.metric, request.resource)
-        if info.namespaced != bool(request.namespace):
-            # A namespaced resource asked at cluster scope (or the reverse): nothing is registered there.
+        if info.namespaced != bool(request.namespace) or not self._is_served(
+            request.metric, info.group_resource
+        ):
+            # (A namespaced resource asked at cluster scope, or the reverse, has nothing registered.)
             raise metric_not_found(request.metric, str(info.group_resource))
         if object_selector is not None:
             names = await self._select_names(info, request, object_selector)

@@ -24,6 +24,33 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 log = structlog.get_logger(__name__)
 
+# Go/IANA cipher-suite names (what --tls-cipher-suites takes upstream) → OpenSSL names. TLS 1.3 suites
+# are not configurable, in Go as with OpenSSL via Python, and are accepted and ignored.
+_GO_CIPHERS = {
+    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256": "ECDHE-ECDSA-AES128-GCM-SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256": "ECDHE-RSA-AES128-GCM-SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384": "ECDHE-ECDSA-AES256-GCM-SHA384",
+    "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384": "ECDHE-RSA-AES256-GCM-SHA384",
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305": "ECDHE-ECDSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-ECDSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305": "ECDHE-RSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-RSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA": "ECDHE-ECDSA-AES128-SHA",
+    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA": "ECDHE-RSA-AES128-SHA",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA": "ECDHE-ECDSA-AES256-SHA",
+    "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA": "ECDHE-RSA-AES256-SHA",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256": "ECDHE-ECDSA-AES128-SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256": "ECDHE-RSA-AES128-SHA256",
+    "TLS_RSA_WITH_AES_128_GCM_SHA256": "AES128-GCM-SHA256",
+    "TLS_RSA_WITH_AES_256_GCM_SHA384": "AES256-GCM-SHA384",
+    "TLS_RSA_WITH_AES_128_CBC_SHA": "AES128-SHA",
+    "TLS_RSA_WITH_AES_256_CBC_SHA": "AES256-SHA",
+    "TLS_RSA_WITH_AES_128_CBC_SHA256": "AES128-SHA256",
+}
+_TLS13_CIPHERS = frozenset(
+    {"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"}
+)
+
 _VALIDITY = dt.timedelta(days=365)
 _BACKDATE = dt.timedelta(hours=1)
 
@@ -108,6 +135,14 @@ def ensure_self_signed(cert_dir: str, bind_address: str) -> tuple[Path, Path]:
     return cert_path, key_path
 
 
+def openssl_cipher_list(go_names: list[str]) -> str:
+    """OpenSSL cipher string for Go cipher-suite names; ValueError naming any unknown suite."""
+    unknown = [n for n in go_names if n not in _GO_CIPHERS and n not in _TLS13_CIPHERS]
+    if unknown:
+        raise ValueError(f"unsupported TLS cipher suites: {', '.join(unknown)}")
+    return ":".join(_GO_CIPHERS[n] for n in go_names if n in _GO_CIPHERS)
+
+
 def _stamp(path: Path) -> tuple[int, int]:
     stat = path.stat()
     return stat.st_mtime_ns, stat.st_size
@@ -125,6 +160,7 @@ class ServingTLS:
     cert_file: Path
     key_file: Path
     min_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2
+    ciphers: str = ""  # OpenSSL cipher list for TLS 1.2; empty keeps the defaults
     context: ssl.SSLContext = field(init=False)
     _stamps: tuple[tuple[int, int], tuple[int, int]] = field(init=False)
 
@@ -132,6 +168,8 @@ class ServingTLS:
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.context.minimum_version = self.min_version
         self.context.set_alpn_protocols(["http/1.1"])
+        if self.ciphers:
+            self.context.set_ciphers(self.ciphers)
         self._stamps = (_stamp(self.cert_file), _stamp(self.key_file))
         self.context.load_cert_chain(self.cert_file, self.key_file)
 

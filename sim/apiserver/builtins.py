@@ -6,6 +6,7 @@ import itertools
 from typing import Any
 
 from sim.apiserver.events import events_v1_type
+from sim.apiserver.hpa_v1 import hpa_v1_type
 from sim.apiserver.resources import Obj, Registry, ResourceType, ScaleSpec
 
 
@@ -207,6 +208,7 @@ def builtin_types() -> list[ResourceType]:
                      scale=WORKLOAD_SCALE, defaulter=default_statefulset),
         ResourceType("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True,
                      ("hpa",), ("all",), status=True, defaulter=default_hpa),
+        hpa_v1_type(),
         ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
         events_v1_type(),
         ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from sim.apiserver.resources import GroupResource, Obj, PrinterColumn, Registry, ResourceType, ScaleSpec
+from sim.apiserver.schema import CrdSchema
 from sim.apiserver.store import Store, now_rfc3339
 
 CRDS: GroupResource = ("apiextensions.k8s.io", "customresourcedefinitions")
@@ -62,6 +63,8 @@ def resource_types(crd: Obj) -> list[ResourceType]:
             )
             for c in version.get("additionalPrinterColumns") or []
         )
+        schema = (version.get("schema") or {}).get("openAPIV3Schema")
+        checker = CrdSchema(names.get("kind", ""), spec.get("group", ""), schema) if schema else None
         types.append(
             ResourceType(
                 group=spec.get("group", ""),
@@ -78,6 +81,8 @@ def resource_types(crd: Obj) -> list[ResourceType]:
                     label_selector_path=scale.get("labelSelectorPath") or "",
                 ) if scale else None,
                 printer_columns=columns,
+                defaulter=checker.default if checker else None,
+                validator=checker.validate if checker else None,
                 custom=True,
                 storage_version=storage or version["name"],
             )

@@ -93,12 +93,11 @@ def route_not_found() -> ApiError:
 
 
 def method_not_allowed(verb: str, group: str, plural: str) -> ApiError:
-    return ApiError(
-        405,
-        "MethodNotAllowed",
-        f"{verb} is not supported on resources of kind {qualified(group, plural)!r}",
-        {"kind": plural, **({"group": group} if group else {})},
-    )
+    """405 for `verb` on a resource that does not support it (the message is kube-apiserver's)."""
+    return ApiError(405, "MethodNotAllowed",
+                    "the server does not allow this method on the requested resource",
+                    {"kind": plural, **({"group": group} if group else {}), "causes": [
+                        {"reason": "UnsupportedMethod", "message": verb}]})
 
 
 def unsupported_media_type(content_type: str) -> ApiError:

@@ -24,7 +24,7 @@ _FIELDS = (
 )
 
 
-def to_core(event: Obj) -> Obj:
+def to_core(event: Obj, stored: Obj | None = None) -> Obj:
     core: Obj = {"apiVersion": "v1", "kind": "Event", "metadata": event.get("metadata", {})}
     core.update({c: event[e] for e, c in _FIELDS if event.get(e) is not None})
     core.setdefault("involvedObject", {})

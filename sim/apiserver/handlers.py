@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections import OrderedDict
@@ -112,6 +113,15 @@ class ResourceHandlers:
 
     async def handle(self, request: web.Request, group: str, version: str, path: str) -> web.StreamResponse:
         target = parse_target(self.registry, group, version, path)
+        dry_run = request.query.getall("dryRun", [])
+        if dry_run and dry_run != ["All"]:
+            raise errors.bad_request(f"unsupported dryRun value {dry_run}: only All is allowed")
+        if dry_run and request.method != "GET":
+            with self.store.dry_run():
+                return await self._handle(request, target)
+        return await self._handle(request, target)
+
+    async def _handle(self, request: web.Request, target: Target) -> web.StreamResponse:
         method = request.method
         if target.name is None:
             if method == "GET":
@@ -122,7 +132,7 @@ class ResourceHandlers:
                 return await self.create(request, target)
             if method == "DELETE":
                 return self.delete_collection(request, target)
-            raise errors.method_not_allowed(method, target.rt.storageoup, target.rt.plural)
+            raise errors.method_not_allowed(method, target.rt.group, target.rt.plural)
         if target.subresource == "scale":
             return await self.scale(request, target)
         if method == "GET":
@@ -138,7 +148,7 @@ class ResourceHandlers:
             return await self.patch(request, target)
         if method == "DELETE" and target.subresource is None:
             return await self.delete(request, target)
-        raise errors.method_not_allowed(method, target.rt.storageoup, target.rt.plural)
+        raise errors.method_not_allowed(method, target.rt.group, target.rt.plural)
 
     # ---- collection -----------------------------------------------------------------------------
 
@@ -182,18 +192,18 @@ class ResourceHandlers:
             raise errors.bad_request("the request body must be an object")
         self._check_kind(target.rt, body)
         if target.rt.codec is not None:
-            body = target.rt.codec.to_storage(body)
+            body = target.rt.codec.to_storage(body, None)
         obj = self.store._create(target.rt.storage, body, target.namespace, keep_status=False)
         return json_response(self._out(target.rt, obj), 201)
 
     def _check_kind(self, rt: ResourceType, body: Obj) -> None:
-        kind = body.get("kind")
+        version, kind = body.get("apiVersion"), body.get("kind")
+        if version and version != rt.group_version:
+            raise errors.bad_request(f"the API version in the data ({version}) does not match the expected "
+                                     f"API version ({rt.group_version})")
         if kind and kind != rt.kind:
-            raise errors.bad_request(
-                f"the API version in the data ({body.get('apiVersion')}) does not match the expected "
-                f"API version ({rt.group_version})" if body.get("apiVersion") != rt.group_version
-                else f"kind {kind} does not match the expected kind {rt.kind}"
-            )
+            raise errors.bad_request(f"the kind in the data ({kind}) does not match the expected kind "
+                                     f"({rt.kind})")
 
     def delete_collection(self, request: web.Request, target: Target) -> web.Response:
         rt = target.rt
@@ -307,7 +317,8 @@ class ResourceHandlers:
             raise errors.bad_request("the request body must be an object")
         self._check_kind(target.rt, body)
         if target.rt.codec is not None:
-            body = target.rt.codec.to_storage(body)
+            stored = self.store.get_ref(target.rt.storage, target.namespace, target.name)
+            body = target.rt.codec.to_storage(body, stored)
         obj = self.store._update(target.rt.storage, target.namespace, target.name, body, target.subresource)
         return json_response(self._out(target.rt, obj))
 
@@ -334,11 +345,11 @@ class ResourceHandlers:
             # Patch the served form of a view, then store it back.
             stored = self.store.get_ref(target.rt.storage, target.namespace, target.name)
             patch_type = MERGE_PATCH if content_type == APPLY_PATCH else content_type
-            patched = codec.to_storage(apply_patch(codec.from_storage(stored), body, patch_type))
+            patched = codec.to_storage(apply_patch(codec.from_storage(stored), body, patch_type), stored)
             obj = self.store._update(target.rt.storage, target.namespace, target.name, patched, None)
         else:
             if codec is not None:
-                body = codec.to_storage(body)
+                body = codec.to_storage(body, None)
             obj = self.store._patch(target.rt.storage, target.namespace, target.name, body, content_type,
                                     target.subresource)
         return json_response(self._out(target.rt, obj), 200 if existed else 201)
@@ -359,10 +370,12 @@ class ResourceHandlers:
         propagation = options.get("propagationPolicy") or request.query.get("propagationPolicy")
         if options.get("orphanDependents") is True:
             propagation = "Orphan"
-        obj, removed = self.store._delete(
-            rt.storage, target.namespace, target.name, propagation or "Background", grace,
-            options.get("preconditions"),
-        )
+        dry_run = self.store.dry_run() if options.get("dryRun") == ["All"] else contextlib.nullcontext()
+        with dry_run:  # DeleteOptions can ask for a dry run in the body too
+            obj, removed = self.store._delete(
+                rt.storage, target.namespace, target.name, propagation or "Background", grace,
+                options.get("preconditions"),
+            )
         if not removed or rt.storage == ("", "pods"):
             return json_response(self._out(rt, obj))
         details: Obj = {"name": target.name, "kind": rt.plural, "uid": obj["metadata"]["uid"]}

@@ -1,6 +1,7 @@
 """Decoding of the Kubernetes protobuf request bodies kubectl's typed clients send.
 
-`kubectl create namespace|configmap|secret|serviceaccount|deployment|service` and `kubectl auth can-i`
+`kubectl create namespace|configmap|secret|serviceaccount|deployment|service`, `kubectl autoscale`
+and `kubectl auth can-i`
 POST `application/vnd.kubernetes.protobuf` bodies: the magic `k8s\\0`, then a runtime.Unknown envelope
 holding the typed message. Only the messages (and fields) those commands write are described below
 (field numbers from k8s.io/api's generated.proto); unknown fields are skipped. Responses stay JSON,
@@ -74,6 +75,14 @@ _SCHEMAS: dict[str, dict[int, Field]] = {
     "EnvVar": {1: ("name", _S, False), 2: ("value", _S, False)},
     "ResourceRequirements": {1: ("limits", "map:Quantity", False), 2: ("requests", "map:Quantity", False)},
     "Quantity": {1: ("string", _S, False)},
+    "HorizontalPodAutoscaler": {1: ("metadata", "ObjectMeta", False),
+                                2: ("spec", "HorizontalPodAutoscalerSpec", False)},
+    "HorizontalPodAutoscalerSpec": {
+        1: ("scaleTargetRef", "CrossVersionObjectReference", False), 2: ("minReplicas", _I, False),
+        3: ("maxReplicas", _I, False), 4: ("targetCPUUtilizationPercentage", _I, False),
+    },
+    "CrossVersionObjectReference": {1: ("kind", _S, False), 2: ("name", _S, False),
+                                    3: ("apiVersion", _S, False)},
     "SelfSubjectAccessReview": {1: ("metadata", "ObjectMeta", False),
                                 2: ("spec", "SelfSubjectAccessReviewSpec", False)},
     "SelfSubjectAccessReviewSpec": {1: ("resourceAttributes", "ResourceAttributes", False),
@@ -86,10 +95,12 @@ _SCHEMAS: dict[str, dict[int, Field]] = {
     "NonResourceAttributes": {1: ("path", _S, False), 2: ("verb", _S, False)},
 }
 # Optional (pointer) fields, where a zero value is meaningful and kept.
-_POINTERS = frozenset({"replicas", "revisionHistoryLimit", "progressDeadlineSeconds",
-                       "terminationGracePeriodSeconds", "automountServiceAccountToken", "immutable"})
+_POINTERS = frozenset({
+    "replicas", "minReplicas", "targetCPUUtilizationPercentage", "revisionHistoryLimit",
+    "progressDeadlineSeconds", "terminationGracePeriodSeconds", "automountServiceAccountToken", "immutable",
+})
 _KINDS = {"ConfigMap", "Secret", "Namespace", "ServiceAccount", "Service", "Deployment",
-          "SelfSubjectAccessReview"}
+          "HorizontalPodAutoscaler", "SelfSubjectAccessReview"}
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:

@@ -43,9 +43,12 @@ class PrinterColumn:
 
 @dataclass(frozen=True)
 class Codec:
-    """Converts between a served form and the stored form of another resource (a view)."""
+    """Converts between a served form and the stored form of another resource (a view).
 
-    to_storage: Callable[[Obj], Obj]
+    `to_storage(served, stored)` gets the currently stored object (None on create) so a lossy view
+    can keep what it cannot express."""
+
+    to_storage: Callable[[Obj, Obj | None], Obj]
     from_storage: Callable[[Obj], Obj]
 
 

@@ -50,7 +50,8 @@ class Decision:
 ALLOW = Decision(True, reason="allowed by the simulated cluster's policy")
 AccessPolicy = Callable[[Obj], Decision]
 """Gets a SubjectAccessReview `spec` (user, groups, extra, uid, resourceAttributes or
-nonResourceAttributes) and decides. The default allows everything."""
+nonResourceAttributes) and decides. The default allows everything. The same policy authorizes every
+request to the server itself (except system:masters and health checks), like RBAC would."""
 
 TOKEN_REVIEW_RESOURCES = [
     {"name": "tokenreviews", "singularName": "tokenreview", "namespaced": False, "kind": "TokenReview",

@@ -14,7 +14,7 @@ import structlog
 import yaml
 from aiohttp import web
 
-from sim.apiserver import discovery, errors
+from sim.apiserver import authz, discovery, errors
 from sim.apiserver.aggregator import Aggregator
 from sim.apiserver.builtins import new_registry
 from sim.apiserver.certs import CertificateAuthority
@@ -215,7 +215,12 @@ class ApiServer:
 
     @web.middleware
     async def _authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        request[USER] = self._user(request)
+        user = request[USER] = self._user(request)
+        if "system:masters" not in user.groups and request.path not in authz.ALWAYS_ALLOWED_PATHS:
+            attrs = authz.attributes(request.method, request.path, request.query)
+            decision = self.reviews.policy(authz.review_spec(user, attrs))
+            if not decision.allowed:
+                raise authz.forbidden(user, attrs, decision)
         return await handler(request)
 
     def _user(self, request: web.Request) -> UserInfo:
@@ -237,7 +242,7 @@ class ApiServer:
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         parts = [p for p in request.path.split("/") if p]
         accept = request.headers.get("Accept", "")
-        if request.method != "GET" and len(parts) < 3:
+        if request.method != "GET" and (len(parts) < 3 or (parts[0] == "apis" and len(parts) == 3)):
             raise errors.method_not_allowed(request.method, "", request.path)
         match parts:
             case ["version"]:

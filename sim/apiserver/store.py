@@ -8,13 +8,15 @@ are private copies; objects passed to listeners and watchers are the stored ones
 from __future__ import annotations
 
 import base64
+import contextlib
+import contextvars
 import copy
 import json
 import secrets
 import string
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -32,6 +34,7 @@ log = structlog.get_logger(__name__)
 Listener = Callable[[str, GroupResource, Obj], None]
 Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped objects
 NAMESPACES: GroupResource = ("", "namespaces")
+_DRY_RUN: contextvars.ContextVar[bool] = contextvars.ContextVar("dry_run", default=False)
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # what generateName uses: no vowels, no confusables
 
 
@@ -206,7 +209,10 @@ class Store:
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise errors.conflict(rt.group, rt.plural, name, errors.MODIFIED)
         if subresource == "status":
-            new = {**old, "status": new.get("status")}
+            status = {"status": new.get("status")}
+            if rt.custom and rt.defaulter is not None:
+                rt.defaulter(status)  # the schema prunes status too; old (stored) parts stay untouched
+            new = {**old, "status": status.get("status")}
             if new["status"] is None:
                 del new["status"]
         else:
@@ -222,10 +228,10 @@ class Store:
             new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
             if rt.defaulter is not None:
                 rt.defaulter(new)
-            if rt.validator is not None:
-                rt.validator(new)
-            if _outside_meta_status(new) != _outside_meta_status(old):
-                new_meta["generation"] = old["metadata"].get("generation", 0) + 1
+        if rt.validator is not None:
+            rt.validator(new)
+        if subresource != "status" and _outside_meta_status(new) != _outside_meta_status(old):
+            new["metadata"]["generation"] = old["metadata"].get("generation", 0) + 1
         if _without_rv(new) == _without_rv(old):
             return old  # no-op writes neither bump the resourceVersion nor notify
         key = self._key(rt, namespace, name)
@@ -327,7 +333,19 @@ class Store:
             return 0
         return max(spec.get("terminationGracePeriodSeconds", 30) if requested is None else requested, 0)
 
+    @contextlib.contextmanager
+    def dry_run(self) -> Iterator[None]:
+        """Within this block writes are computed and checked but neither stored nor published
+        (`?dryRun=All`). A context variable, so other tasks' writes meanwhile are real."""
+        token = _DRY_RUN.set(True)
+        try:
+            yield
+        finally:
+            _DRY_RUN.reset(token)
+
     def _remove(self, gr: GroupResource, key: Key, obj: Obj, orphan: bool = False) -> Obj:
+        if _DRY_RUN.get():
+            return obj
         self._rv += 1
         final = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self._rv)}}
         old = self._objects[gr].pop(key)
@@ -359,6 +377,12 @@ class Store:
                 self._remove(gr, key, obj)
 
     def _commit(self, event_type: str, gr: GroupResource, key: Key, obj: Obj, old: Obj | None) -> Obj:
+        if _DRY_RUN.get():
+            previous = (old or {}).get("metadata", {}).get("resourceVersion")
+            obj["metadata"] = {**obj["metadata"], "resourceVersion": previous or ""}
+            if not previous:
+                del obj["metadata"]["resourceVersion"]
+            return obj
         self._rv += 1
         obj["metadata"] = {**obj["metadata"], "resourceVersion": str(self._rv)}
         self._objects.setdefault(gr, {})[key] = obj

@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 import structlog
 
 from sim.apiserver.errors import ApiError
+from sim.apiserver.resources import Obj
 from sim.apiserver.selection import Selection
 from sim.apiserver.store import Store
 from sim.workload.annotations import read_knobs
 from sim.workload.kubelet import Kubelet, Timing, WorkloadKey
 from sim.workload.model import LoadModel, PodCosts
-from sim.workload.pods import Obj
+from sim.workload.pods import controller_ref
 from sim.workload.profiles import LoadProfile
 from sim.workload.replicas import DEPLOYMENTS, PODS, REPLICASETS, STATEFULSETS, ReplicaControllers
 
@@ -113,10 +114,9 @@ class WorkloadController:
             self._enqueue_owner(obj)
 
     def _enqueue_owner(self, obj: Obj) -> None:
-        meta = obj["metadata"]
-        for ref in meta.get("ownerReferences") or []:
-            if ref.get("controller") and ref.get("kind") in _KINDS.values():
-                self._enqueue((ref["kind"], meta["namespace"], ref["name"]))
+        ref = controller_ref(obj)
+        if ref is not None and ref.get("kind") in _KINDS.values():
+            self._enqueue((ref["kind"], obj["metadata"]["namespace"], ref["name"]))
 
     def _enqueue(self, key: WorkloadKey) -> None:
         self._dirty[key] = None

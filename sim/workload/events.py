@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 
-from sim.workload.pods import Obj, rfc3339
+from sim.apiserver.resources import Obj
+from sim.workload.pods import rfc3339
 
 
 def event(involved: Obj, reason: str, message: str, component: str, now: float | None = None) -> Obj:

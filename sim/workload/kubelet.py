@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 import structlog
 
 from sim.apiserver.errors import ApiError
+from sim.apiserver.resources import Obj
 from sim.apiserver.store import Store
 from sim.workload.annotations import Knobs
 from sim.workload.file_sd import PodTarget
 from sim.workload.model import LoadModel, PodCosts, PodSample
-from sim.workload.pods import Obj, Stage, container_names, is_terminating, rfc3339, status_at
+from sim.workload.pods import Stage, container_names, controller_ref, is_terminating, rfc3339, status_at
 from sim.workload.profiles import Constant, LoadProfile
 from sim.workload.resource_metrics import Usage
 
@@ -62,9 +63,9 @@ class _Pod:
     timer: asyncio.TimerHandle | None = field(default=None, repr=False)
 
 
-def node_object(name: str, index: int) -> Obj:
+def node_object(name: str, index: int, now: float) -> Obj:
     capacity = {"cpu": "4", "memory": "16Gi", "pods": "110", "ephemeral-storage": "100Gi"}
-    ready_since = rfc3339(time.time())
+    ready_since = rfc3339(now)
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -140,7 +141,7 @@ class Kubelet:
     def create_nodes(self) -> None:
         for index, name in enumerate(self.node_names, start=1):
             try:
-                self._store.create(NODES, node_object(name, index), keep_status=True)
+                self._store.create(NODES, node_object(name, index, self._clock()), keep_status=True)
             except ApiError as err:
                 if err.code != 409:
                     raise
@@ -185,27 +186,32 @@ class Kubelet:
         return [PodTarget(p.namespace, p.name) for p in self._pods.values() if p.stage >= Stage.RUNNING]
 
     def sample(self, namespace: str, name: str, now: float) -> tuple[PodSample, str] | None:
+        """A running pod's counters, and the name of the container that serves (the first)."""
+        found = self._running(namespace, name, now)
+        return None if found is None else (found[0], found[1][0])
+
+    def pod_usage(self, namespace: str, name: str, now: float) -> dict[str, Usage] | None:
+        """Per-container usage of a running pod: the first container carries the load."""
+        found = self._running(namespace, name, now)
+        if found is None:
+            return None
+        sample, names = found
+        usage = {names[0]: Usage(sample.cpu_cores, sample.memory_bytes)}
+        usage.update({n: SIDECAR_USAGE for n in names[1:]})
+        return usage
+
+    def _running(self, namespace: str, name: str, now: float) -> tuple[PodSample, list[str]] | None:
         pod = self._pods.get((namespace, name))
         if pod is None or pod.stage < Stage.RUNNING:
             return None
         sample = self.model(pod.workload).sample(now, name)
+        try:
+            obj = self._store.get_ref(PODS, namespace, name)
+        except ApiError:
+            return None
         if sample is None:
             return None
-        obj = self._stored_pod(namespace, name)
-        names = container_names(obj) if obj else []
-        return sample, names[0] if names else "app"
-
-    def pod_usage(self, namespace: str, name: str, now: float) -> dict[str, Usage] | None:
-        """Per-container usage of a running pod: the first container carries the load."""
-        found = self.sample(namespace, name, now)
-        obj = self._stored_pod(namespace, name)
-        if found is None or obj is None:
-            return None
-        sample, _ = found
-        names = container_names(obj) or ["app"]
-        usage = {names[0]: Usage(sample.cpu_cores, sample.memory_bytes)}
-        usage.update({n: SIDECAR_USAGE for n in names[1:]})
-        return usage
+        return sample, container_names(obj) or ["app"]
 
     def node_usage(self, node: str, now: float) -> Usage:
         total = NODE_BASELINE
@@ -214,12 +220,6 @@ class Kubelet:
                 for usage in (self.pod_usage(pod.namespace, pod.name, now) or {}).values():
                     total = total + usage
         return total
-
-    def _stored_pod(self, namespace: str, name: str) -> Obj | None:
-        try:
-            return self._store.get_ref(PODS, namespace, name)
-        except ApiError:
-            return None
 
     # ---- pod events (from the store listener: arm timers, never write) -------------------------
 
@@ -246,7 +246,7 @@ class Kubelet:
     def _workload_of(self, pod: Obj) -> WorkloadKey:
         meta = pod["metadata"]
         namespace = meta["namespace"]
-        owner = next((r for r in meta.get("ownerReferences") or [] if r.get("controller")), None)
+        owner = controller_ref(pod)
         if owner is None:
             return ("Pod", namespace, meta["name"])
         if owner.get("kind") == "ReplicaSet":
@@ -254,9 +254,7 @@ class Kubelet:
                 rs = self._store.get_ref(REPLICASETS, namespace, owner["name"])
             except ApiError:
                 return ("ReplicaSet", namespace, owner["name"])
-            rs_owner = next(
-                (r for r in rs["metadata"].get("ownerReferences") or [] if r.get("controller")), None
-            )
+            rs_owner = controller_ref(rs)
             if rs_owner is not None and rs_owner.get("kind") == "Deployment":
                 return ("Deployment", namespace, rs_owner["name"])
         return (str(owner.get("kind")), namespace, str(owner["name"]))

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sim.apiserver.resources import Obj
 from sim.workload import annotations as knobs
-
-Obj = dict[str, Any]
 
 
 def deployment(

@@ -8,10 +8,11 @@ import time
 from collections.abc import Callable
 
 from sim.apiserver.errors import ApiError, route_not_found
+from sim.apiserver.resources import Obj
 from sim.apiserver.selection import Selection
 from sim.apiserver.store import Store
 from sim.workload.kubelet import NODES, PODS, Kubelet
-from sim.workload.resource_metrics import GROUP, Obj, metrics_list, node_metrics, pod_metrics
+from sim.workload.resource_metrics import GROUP, metrics_list, node_metrics, pod_metrics
 
 
 def _not_found(plural: str, name: str) -> ApiError:

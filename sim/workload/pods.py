@@ -10,7 +10,7 @@ import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
-Obj = dict[str, Any]
+from sim.apiserver.resources import Obj
 
 
 class Stage(enum.IntEnum):
@@ -41,11 +41,16 @@ def owner_reference(owner: Obj) -> Obj:
     }
 
 
+def controller_ref(obj: Obj) -> Obj | None:
+    """The owner reference of the object's managing controller, if any."""
+    return next(
+        (r for r in obj.get("metadata", {}).get("ownerReferences") or [] if r.get("controller")), None
+    )
+
+
 def controller_uid(obj: Obj) -> str | None:
-    for ref in obj.get("metadata", {}).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return str(ref.get("uid"))
-    return None
+    ref = controller_ref(obj)
+    return None if ref is None else str(ref.get("uid"))
 
 
 def pod_from_template(

@@ -12,12 +12,12 @@ from collections.abc import Callable
 
 from shared.selectors import Selector
 from sim.apiserver.errors import ApiError
+from sim.apiserver.resources import Obj
 from sim.apiserver.selection import Selection
 from sim.apiserver.store import Store
 from sim.workload.events import event
 from sim.workload.naming import pod_template_hash, random_suffix
 from sim.workload.pods import (
-    Obj,
     controller_uid,
     deletion_order,
     is_ready,

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
 
 from shared.quantity import format_quantity
+from sim.apiserver.resources import Obj
+from sim.workload.pods import rfc3339
 
 GROUP = "metrics.k8s.io"
 VERSION = "v1beta1"
 API_VERSION = f"{GROUP}/{VERSION}"
 # metrics-server reports usage averaged over its scrape window; ours is instantaneous, labelled as such.
 WINDOW = "1s"
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -34,16 +32,12 @@ class Usage:
         }
 
 
-def timestamp(now: float) -> str:
-    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _meta(obj: Obj, now: float) -> Obj:
     source = obj.get("metadata", {})
     meta: Obj = {"name": source["name"]}
     if "namespace" in source:
         meta["namespace"] = source["namespace"]
-    meta["creationTimestamp"] = timestamp(now)
+    meta["creationTimestamp"] = rfc3339(now)
     if source.get("labels"):
         meta["labels"] = dict(source["labels"])
     return meta
@@ -54,7 +48,7 @@ def pod_metrics(pod: Obj, containers: dict[str, Usage], now: float) -> Obj:
         "kind": "PodMetrics",
         "apiVersion": API_VERSION,
         "metadata": _meta(pod, now),
-        "timestamp": timestamp(now),
+        "timestamp": rfc3339(now),
         "window": WINDOW,
         "containers": [{"name": name, "usage": usage.quantities()} for name, usage in containers.items()],
     }
@@ -65,7 +59,7 @@ def node_metrics(node: Obj, usage: Usage, now: float) -> Obj:
         "kind": "NodeMetrics",
         "apiVersion": API_VERSION,
         "metadata": _meta(node, now),
-        "timestamp": timestamp(now),
+        "timestamp": rfc3339(now),
         "window": WINDOW,
         "usage": usage.quantities(),
     }

@@ -5,11 +5,9 @@ controllers write them (so `kubectl get deploy` and `kubectl rollout status` rea
 from __future__ import annotations
 
 import math
-from typing import Any
 
+from sim.apiserver.resources import Obj
 from sim.workload.pods import is_ready
-
-Obj = dict[str, Any]
 
 
 def _condition(kind: str, status: bool, reason: str, message: str, now: str) -> Obj:

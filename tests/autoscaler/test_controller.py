@@ -270,3 +270,22 @@ async def test_source_hpa_reconciles_plain_hpas_selected_by_label(
         assert await replicas_of(kube, "other") == 2
         other = await kube.get(f"{hpas}/other")
         assert not (other.get("status") or {}).get("conditions")
+
+
+async def test_two_autoscalers_on_the_same_pods_are_reported_ambiguous(
+    cluster: KubeClient, apiserver: ServerThread, kubeconfig_path: Path, backend: MetricsBackend
+) -> None:
+    pods = workload(apiserver, "web", 2)
+    backend.pod_values[("default", "http_requests")] = dict.fromkeys(pods, 150.0)
+    for name in ("first", "second"):
+        await create_hza(cluster, name, autoscaler_spec("web", "http_requests", "100", syncPeriodSeconds=1))
+    async with running_controller(kubeconfig_path, backend.url):
+        for name in ("first", "second"):
+            await until(lambda n=name: _condition_reason(cluster, n, "ScalingActive"), "AmbiguousSelector")
+        active = condition(await cluster.get(f"{HZA}/second"), "ScalingActive")
+        assert active is not None
+        assert active["message"] == (
+            "pods by selector app=web are controlled by multiple HPAs: [default/first default/second]"
+        )
+        reasons = {e["reason"] for e in await events_of(cluster, "second")}
+        assert "AmbiguousSelector" in reasons

@@ -48,3 +48,35 @@ def find(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
     matches = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
     assert len(matches) == 1, f"expected one {kind}/{name}, found {len(matches)}"
     return matches[0]
+
+
+# Kinds the manifests use that the simulated API server may not serve yet (group, version, plural,
+# kind, namespaced). Added through its public `add_resource_type` hook so `kubectl apply` can store them.
+MANIFEST_KINDS = [
+    ("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
+    ("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
+    ("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
+    ("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
+    ("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
+]
+WITH_STATUS = {"PodDisruptionBudget"}
+
+
+@pytest.fixture
+def apiserver_serving_manifest_kinds(apiserver: Any) -> list[str]:
+    """The simulated API server, with any missing manifest kinds added; returns the kinds added."""
+    from sim.apiserver.resources import ResourceType
+
+    server = apiserver.server
+    missing = [
+        ResourceType(group, version, plural, kind, namespaced, status=kind in WITH_STATUS)
+        for group, version, plural, kind, namespaced in MANIFEST_KINDS
+        if not any(rt.plural == plural for rt in server.registry.resources(group, version))
+    ]
+
+    def add_missing() -> None:
+        for rt in missing:
+            server.add_resource_type(rt)
+
+    apiserver.call(add_missing)
+    return [rt.kind for rt in missing]

@@ -1,7 +1,5 @@
-"""A secured adapter over real TLS, and a kube-apiserver stand-in that answers and records reviews.
-
-The stand-in serves exactly the three calls delegated auth makes (front-proxy ConfigMap, TokenReview,
-SubjectAccessReview), from a policy each test configures.
+"""A secured adapter over real TLS, delegating to the simulated kube-apiserver (front-proxy ConfigMap,
+TokenReview, SubjectAccessReview), which answers from a policy each test sets and records every review.
 """
 
 from __future__ import annotations
@@ -9,62 +7,55 @@ from __future__ import annotations
 import argparse
 import ssl
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
-import yaml
 from aiohttp import web
 from multidict import CIMultiDict
 
 from adapter.auth import Security, add_auth_flags, auth_options_from_namespace
-from adapter.auth.security import install
+from adapter.auth.configmap import CONFIGMAP_NAME
 from adapter.auth.webhooks import Backoff
+from adapter.server.tls import ServingTLS
+from sim.apiserver.reviews import Decision
 from tests.security.pki import Issued, TestCA
 
+ADAPTER_USER = "system:serviceaccount:surge:surge-adapter"
 METRIC_PATH = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/*/http_requests"
 
 
 @dataclass
-class FakeKubeApiserver:
-    """Records every review; `tokens` maps valid tokens to TokenReview users; `allow` decides SARs."""
+class SimKube:
+    """The simulated kube-apiserver as the adapter's delegate: it answers the reviews from a policy this
+    test sets, and records every review it received."""
 
-    configmap: dict[str, str] | None
-    tokens: dict[str, dict[str, Any]] = field(default_factory=dict)
-    allow: Callable[[dict[str, Any]], bool] = lambda spec: False
-    token_reviews: list[dict[str, Any]] = field(default_factory=list)
-    access_reviews: list[dict[str, Any]] = field(default_factory=list)
-    configmap_reads: int = 0
+    thread: Any  # sim.runner.ServerThread
 
-    def app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_get(
-            "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication", self._configmap
-        )
-        app.router.add_post("/apis/authentication.k8s.io/v1/tokenreviews", self._token_review)
-        app.router.add_post("/apis/authorization.k8s.io/v1/subjectaccessreviews", self._access_review)
-        return app
+    def allow(self, decide: Callable[[dict[str, Any]], bool]) -> None:
+        self.thread.server.reviews.policy = lambda spec: Decision(decide(spec))
 
-    async def _configmap(self, request: web.Request) -> web.Response:
-        self.configmap_reads += 1
-        if self.configmap is None:
-            return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
-        return web.json_response({"apiVersion": "v1", "kind": "ConfigMap", "data": self.configmap})
+    def add_token(self, token: str, user: str, groups: tuple[str, ...] = (), uid: str = "") -> None:
+        self.thread.call(lambda: self.thread.server.add_token(token, user, groups, uid))
 
-    async def _token_review(self, request: web.Request) -> web.Response:
-        body = await request.json()
-        self.token_reviews.append(body)
-        user = self.tokens.get(body["spec"]["token"])
-        status: dict[str, Any] = {"authenticated": True, "user": user} if user else {"authenticated": False}
-        return web.json_response({**body, "status": status})
+    def set_configmap(self, data: dict[str, str]) -> None:
+        store = self.thread.server.store
 
-    async def _access_review(self, request: web.Request) -> web.Response:
-        body = await request.json()
-        self.access_reviews.append(body)
-        allowed = self.allow(body["spec"])
-        return web.json_response({**body, "status": {"allowed": allowed}})
+        def replace() -> None:
+            current = store.get_ref(("", "configmaps"), "kube-system", CONFIGMAP_NAME)
+            store.update(("", "configmaps"), {**current, "data": data})
+
+        self.thread.call(replace)
+
+    @property
+    def access_reviews(self) -> list[dict[str, Any]]:
+        return self.thread.server.reviews.access_reviews
+
+    @property
+    def token_reviews(self) -> list[dict[str, Any]]:
+        return self.thread.server.reviews.token_reviews
 
 
 @dataclass
@@ -120,24 +111,14 @@ async def start_site(
 
 
 @pytest.fixture
-async def fake_kube(pki: Pki, tmp_path: Path) -> AsyncIterator[tuple[FakeKubeApiserver, Path]]:
-    fake = FakeKubeApiserver(configmap=front_proxy_configmap(pki))
-    runner, port = await start_site(fake.app())
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "fake", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
-                "users": [{"name": "adapter", "user": {"token": "adapter-sa-token"}}],
-                "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "adapter"}}],
-                "current-context": "fake",
-            }
-        )
-    )
-    yield fake, kubeconfig
-    await runner.cleanup()
+def kube(apiserver: Any, pki: Pki, tmp_path: Path) -> tuple[SimKube, Path]:
+    """The simulator with this PKI's front-proxy and client CAs published, denying every review by
+    default; and a kubeconfig for the adapter's service account."""
+    sim = SimKube(apiserver)
+    sim.set_configmap(front_proxy_configmap(pki))
+    sim.allow(lambda spec: False)
+    kubeconfig = apiserver.write_kubeconfig(tmp_path / "adapter.kubeconfig", user=ADAPTER_USER)
+    return sim, kubeconfig
 
 
 def auth_args(kubeconfig: Path, *extra: str) -> argparse.Namespace:
@@ -161,8 +142,8 @@ def routes_app() -> web.Application:
     app = web.Application()
     for path in ("/healthz", "/livez", "/readyz", "/metrics"):
         app.router.add_get(path, plain_ok)
-    app.router.add_get("/apis/custom.metrics.k8s.io/v1beta2", ok)
-    app.router.add_get("/apis/custom.metrics.k8s.io/v1beta2/namespaces/{ns}/{resource}/{name}/{metric}", ok)
+    app.router.add_get("/apis/custom.metrics.k8s.io/{version}", ok)
+    app.router.add_get("/apis/custom.metrics.k8s.io/{version}/namespaces/{ns}/{resource}/{name}/{metric}", ok)
     app.router.add_get("/apis/external.metrics.k8s.io/v1beta1/namespaces/{ns}/{metric}", ok)
     return app
 
@@ -171,7 +152,7 @@ def routes_app() -> web.Application:
 class SecuredAdapter:
     url: str
     security: Security
-    fake: FakeKubeApiserver
+    kube: SimKube
     pki: Pki
 
     async def get(
@@ -193,8 +174,20 @@ class SecuredAdapter:
             return response.status, body
 
 
+def install(app: web.Application, security: Security) -> None:
+    """What AdapterDaemon does with its `middlewares`: auth runs before any route."""
+    app.middlewares.append(security.middleware)
+
+
+def serving_context(security: Security, cert_file: Path, key_file: Path) -> ssl.SSLContext:
+    """The adapter server's serving context with the auth hook applied, as AdapterDaemon does it."""
+    tls = ServingTLS(cert_file, key_file)
+    security.configure_tls(tls.context)
+    return tls.context
+
+
 async def start_secured(
-    pki: Pki, fake: FakeKubeApiserver, kubeconfig: Path, *flags: str
+    pki: Pki, kube: SimKube, kubeconfig: Path, *flags: str
 ) -> tuple[SecuredAdapter, web.AppRunner]:
     security = Security(
         auth_options_from_namespace(auth_args(kubeconfig, *flags)), backoff=Backoff(initial=0.01, attempts=2)
@@ -203,14 +196,14 @@ async def start_secured(
     app = routes_app()
     install(app, security)
     cert_file, key_file = pki.serving.write(pki.directory, "serving")
-    runner, port = await start_site(app, security.server_ssl_context(str(cert_file), str(key_file)))
-    return SecuredAdapter(f"https://127.0.0.1:{port}", security, fake, pki), runner
+    runner, port = await start_site(app, serving_context(security, cert_file, key_file))
+    return SecuredAdapter(f"https://127.0.0.1:{port}", security, kube, pki), runner
 
 
 @pytest.fixture
-async def adapter(pki: Pki, fake_kube: tuple[FakeKubeApiserver, Path]) -> AsyncIterator[SecuredAdapter]:
-    fake, kubeconfig = fake_kube
-    secured, runner = await start_secured(pki, fake, kubeconfig)
+async def adapter(pki: Pki, kube: tuple[SimKube, Path]) -> AsyncIterator[SecuredAdapter]:
+    sim, kubeconfig = kube
+    secured, runner = await start_secured(pki, sim, kubeconfig)
     yield secured
     await runner.cleanup()
     await secured.security.close()

@@ -65,12 +65,12 @@ async def kubectl_raw(config: Path, path: str) -> subprocess.CompletedProcess[st
 
 
 async def test_client_certificate_user_can_read_metrics(adapter: SecuredAdapter, tmp_path: Path) -> None:
-    adapter.fake.allow = lambda spec: spec["user"] == "jane" and "sre" in spec["groups"]
+    adapter.kube.allow(lambda spec: spec["user"] == "jane" and "sre" in spec["groups"])
     cert = adapter.pki.client_ca.issue("jane", orgs=("sre",))
     result = await kubectl_raw(kubeconfig(adapter, tmp_path, cert), METRIC_PATH)
     assert result.returncode == 0, result.stderr
     assert yaml.safe_load(result.stdout)["kind"] == "MetricValueList"
-    assert adapter.fake.access_reviews[0]["spec"]["groups"] == ["sre", "system:authenticated"]
+    assert adapter.kube.access_reviews[0]["spec"]["groups"] == ["sre", "system:authenticated"]
 
 
 async def test_without_credentials_kubectl_fails_like_against_any_aggregated_server(

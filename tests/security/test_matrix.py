@@ -38,32 +38,32 @@ def allow_user(name: str):
 
 
 async def test_front_proxy_certificate_and_headers_are_trusted(adapter: SecuredAdapter) -> None:
-    adapter.fake.allow = allow_user(HPA_USER)
+    adapter.kube.allow(allow_user(HPA_USER))
     proxy = adapter.pki.front_proxy_ca.issue("front-proxy-client")
     status, body = await adapter.get(METRIC_PATH + "?labelSelector=app%3Dweb", proxy, AGGREGATOR_HEADERS)
     assert status == 200, body
-    assert [review["spec"] for review in adapter.fake.access_reviews] == [EXPECTED_HPA_SAR_SPEC]
-    assert adapter.fake.access_reviews[0]["kind"] == "SubjectAccessReview"
-    assert adapter.fake.token_reviews == []
+    assert [review["spec"] for review in adapter.kube.access_reviews] == [EXPECTED_HPA_SAR_SPEC]
+    assert adapter.kube.access_reviews[0]["kind"] == "SubjectAccessReview"
+    assert adapter.kube.token_reviews == []
 
 
 async def test_forged_identity_headers_without_certificate_are_not_trusted(adapter: SecuredAdapter) -> None:
-    adapter.fake.allow = allow_user(HPA_USER)
+    adapter.kube.allow(allow_user(HPA_USER))
     status, body = await adapter.get(
         METRIC_PATH, None, [*AGGREGATOR_HEADERS, ("X-Remote-Group", "system:masters")]
     )
     assert status == 403
     assert body["reason"] == "Forbidden"
     assert 'User "system:anonymous" cannot get resource "pods/http_requests"' in body["message"]
-    assert [r["spec"]["user"] for r in adapter.fake.access_reviews] == ["system:anonymous"]
-    assert adapter.fake.access_reviews[0]["spec"]["groups"] == ["system:unauthenticated"]
+    assert [r["spec"]["user"] for r in adapter.kube.access_reviews] == ["system:anonymous"]
+    assert adapter.kube.access_reviews[0]["spec"]["groups"] == ["system:unauthenticated"]
 
 
 async def test_certificate_from_another_ca_is_rejected(adapter: SecuredAdapter) -> None:
     stranger = adapter.pki.other_ca.issue("front-proxy-client")
     with pytest.raises((aiohttp.ClientError, ssl.SSLError, ConnectionError)):
         await adapter.get(METRIC_PATH, stranger, AGGREGATOR_HEADERS)
-    assert adapter.fake.access_reviews == []
+    assert adapter.kube.access_reviews == []
 
 
 async def test_wrong_common_name_with_allowed_list_is_unauthorized(adapter: SecuredAdapter) -> None:
@@ -75,7 +75,7 @@ async def test_wrong_common_name_with_allowed_list_is_unauthorized(adapter: Secu
         "Unauthorized",
         401,
     )
-    assert adapter.fake.access_reviews == []
+    assert adapter.kube.access_reviews == []
 
 
 async def test_masters_skip_the_access_review(adapter: SecuredAdapter) -> None:
@@ -83,19 +83,19 @@ async def test_masters_skip_the_access_review(adapter: SecuredAdapter) -> None:
     headers = [("X-Remote-User", "system:kube-aggregator"), ("X-Remote-Group", "system:masters")]
     status, _ = await adapter.get("/apis/custom.metrics.k8s.io/v1beta2", proxy, headers)
     assert status == 200
-    assert adapter.fake.access_reviews == []
+    assert adapter.kube.access_reviews == []
 
 
 async def test_aggregator_without_groups_gets_authenticated_group_for_discovery(
     adapter: SecuredAdapter,
 ) -> None:
-    adapter.fake.allow = lambda spec: "system:authenticated" in spec.get("groups", [])
+    adapter.kube.allow(lambda spec: "system:authenticated" in spec.get("groups", []))
     proxy = adapter.pki.front_proxy_ca.issue("front-proxy-client")
     status, _ = await adapter.get(
         "/apis/custom.metrics.k8s.io/v1beta2", proxy, [("X-Remote-User", "system:aggregator")]
     )
     assert status == 200
-    assert adapter.fake.access_reviews[0]["spec"] == {
+    assert adapter.kube.access_reviews[0]["spec"] == {
         "nonResourceAttributes": {"path": "/apis/custom.metrics.k8s.io/v1beta2", "verb": "get"},
         "user": "system:aggregator",
         "groups": ["system:authenticated"],
@@ -103,17 +103,15 @@ async def test_aggregator_without_groups_gets_authenticated_group_for_discovery(
 
 
 async def test_valid_token_goes_through_token_review_then_access_review(adapter: SecuredAdapter) -> None:
-    adapter.fake.tokens["good-token"] = {
-        "username": "system:serviceaccount:team:reader",
-        "uid": "u-1",
-        "groups": ["system:serviceaccounts"],
-    }
-    adapter.fake.allow = allow_user("system:serviceaccount:team:reader")
+    adapter.kube.add_token(
+        "good-token", "system:serviceaccount:team:reader", ("system:serviceaccounts",), "u-1"
+    )
+    adapter.kube.allow(allow_user("system:serviceaccount:team:reader"))
     path = "/apis/external.metrics.k8s.io/v1beta1/namespaces/team/queue_depth"
     status, _ = await adapter.get(path, None, [("Authorization", "Bearer good-token")])
     assert status == 200
-    assert [r["spec"] for r in adapter.fake.token_reviews] == [{"token": "good-token"}]
-    assert [r["spec"] for r in adapter.fake.access_reviews] == [
+    assert [r["spec"] for r in adapter.kube.token_reviews] == [{"token": "good-token"}]
+    assert [r["spec"] for r in adapter.kube.access_reviews] == [
         {
             "resourceAttributes": {
                 "namespace": "team",
@@ -132,7 +130,7 @@ async def test_valid_token_goes_through_token_review_then_access_review(adapter:
 async def test_bad_token_is_unauthorized(adapter: SecuredAdapter) -> None:
     status, body = await adapter.get(METRIC_PATH, None, [("Authorization", "Bearer forged")])
     assert status == 401 and body["kind"] == "Status" and body["reason"] == "Unauthorized"
-    assert len(adapter.fake.token_reviews) == 1 and adapter.fake.access_reviews == []
+    assert len(adapter.kube.token_reviews) == 1 and adapter.kube.access_reviews == []
 
 
 async def test_denied_review_is_a_forbidden_status(adapter: SecuredAdapter) -> None:
@@ -156,7 +154,7 @@ async def test_denied_review_is_a_forbidden_status(adapter: SecuredAdapter) -> N
 async def test_health_paths_need_no_credentials(adapter: SecuredAdapter, path: str) -> None:
     status, body = await adapter.get(path)
     assert (status, body) == (200, "ok")
-    assert adapter.fake.access_reviews == [] and adapter.fake.token_reviews == []
+    assert adapter.kube.access_reviews == [] and adapter.kube.token_reviews == []
 
 
 async def test_metrics_endpoint_is_protected_by_default(adapter: SecuredAdapter) -> None:
@@ -166,8 +164,8 @@ async def test_metrics_endpoint_is_protected_by_default(adapter: SecuredAdapter)
 
 
 async def test_cache_hits_do_not_ask_the_apiserver_again(adapter: SecuredAdapter) -> None:
-    adapter.fake.tokens["good-token"] = {"username": "reader", "groups": []}
-    adapter.fake.allow = allow_user("reader")
+    adapter.kube.add_token("good-token", "reader")
+    adapter.kube.allow(allow_user("reader"))
     for _ in range(3):
         status, _ = await adapter.get(METRIC_PATH, None, [("Authorization", "Bearer good-token")])
         assert status == 200
@@ -175,15 +173,15 @@ async def test_cache_hits_do_not_ask_the_apiserver_again(adapter: SecuredAdapter
         assert status == 401
         status, _ = await adapter.get(METRIC_PATH)  # anonymous: denied, and the denial is cached too
         assert status == 403
-    assert [r["spec"]["token"] for r in adapter.fake.token_reviews] == ["good-token", "bad-token"]
-    assert [r["spec"]["user"] for r in adapter.fake.access_reviews] == ["reader", "system:anonymous"]
+    assert [r["spec"]["token"] for r in adapter.kube.token_reviews] == ["good-token", "bad-token"]
+    assert [r["spec"]["user"] for r in adapter.kube.access_reviews] == ["reader", "system:anonymous"]
 
 
 async def test_intermediate_sent_by_the_proxy_completes_the_chain(adapter: SecuredAdapter) -> None:
-    adapter.fake.allow = allow_user(HPA_USER)
+    adapter.kube.allow(allow_user(HPA_USER))
     intermediate = TestCA("front-proxy-intermediate", parent=adapter.pki.front_proxy_ca)
     proxy = intermediate.issue("front-proxy-client")
     proxy_with_chain = Issued(proxy.cert, proxy.key, (intermediate.cert,))
     status, body = await adapter.get(METRIC_PATH, proxy_with_chain, AGGREGATOR_HEADERS)
     assert status == 200, body
-    assert adapter.fake.access_reviews[0]["spec"]["user"] == HPA_USER
+    assert adapter.kube.access_reviews[0]["spec"]["user"] == HPA_USER

@@ -1,18 +1,12 @@
-"""TLS option mapping and the auth flag set (names and defaults as k8s.io/apiserver)."""
+"""The auth flag set (names and defaults as k8s.io/apiserver) and SNI certificate selection rules."""
 
 import argparse
-import ssl
 
 import pytest
 
 from adapter.auth.flags import add_auth_flags, auth_options_from_namespace
-from adapter.auth.tls import (
-    GO_TO_OPENSSL_CIPHERS,
-    certificate_names,
-    lookup_sni,
-    openssl_cipher_list,
-    parse_sni_cert_key,
-)
+from adapter.auth.tls import certificate_names, lookup_sni, parse_sni_cert_key
+from adapter.flags import FLAG_GROUPS, build_parser
 from tests.security.pki import TestCA
 
 
@@ -30,9 +24,9 @@ def test_defaults_match_upstream() -> None:
     assert options.requestheader_username_headers == ("x-remote-user",)
     assert options.requestheader_group_headers == ("x-remote-group",)
     assert options.requestheader_extra_headers_prefix == ("x-remote-extra-",)
-    assert options.requestheader_allowed_names == ()
-    assert options.tls.min_version is ssl.TLSVersion.TLSv1_2
-    assert options.tls.ciphers == ""
+    assert options.requestheader_allowed_names == () and options.requestheader_uid_headers == ()
+    assert not options.skip_lookup and not options.tolerate_lookup_failure
+    assert options.sni_certificates == ()
 
 
 def test_string_slices_split_commas_and_repeat() -> None:
@@ -53,42 +47,16 @@ def test_string_slices_split_commas_and_repeat() -> None:
     assert options.skip_lookup and not options.tolerate_lookup_failure
 
 
-def test_prometheus_adapter_manifest_cipher_list_maps_and_is_usable() -> None:
-    go_names = [
-        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305",
-        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305",
-        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
-        "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
-        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
-        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
-        "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
-        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256",
-        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
-        "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
-        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
-        "TLS_RSA_WITH_AES_128_GCM_SHA256",
-        "TLS_RSA_WITH_AES_256_GCM_SHA384",
-        "TLS_RSA_WITH_AES_128_CBC_SHA",
-        "TLS_RSA_WITH_AES_256_CBC_SHA",
-    ]
-    options = auth_options_from_namespace(parse("--tls-cipher-suites=" + ",".join(go_names)))
-    assert options.tls.ciphers.split(":")[:2] == [
-        "ECDHE-RSA-CHACHA20-POLY1305",
-        "ECDHE-ECDSA-CHACHA20-POLY1305",
-    ]
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.set_ciphers(options.tls.ciphers)
-    enabled = {c["name"] for c in context.get_ciphers() if c["protocol"] != "TLSv1.3"}
-    assert enabled <= set(GO_TO_OPENSSL_CIPHERS.values())
-    assert "ECDHE-RSA-AES128-GCM-SHA256" in enabled
+def test_bad_always_allow_pattern_is_a_startup_error() -> None:
+    with pytest.raises(ValueError, match="only trailing"):
+        auth_options_from_namespace(parse("--authorization-always-allow-paths=/a*/b"))
 
 
-def test_unknown_cipher_or_version_is_a_startup_error() -> None:
-    with pytest.raises(ValueError, match="TLS_FOO"):
-        auth_options_from_namespace(parse("--tls-cipher-suites=TLS_FOO"))
-    with pytest.raises(ValueError, match="VersionTLS9"):
-        auth_options_from_namespace(parse("--tls-min-version=VersionTLS9"))
-    assert openssl_cipher_list(["TLS_AES_128_GCM_SHA256"]) == ""  # TLS 1.3 names accepted, not configurable
+def test_auth_flags_fit_beside_the_adapter_flags() -> None:
+    # No flag defined twice: the adapter server can add this group to its parser as is.
+    parser = build_parser((*FLAG_GROUPS, add_auth_flags))
+    ns = parser.parse_args(["--config=x", "--client-ca-file=ca.pem", "--tls-min-version=VersionTLS13"])
+    assert auth_options_from_namespace(ns).client_ca_file == "ca.pem"
 
 
 def test_sni_flag_and_name_lookup() -> None:

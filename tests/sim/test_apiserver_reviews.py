@@ -81,3 +81,35 @@ async def test_client_certificate_authenticates_its_subject(apiserver: ServerThr
     (recorded,) = apiserver.server.reviews.access_reviews
     assert recorded["spec"]["user"] == "jane"
     assert recorded["spec"]["groups"] == ["dev-team", "system:authenticated"]
+
+
+async def test_requests_are_authorized_by_the_same_policy(apiserver: ServerThread) -> None:
+    server = apiserver.server
+    seen: list[dict[str, Any]] = []
+
+    def policy(spec: dict[str, Any]) -> Decision:
+        seen.append(spec)
+        attrs = spec.get("resourceAttributes", {})
+        return Decision(attrs.get("verb") in ("get", "list"), reason="read-only user")
+
+    apiserver.call(lambda: (server.add_token("ro", "jane"), setattr(server.reviews, "policy", policy)))
+    context = ssl.create_default_context(cafile=str(apiserver.ca_file))
+    async with aiohttp.ClientSession(headers={"Authorization": "Bearer ro"}) as session:
+        async with session.get(f"{apiserver.url}/api/v1/namespaces/default/pods", ssl=context) as response:
+            assert response.status == 200
+        async with session.post(f"{apiserver.url}/apis/apps/v1/namespaces/default/deployments/web/scale",
+                                json={}, ssl=context) as response:
+            body = await response.json()
+            assert response.status == 403 and body["reason"] == "Forbidden"
+            assert body["message"] == (
+                'deployments.apps "web" is forbidden: User "jane" cannot create resource "deployments/scale" '
+                'in API group "apps" in the namespace "default": read-only user'
+            )
+        async with session.get(f"{apiserver.url}/healthz", ssl=context) as response:
+            assert response.status == 200
+    assert seen[0] == {"user": "jane", "groups": ["system:authenticated"], "resourceAttributes": {
+        "verb": "list", "version": "v1", "namespace": "default", "resource": "pods"}}
+    assert len(seen) == 2  # health checks and system:masters skip the policy
+    status, _ = await _post(apiserver, "/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+        "spec": {"user": "x", "nonResourceAttributes": {"path": "/x", "verb": "get"}}}, server.admin_token)
+    assert status == 201 and len(seen) == 3

@@ -238,3 +238,37 @@ def test_auth_can_i_asks_the_review_policy(kubectl: KubectlRunner, apiserver: Se
     attributes = reviews.access_reviews[-1]["spec"]["resourceAttributes"]
     assert attributes == {"namespace": "kube-system", "verb": "delete", "group": "apps",
                           "resource": "deployments"}
+
+
+def test_autoscale_writes_v1_and_reads_as_v2(kubectl: KubectlRunner) -> None:
+    kubectl("apply", "-f", "-", input=DEPLOYMENT)
+    kubectl("autoscale", "deployment", "web", "--cpu-percent=55", "--min=2", "--max=7")  # autoscaling/v1
+    v2 = json.loads(kubectl("get", "hpa", "web", "-o", "json").stdout)
+    assert v2["apiVersion"] == "autoscaling/v2"
+    assert v2["spec"]["metrics"] == [{"type": "Resource", "resource": {
+        "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 55}}}]
+    memory = {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue",
+                                                                           "averageValue": "100Mi"}}}
+    kubectl("patch", "hpa", "web", "--type=json",
+            "-p", json.dumps([{"op": "add", "path": "/spec/metrics/-", "value": memory}]))
+    v1_name = "horizontalpodautoscalers.v1.autoscaling"
+    v1 = json.loads(kubectl("get", v1_name, "web", "-o", "json").stdout)
+    assert v1["apiVersion"] == "autoscaling/v1"
+    assert v1["spec"] == {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                          "minReplicas": 2, "maxReplicas": 7, "targetCPUUtilizationPercentage": 55}
+    kubectl("patch", v1_name, "web", "--type=merge", "-p", '{"spec":{"targetCPUUtilizationPercentage":70}}')
+    metrics = json.loads(kubectl("get", "hpa", "web", "-o", "json").stdout)["spec"]["metrics"]
+    assert [m["resource"]["name"] for m in metrics] == ["cpu", "memory"]
+    assert metrics[0]["resource"]["target"]["averageUtilization"] == 70
+
+
+def test_server_dry_run_and_diff_change_nothing(kubectl: KubectlRunner, apiserver: ServerThread) -> None:
+    kubectl("apply", "-f", "-", input=DEPLOYMENT)
+    rv = apiserver.call(lambda: apiserver.server.store.resource_version)
+    changed = DEPLOYMENT.replace("replicas: 2", "replicas: 4")
+    assert "(server dry run)" in kubectl("apply", "--dry-run=server", "-f", "-", input=changed).stdout
+    diff = kubectl("diff", "-f", "-", input=changed, check=False)
+    assert diff.returncode == 1 and "+  replicas: 4" in diff.stdout
+    assert "(server dry run)" in kubectl("delete", "deploy", "web", "--dry-run=server").stdout
+    assert apiserver.call(lambda: apiserver.server.store.resource_version) == rv
+    assert kubectl("get", "deploy", "web", "-o", "jsonpath={.spec.replicas}").stdout == "2"

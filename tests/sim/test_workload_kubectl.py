@@ -86,13 +86,24 @@ def test_scale_down_removes_newest_pods_through_terminating(
     sim_kubectl("scale", "deployment", "web", "--replicas=4")
     wait_until(lambda: sum(ready(p) for p in pods(sim_kubectl)) == 4)
 
+    store = sim_cluster.server.store
+    terminating: set[str] = set()
+    vanished: set[str] = set()
+
+    def record(event: str, gr: tuple[str, str], obj: dict[str, Any]) -> None:
+        if gr == ("", "pods"):
+            name = obj["metadata"]["name"]
+            if event == "DELETED":
+                vanished.add(name)
+            elif obj["metadata"].get("deletionTimestamp"):
+                terminating.add(name)
+
+    sim_cluster.call(lambda: store.add_listener(record))
     sim_kubectl("scale", "deployment", "web", "--replicas=2")
-    terminating = wait_until(
-        lambda: [p for p in pods(sim_kubectl) if p["metadata"].get("deletionTimestamp")], timeout=5
-    )
-    assert {p["metadata"]["name"] for p in terminating}.isdisjoint(first)
     remaining = wait_until(lambda: (items := pods(sim_kubectl)) and len(items) == 2 and items)
     assert {p["metadata"]["name"] for p in remaining} == first
+    # The two newer pods went away, each seen terminating (deletionTimestamp set) before it vanished.
+    assert terminating == vanished and len(terminating) == 2 and terminating.isdisjoint(first)
 
 
 def test_pod_lifecycle_moves_pending_running_ready_with_delays(sim_cluster: ServerThread) -> None:
@@ -117,8 +128,9 @@ def test_pod_lifecycle_moves_pending_running_ready_with_delays(sim_cluster: Serv
     running = first(lambda s: s[1] == "Running")
     became_ready = first(lambda s: s[3])
     assert pending < scheduled < running < became_ready
-    assert running - scheduled == pytest.approx(0.4, abs=0.15)
-    assert became_ready - running == pytest.approx(0.6, abs=0.15)
+    # Timers never fire early; a busy machine may make them late.
+    assert 0.4 - 0.02 <= running - scheduled < 0.4 + 0.5
+    assert 0.6 - 0.02 <= became_ready - running < 0.6 + 0.5
 
     pod = sim_cluster.call(lambda: store.list(("", "pods"), "default"))[0]
     status = pod["status"]
@@ -191,6 +203,13 @@ def test_resource_metrics_api_serves_pods_and_nodes(
     top = sim_kubectl("top", "pods", "-l", "app=web", "--no-headers").stdout.splitlines()
     assert len(top) == 2 and all(f"{round(expected_cores * 1000)}m" in line for line in top)
     assert len(sim_kubectl("top", "nodes", "--no-headers").stdout.splitlines()) == 2
+    items = pods(sim_kubectl)
+    node_name = items[0]["spec"]["nodeName"]
+    node = json.loads(sim_kubectl("get", "--raw", f"/apis/metrics.k8s.io/v1beta1/nodes/{node_name}").stdout)
+    assert node["kind"] == "NodeMetrics" and node["metadata"]["name"] == node_name
+    on_node = sum(1 for p in items if p["spec"]["nodeName"] == node_name)
+    # The node's system baseline (0.1 cores) plus the pods scheduled on it.
+    assert node["usage"]["cpu"] == f"{round((0.1 + on_node * expected_cores) * 1000)}m"
 
     missing = sim_kubectl(
         "get", "--raw", "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/nope", check=False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -11,8 +12,10 @@ from typing import Any
 
 import pytest
 import trustme
+import yaml
 from aiohttp import web
 
+from adapter.flags import parse_flags
 from adapter.prometheus import (
     PrometheusAPIError,
     PrometheusBadResponse,
@@ -21,70 +24,74 @@ from adapter.prometheus import (
     PrometheusTimeout,
     PrometheusUnavailable,
 )
+from adapter.server.daemon import prometheus_settings
 from sim.prometheus import PrometheusProcess, free_port
 
 # --- against the real Prometheus -------------------------------------------------------------------
 
 
-async def test_instant_query_vector(self_scraping_prometheus: PrometheusProcess) -> None:
-    client = PrometheusClient(PrometheusSettings(url=self_scraping_prometheus.url))
+async def test_instant_query_vector(static_prometheus: PrometheusProcess) -> None:
+    client = PrometheusClient(PrometheusSettings(url=static_prometheus.url))
     try:
-        result = await client.query('up{env="test"}')
+        result = await client.query('queue_length{pod="web-2"}')
     finally:
         await client.close()
     assert result.result_type == "vector"
     assert len(result.samples) == 1
     sample = result.samples[0]
-    assert sample.labels["env"] == "test"
-    assert sample.value == "1"
+    assert sample.labels["pod"] == "web-2"
+    assert sample.value == "0.30000000000000004"  # Prometheus' text, untouched
     assert abs(sample.timestamp - time.time()) < 5
 
 
-async def test_scalar_and_matrix_results(self_scraping_prometheus: PrometheusProcess) -> None:
+async def test_scalar_and_matrix_results(static_prometheus: PrometheusProcess) -> None:
     observed: list[tuple[str, str]] = []
     client = PrometheusClient(
-        PrometheusSettings(url=self_scraping_prometheus.url), observe=lambda p, o, s: observed.append((p, o))
+        PrometheusSettings(url=static_prometheus.url), observe=lambda p, o, s: observed.append((p, o))
     )
     try:
         scalar = await client.query("0.1 * 3")
-        matrix = await client.query('up{env="test"}[10s]')
+        matrix = await client.query('queue_length{pod="web-1"}[10s]')
     finally:
         await client.close()
     assert scalar.result_type == "scalar"
-    assert scalar.samples[0].value == "0.30000000000000004"  # Prometheus' text, untouched
+    assert scalar.samples[0].value == "0.30000000000000004"
     assert matrix.result_type == "matrix"
     assert len(matrix.samples) >= 1
     assert observed == [("/api/v1/query", "success"), ("/api/v1/query", "success")]
 
 
-async def test_series(self_scraping_prometheus: PrometheusProcess) -> None:
-    client = PrometheusClient(PrometheusSettings(url=self_scraping_prometheus.url))
+async def test_series(static_prometheus: PrometheusProcess) -> None:
+    client = PrometheusClient(PrometheusSettings(url=static_prometheus.url))
     try:
         series = await client.series(
-            ['{__name__="up",env="test"}', "prometheus_build_info"], time.time() - 60
+            ['{__name__="queue_length",pod="web-1"}', "queue_depth"], time.time() - 60
         )
     finally:
         await client.close()
-    names = {s["__name__"] for s in series}
-    assert names == {"up", "prometheus_build_info"}
-    assert all(s["env"] == "test" for s in series)
+    assert sorted((s["__name__"], s["pod"]) for s in series) == [
+        ("queue_depth", "web-1"),
+        ("queue_depth", "web-2"),
+        ("queue_length", "web-1"),
+    ]
+    assert all(s["namespace"] == "default" for s in series)
 
 
-async def test_long_query_still_answers(self_scraping_prometheus: PrometheusProcess) -> None:
+async def test_long_query_still_answers(static_prometheus: PrometheusProcess) -> None:
     # 3,000 alternatives make a URL far beyond the GET limit: the client must switch to POST.
     names = "|".join(f"pod-{i:05d}" for i in range(3000))
-    client = PrometheusClient(PrometheusSettings(url=self_scraping_prometheus.url))
+    client = PrometheusClient(PrometheusSettings(url=static_prometheus.url))
     try:
-        result = await client.query(f'up{{env="test",job=~"{names}|sim-pods"}}')
+        result = await client.query(f'queue_length{{pod=~"{names}|web-3"}}')
     finally:
         await client.close()
-    assert [s.labels["env"] for s in result.samples] == ["test"]
+    assert [(s.labels["pod"], s.value) for s in result.samples] == [("web-3", "7")]
 
 
-async def test_bad_query_is_an_api_error(self_scraping_prometheus: PrometheusProcess) -> None:
+async def test_bad_query_is_an_api_error(static_prometheus: PrometheusProcess) -> None:
     observed: list[str] = []
     client = PrometheusClient(
-        PrometheusSettings(url=self_scraping_prometheus.url), observe=lambda p, o, s: observed.append(o)
+        PrometheusSettings(url=static_prometheus.url), observe=lambda p, o, s: observed.append(o)
     )
     try:
         with pytest.raises(PrometheusAPIError) as err:
@@ -301,3 +308,52 @@ def test_invalid_ca_file_fails_at_construction(tmp_path: Path) -> None:
     bad.write_text("not a certificate")
     with pytest.raises(ssl.SSLError):
         PrometheusClient(PrometheusSettings(url="https://prometheus:9090", ca_file=str(bad)))
+
+
+async def test_prometheus_auth_config_kubeconfig(recording_server, tmp_path: Path) -> None:
+    """--prometheus-auth-config: TLS trust, client certificate and token come from a kubeconfig."""
+    ca = trustme.CA()
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("localhost").configure_cert(server_ctx)
+    ca.configure_trust(server_ctx)
+    server_ctx.verify_mode = ssl.CERT_REQUIRED
+    url, recorded = await recording_server(ssl_context=server_ctx)
+    client_cert = ca.issue_cert("adapter")
+
+    def b64(blob: trustme.Blob) -> str:
+        return base64.b64encode(blob.bytes()).decode()
+
+    kubeconfig = tmp_path / "prometheus-kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {"name": "p", "cluster": {"server": url, "certificate-authority-data": b64(ca.cert_pem)}}
+                ],
+                "users": [
+                    {
+                        "name": "p",
+                        "user": {
+                            "client-certificate-data": b64(client_cert.cert_chain_pems[0]),
+                            "client-key-data": b64(client_cert.private_key_pem),
+                            "token": "from-kubeconfig",
+                        },
+                    }
+                ],
+                "contexts": [{"name": "p", "context": {"cluster": "p", "user": "p"}}],
+                "current-context": "p",
+            }
+        )
+    )
+    options, _, _ = parse_flags(
+        ["--config=c", f"--prometheus-url={url}", f"--prometheus-auth-config={kubeconfig}"]
+    )
+    client = PrometheusClient(await prometheus_settings(options))
+    try:
+        await client.query("up")
+    finally:
+        await client.close()
+    (request,) = recorded
+    assert request["headers"]["Authorization"] == "Bearer from-kubeconfig"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sim.prometheus import PrometheusProcess
+from sim.prometheus import PrometheusProcess, free_port
 
 
 async def test_pods_selector_form_v1beta2(static_prometheus: PrometheusProcess, start_adapter: Any) -> None:
@@ -306,3 +306,20 @@ async def test_health_openapi_version_and_self_metrics(
     )
     assert 'surge_adapter_discovered_series{rule="rules[3]"}' in text
     assert 'surge_adapter_discovered_metrics{api="external"} 1.0' in text
+
+
+async def test_not_ready_until_the_first_discovery(start_adapter: Any) -> None:
+    """Prometheus unreachable from the start: the port serves, /readyz says no, metrics are not found."""
+    adapter = await start_adapter(f"http://127.0.0.1:{free_port()}", wait_ready=False)
+    await adapter.daemon.relister.relist_once()  # fails: connection refused
+    status, text = await adapter.get("/readyz")
+    assert status == 500
+    assert "[-]metrics-discovery failed: reason withheld" in text
+    assert "readyz check failed" in text
+    status, _ = await adapter.get("/livez")
+    assert status == 200
+    status, body = await adapter.get(f"{CUSTOM}/v1beta2")
+    assert (status, body["resources"]) == (200, [])
+    status, body = await adapter.get(f"{CUSTOM}/v1beta2/namespaces/default/pods/%2A/queue_length")
+    assert status == 404
+    assert body["message"] == "the server could not find the metric queue_length for pods"

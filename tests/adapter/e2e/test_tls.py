@@ -16,7 +16,7 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from adapter.server.app import bound_port, serve
-from adapter.server.tls import ServingTLS, ensure_self_signed
+from adapter.server.tls import ServingTLS, ensure_self_signed, openssl_cipher_list
 from sim.prometheus import PrometheusProcess
 
 
@@ -110,3 +110,36 @@ async def test_https_by_default_http_only_when_asked(
     )
     assert status == 200
     assert body["items"][0]["value"] == "100m"
+
+
+def test_go_cipher_suite_names_map_to_openssl() -> None:
+    names = [
+        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        "TLS_AES_128_GCM_SHA256",
+        "TLS_RSA_WITH_AES_256_CBC_SHA",
+    ]
+    assert openssl_cipher_list(names) == "ECDHE-RSA-AES128-GCM-SHA256:AES256-SHA"
+    with pytest.raises(ValueError, match="TLS_FAKE"):
+        openssl_cipher_list(["TLS_FAKE"])
+
+
+async def test_cipher_suites_restrict_tls12_handshakes(
+    static_prometheus: PrometheusProcess, start_adapter: Any
+) -> None:
+    adapter = await start_adapter(
+        static_prometheus.url, "--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"
+    )
+    for cipher, accepted in (("ECDHE-RSA-AES256-GCM-SHA384", True), ("ECDHE-RSA-AES128-GCM-SHA256", False)):
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        context.maximum_version = ssl.TLSVersion.TLSv1_2
+        context.set_ciphers(cipher)
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", adapter.daemon.port, ssl=context)
+        except (ssl.SSLError, ConnectionResetError):
+            assert not accepted, cipher
+            continue
+        assert accepted, cipher
+        assert writer.get_extra_info("cipher")[0] == cipher
+        writer.close()

@@ -1,0 +1,261 @@
+"""Shared pieces of the autoscaler benchmarks (not a benchmark itself): a seeded simulated API server, a
+fast metrics endpoint, the daemon as a subprocess, and readings of its /metrics and /proc."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import aiohttp
+import yaml
+from aiohttp import web
+
+REPO = Path(__file__).resolve().parents[1]
+CRD_FILE = REPO / "manifests" / "crd-horizontalautoscaler.yaml"
+NOW = "2026-01-01T00:00:00Z"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def seed_world(
+    store: object, autoscalers: int, pods_each: int, namespaces: int, period: float | None
+) -> None:
+    """CRD, namespaces, and per autoscaler: a Deployment, its ready pods and a HorizontalAutoscaler."""
+    create = store.create  # type: ignore[attr-defined]
+    create(("apiextensions.k8s.io", "customresourcedefinitions"), yaml.safe_load(CRD_FILE.read_text()))
+    for n in range(namespaces):
+        create(("", "namespaces"), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"ns-{n}"}})
+    for i in range(autoscalers):
+        ns, name = f"ns-{i % namespaces}", f"w{i}"
+        labels = {"app": name}
+        create(
+            ("apps", "deployments"),
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {
+                    "replicas": pods_each,
+                    "selector": {"matchLabels": labels},
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {"containers": [{"name": "app", "image": "app"}]},
+                    },
+                },
+            },
+            namespace=ns,
+        )
+        for p in range(pods_each):
+            create(
+                ("", "pods"),
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": f"{name}-{p}", "namespace": ns, "labels": labels},
+                    "spec": {"containers": [{"name": "app", "image": "app"}]},
+                    "status": {
+                        "phase": "Running",
+                        "startTime": NOW,
+                        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": NOW}],
+                    },
+                },
+                namespace=ns,
+                keep_status=True,
+            )
+        spec: dict[str, object] = {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "minReplicas": 1,
+            "maxReplicas": 100,
+            "metrics": [
+                {
+                    "type": "Pods",
+                    "pods": {
+                        "metric": {"name": "http_requests"},
+                        "target": {"type": "AverageValue", "averageValue": "100"},
+                    },
+                }
+            ],
+        }
+        if period is not None:
+            spec["syncPeriodSeconds"] = int(period)
+        create(
+            ("autoscaling.surge.dev", "horizontalautoscalers"),
+            {
+                "apiVersion": "autoscaling.surge.dev/v1alpha1",
+                "kind": "HorizontalAutoscaler",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": spec,
+            },
+            namespace=ns,
+        )
+
+
+def metrics_app(pods_each: int, delay_for: Callable[[str], float]) -> web.Application:
+    """custom.metrics.k8s.io v1beta2: every pod of `app=<name>` at 100 (the target: no scaling)."""
+
+    async def group(_: web.Request) -> web.Response:
+        version = {"groupVersion": "custom.metrics.k8s.io/v1beta2", "version": "v1beta2"}
+        return web.json_response(
+            {
+                "kind": "APIGroup",
+                "apiVersion": "v1",
+                "name": "custom.metrics.k8s.io",
+                "versions": [version],
+                "preferredVersion": version,
+            }
+        )
+
+    async def pods(request: web.Request) -> web.Response:
+        ns, metric = request.match_info["ns"], request.match_info["metric"]
+        app = request.query.get("labelSelector", "").partition("=")[2]
+        delay = delay_for(app)
+        if delay:
+            await asyncio.sleep(delay)
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        items = [
+            {
+                "describedObject": {"kind": "Pod", "namespace": ns, "name": f"{app}-{p}", "apiVersion": "v1"},
+                "metric": {"name": metric, "selector": None},
+                "timestamp": stamp,
+                "windowSeconds": 60,
+                "value": "100",
+            }
+            for p in range(pods_each)
+        ]
+        return web.json_response(
+            {
+                "kind": "MetricValueList",
+                "apiVersion": "custom.metrics.k8s.io/v1beta2",
+                "metadata": {},
+                "items": items,
+            }
+        )
+
+    app = web.Application()
+    app.router.add_get("/apis/custom.metrics.k8s.io", group)
+    app.router.add_get("/apis/custom.metrics.k8s.io/v1beta2/namespaces/{ns}/pods/{name}/{metric}", pods)
+    return app
+
+
+@dataclass
+class Daemon:
+    proc: subprocess.Popen[bytes]
+    url: str
+
+    @classmethod
+    def start(cls, kubeconfig: Path, metrics_url: str, log: Path, *flags: str) -> Daemon:
+        port = free_port()
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "autoscaler",
+                    f"--kubeconfig={kubeconfig}",
+                    f"--metrics-url={metrics_url}",
+                    "--bind-address=127.0.0.1",
+                    f"--port={port}",
+                    "--log-level=warning",
+                    "--log-format=json",
+                    *flags,
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        return cls(proc, f"http://127.0.0.1:{port}")
+
+    async def wait_ready(self, within: float) -> None:
+        deadline = time.monotonic() + within
+        async with aiohttp.ClientSession() as http:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"autoscaler exited with {self.proc.returncode}")
+                try:
+                    async with http.get(self.url + "/readyz") as r:
+                        if r.status == 200:
+                            return
+                except aiohttp.ClientError:
+                    pass
+                await asyncio.sleep(0.2)
+        raise RuntimeError("autoscaler not ready in time")
+
+    async def wait_for(self, check: Callable[[dict[str, float]], bool], within: float) -> None:
+        """Poll /metrics until `check` holds."""
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            if check(await self.scrape()):
+                return
+            await asyncio.sleep(0.5)
+        raise RuntimeError("condition on the daemon's metrics not met in time")
+
+    async def scrape(self) -> dict[str, float]:
+        """/metrics as {series line without value: value}."""
+        async with aiohttp.ClientSession() as http, http.get(self.url + "/metrics") as r:
+            text = await r.text()
+        out: dict[str, float] = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                out[name] = float(value)
+        return out
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def total(m: dict[str, float], prefix: str) -> float:
+    return sum(v for k, v in m.items() if k.startswith(prefix))
+
+
+def histogram_quantile(before: dict[str, float], after: dict[str, float], name: str, q: float) -> float:
+    """The q-quantile of the observations between two scrapes, interpolated inside its bucket."""
+    buckets: list[tuple[float, float]] = []
+    for key, value in after.items():
+        if key.startswith(name + "_bucket{"):
+            le = key.split('le="', 1)[1].split('"', 1)[0]
+            buckets.append((float("inf") if le == "+Inf" else float(le), value - before.get(key, 0.0)))
+    buckets.sort()
+    count = buckets[-1][1] if buckets else 0.0
+    if count <= 0:
+        return float("nan")
+    rank = q * count
+    lower_le, lower_count = 0.0, 0.0
+    for le, cumulative in buckets:
+        if cumulative >= rank:
+            if le == float("inf"):
+                return lower_le
+            fraction = (rank - lower_count) / max(cumulative - lower_count, 1e-9)
+            return lower_le + (le - lower_le) * fraction
+        lower_le, lower_count = le, cumulative
+    return lower_le

@@ -1,0 +1,132 @@
+"""Throughput of the autoscaler daemon: N HorizontalAutoscalers x 10 pods against the simulated API server
+and a fast metrics endpoint, at a 15 s period. Prints reconciles/s, p99 queue wait, CPU and RSS.
+
+    .venv/bin/python bench/bench_autoscaler_throughput.py [--autoscalers 1000,10000] [--measure 45]
+
+The daemon runs as its own process (CPU and RSS are its own). The simulated API server runs in this
+process (plain HTTP) and the metrics endpoint in a child process; all share the machine's cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from aiohttp import web
+from bench_autoscaler_common import (
+    Daemon,
+    cpu_seconds,
+    free_port,
+    histogram_quantile,
+    metrics_app,
+    rss_mib,
+    seed_world,
+    total,
+)
+
+from sim.apiserver import ApiServer
+from sim.runner import ServerThread
+
+RECONCILES = "surge_autoscaler_reconciles_total"
+WAIT = "surge_autoscaler_queue_wait_seconds"
+DURATION = "surge_autoscaler_reconcile_duration_seconds"
+
+
+def serve_metrics(port: int, pods_each: int) -> None:
+    web.run_app(
+        metrics_app(pods_each, lambda _: 0.0), host="127.0.0.1", port=port, print=None, access_log=None
+    )
+
+
+async def measure(
+    n: int, pods_each: int, period: float, seconds: float, workers: int, namespaces: int
+) -> None:
+    workdir = Path(tempfile.mkdtemp(prefix="bench-autoscaler-"))
+    metrics_port = free_port()
+    endpoint = multiprocessing.Process(target=serve_metrics, args=(metrics_port, pods_each), daemon=True)
+    endpoint.start()
+    with ServerThread(ApiServer(tls=False, history_size=max(1000, 4 * n))) as api:
+        started = time.monotonic()
+        api.call(lambda: seed_world(api.server.store, n, pods_each, namespaces, None), timeout=3600)
+        seeded = time.monotonic() - started
+        kubeconfig = api.write_kubeconfig(workdir / "kubeconfig")
+        daemon = Daemon.start(
+            kubeconfig,
+            f"http://127.0.0.1:{metrics_port}",
+            workdir / "autoscaler.log",
+            f"--workers={workers}",
+            f"--sync-period={period:g}s",
+            "--qps=0",
+        )
+        try:
+            t0 = time.monotonic()
+            await daemon.wait_ready(within=600)
+            synced = time.monotonic() - t0
+            await daemon.wait_for(lambda m: total(m, RECONCILES) >= n, within=3600)
+            first_pass = time.monotonic() - t0
+            await asyncio.sleep(period)  # one more period: past the start-up burst
+            before, cpu_before, wall_before = (
+                await daemon.scrape(),
+                cpu_seconds(daemon.proc.pid),
+                time.monotonic(),
+            )
+            api_cpu_before = cpu_seconds(multiprocessing.current_process().pid or 0)
+            await asyncio.sleep(seconds)
+            after, cpu_after, wall_after = (
+                await daemon.scrape(),
+                cpu_seconds(daemon.proc.pid),
+                time.monotonic(),
+            )
+            api_cpu_after = cpu_seconds(multiprocessing.current_process().pid or 0)
+            wall = wall_after - wall_before
+            rate = (total(after, RECONCILES) - total(before, RECONCILES)) / wall
+            errors = sum(
+                after.get(k, 0) - before.get(k, 0)
+                for k in after
+                if k.startswith(RECONCILES) and 'outcome="ok"' not in k and 'outcome="scaled"' not in k
+            )
+            print(f"{n:>6} autoscalers x {pods_each} pods, period {period:g}s, {workers} workers")
+            print(f"    seeded in {seeded:.0f}s; caches synced after {synced:.1f}s; ", end="")
+            print(f"all reconciled once after {first_pass:.1f}s")
+            print(f"    reconciles/s        {rate:8.1f}   (needed for the period: {n / period:.1f})")
+            print(f"    failed reconciles   {errors:8.0f}")
+            print(
+                f"    queue wait p50/p99  {histogram_quantile(before, after, WAIT, 0.5) * 1000:8.1f} / "
+                f"{histogram_quantile(before, after, WAIT, 0.99) * 1000:.1f} ms"
+            )
+            print(
+                f"    reconcile p99       {histogram_quantile(before, after, DURATION, 0.99) * 1000:8.1f} ms"
+            )
+            print(f"    daemon CPU          {100 * (cpu_after - cpu_before) / wall:8.1f} % of one core")
+            print(f"    daemon RSS          {rss_mib(daemon.proc.pid):8.0f} MiB")
+            api_cpu = 100 * (api_cpu_after - api_cpu_before) / wall
+            print(f"    API server CPU      {api_cpu:8.1f} % (the simulator, on the same cores)")
+            sys.stdout.flush()
+        finally:
+            daemon.stop()
+            endpoint.terminate()
+            endpoint.join()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--autoscalers", default="1000,10000", help="comma-separated counts")
+    parser.add_argument("--pods", type=int, default=10)
+    parser.add_argument("--period", type=float, default=15.0)
+    parser.add_argument("--measure", type=float, default=45.0, help="seconds of steady state measured")
+    parser.add_argument("--workers", type=int, default=32)
+    parser.add_argument("--namespaces", type=int, default=100)
+    args = parser.parse_args()
+    for n in (int(x) for x in args.autoscalers.split(",")):
+        asyncio.run(measure(n, args.pods, args.period, args.measure, args.workers, args.namespaces))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""Start-up rules, CA rotation through the ConfigMap, flag-given CAs, SNI certificates."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from cryptography import x509
+
+from adapter.auth import Security, SecurityStartupError, auth_options_from_namespace
+from adapter.auth.webhooks import Backoff
+from tests.security.conftest import METRIC_PATH, Pki, SimKube, auth_args, front_proxy_configmap, start_secured
+from tests.security.pki import TestCA
+
+HEADERS = [("X-Remote-User", "alice")]
+
+
+async def test_rotated_front_proxy_ca_is_picked_up_on_refresh(pki: Pki, kube: tuple[SimKube, Path]) -> None:
+    sim, kubeconfig = kube
+    sim.allow(lambda spec: spec["user"] == "alice")
+    adapter, runner = await start_secured(pki, sim, kubeconfig)
+    try:
+        old = pki.front_proxy_ca.issue("front-proxy-client")
+        assert (await adapter.get(METRIC_PATH, old, HEADERS))[0] == 200
+        rotated = TestCA("front-proxy-ca-2")
+        sim.set_configmap(
+            {**front_proxy_configmap(pki), "requestheader-client-ca-file": rotated.pem.decode()}
+        )
+        await adapter.security.refresh()
+        new = rotated.issue("front-proxy-client")
+        assert (await adapter.get(METRIC_PATH, new, HEADERS))[0] == 200  # new CA trusted in the handshake
+        status, body = await adapter.get(METRIC_PATH, old, HEADERS)
+        assert (status, body["reason"]) == (401, "Unauthorized")  # the old CA no longer vouches
+    finally:
+        await runner.cleanup()
+        await adapter.security.close()
+
+
+async def test_flag_given_request_header_ca_replaces_the_configmap(
+    pki: Pki, kube: tuple[SimKube, Path], tmp_path: Path
+) -> None:
+    sim, kubeconfig = kube
+    sim.allow(lambda spec: True)
+    own = TestCA("own-front-proxy")
+    ca_file = tmp_path / "front-proxy-ca.crt"
+    ca_file.write_bytes(own.pem)
+    adapter, runner = await start_secured(
+        pki,
+        sim,
+        kubeconfig,
+        f"--requestheader-client-ca-file={ca_file}",
+        "--requestheader-allowed-names=proxy",
+    )
+    try:
+        assert (await adapter.get(METRIC_PATH, own.issue("proxy"), HEADERS))[0] == 200
+        assert (await adapter.get(METRIC_PATH, own.issue("front-proxy-client"), HEADERS))[0] == 401
+        # The ConfigMap's front-proxy CA is not trusted any more (only its client CA is read): the
+        # handshake itself refuses its certificates.
+        with pytest.raises((aiohttp.ClientError, ssl.SSLError, ConnectionError)):
+            await adapter.get(METRIC_PATH, pki.front_proxy_ca.issue("front-proxy-client"), HEADERS)
+    finally:
+        await runner.cleanup()
+        await adapter.security.close()
+
+
+async def test_unreachable_configmap_stops_startup_unless_tolerated(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+    )
+    fast = Backoff(initial=0.01, attempts=2)
+    strict = Security(auth_options_from_namespace(auth_args(kubeconfig)), backoff=fast)
+    with pytest.raises(SecurityStartupError, match="request-header-client-ca-file"):
+        await strict.start()
+    await strict.close()
+    tolerant = Security(
+        auth_options_from_namespace(auth_args(kubeconfig, "--authentication-tolerate-lookup-failure")),
+        backoff=fast,
+    )
+    await tolerant.start()
+    assert tolerant.sources.request_header is None
+    assert callable(tolerant.middleware)
+    await tolerant.close()
+
+
+async def test_missing_kubeconfig_is_a_startup_error(tmp_path: Path) -> None:
+    security = Security(auth_options_from_namespace(auth_args(tmp_path / "absent")))
+    with pytest.raises(SecurityStartupError):
+        await security.start()
+    await security.close()
+
+
+async def test_sni_certificate_is_served_for_its_name(
+    pki: Pki, kube: tuple[SimKube, Path], tmp_path: Path
+) -> None:
+    sim, kubeconfig = kube
+    other = pki.serving_ca.serving("other.example.com")
+    cert_file, key_file = other.write(tmp_path, "sni")
+    adapter, runner = await start_secured(pki, sim, kubeconfig, f"--tls-sni-cert-key={cert_file},{key_file}")
+    try:
+        port = int(adapter.url.rsplit(":", 1)[1])
+        assert await served_name(pki, port, "other.example.com") == "other.example.com"
+        assert await served_name(pki, port, "localhost") == "localhost"
+    finally:
+        await runner.cleanup()
+        await adapter.security.close()
+
+
+async def served_name(pki: Pki, port: int, server_name: str) -> Any:
+    context = ssl.create_default_context(cadata=pki.serving_ca.pem.decode())
+    _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context, server_hostname=server_name)
+    der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+    writer.close()
+    await writer.wait_closed()
+    cert = x509.load_der_x509_certificate(der)
+    return cert.subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)[0].value
