@@ -117,7 +117,7 @@ def _port(text: str) -> int:
 
 
 def add_bool_flag(group: argparse._ActionsContainer, flag: str, help_text: str) -> None:
-    """A Go-style boolean: `--flag`, `--flag=true` or `--flag=false` (never consumes the next arg)."""
+    """A Go-style boolean: `--flag`, `--flag=true` or `--flag=false`."""
     group.add_argument(flag, nargs="?", const=True, default=False, type=_bool, help=help_text)
 
 

@@ -28,6 +28,11 @@ from adapter.prometheus import TokenFile
 log = structlog.get_logger(__name__)
 
 _IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+# Caches need names and labels only: ask kube-apiserver for metadata-only objects (plain JSON fallback).
+_METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+_METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+# Watch events are one JSON line each; objects can be large.
+_MAX_LINE_BYTES = 8 * 1024 * 1024
 _WATCH_SECONDS = 300  # server-side watch timeout; the watch is simply reopened afterwards
 _RETRY_MIN, _RETRY_MAX = 0.5, 30.0
 
@@ -73,38 +78,38 @@ class KubeConnection:
             headers["Authorization"] = token if token.startswith("Bearer ") else f"Bearer {token}"
         return cls(base=URL(configuration.host), ssl_context=context, headers=headers, token_file=token_file)
 
-    def _request_headers(self) -> dict[str, str] | None:
-        if self.token_file is None:
-            return None
-        return {"Authorization": f"Bearer {self.token_file.current()}"}
+    def _request_headers(self, accept: str | None) -> dict[str, str]:
+        headers = {"Accept": accept} if accept else {}
+        if self.token_file is not None:
+            headers["Authorization"] = f"Bearer {self.token_file.current()}"
+        return headers
 
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(ssl=self.ssl_context, limit=50), headers=self.headers
+                connector=aiohttp.TCPConnector(ssl=self.ssl_context, limit=50),
+                headers=self.headers,
+                read_bufsize=_MAX_LINE_BYTES,
             )
         return self._session
 
     def url(self, path: str) -> URL:
         return self.base.with_path(self.base.path.rstrip("/") + path)
 
-    async def get_json(self, path: str, params: Mapping[str, str] | None = None) -> Any:
+    async def get_json(self, path: str, accept: str | None = None) -> Any:
         timeout = aiohttp.ClientTimeout(total=30)
-        request = self.session().get(
-            self.url(path), params=params, timeout=timeout, headers=self._request_headers()
-        )
+        request = self.session().get(self.url(path), timeout=timeout, headers=self._request_headers(accept))
         async with request as response:
             if response.status != 200:
                 raise KubeAPIError(response.status, (await response.text())[:300])
             return await response.json(content_type=None)
 
     async def watch(self, path: str, params: Mapping[str, str]) -> AsyncIterator[dict[str, Any]]:
-        """Watch events (`{"type", "object"}`) until the server closes the stream."""
+        """Metadata-only watch events (`{"type", "object"}`) until the server closes the stream."""
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=_WATCH_SECONDS + 30)
         query = {**params, "watch": "true", "timeoutSeconds": str(_WATCH_SECONDS)}
-        request = self.session().get(
-            self.url(path), params=query, timeout=timeout, headers=self._request_headers()
-        )
+        headers = self._request_headers(_METADATA_WATCH)
+        request = self.session().get(self.url(path), params=query, timeout=timeout, headers=headers)
         async with request as response:
             if response.status != 200:
                 raise KubeAPIError(response.status, (await response.text())[:300])
@@ -276,7 +281,7 @@ class ObjectCache:
             await asyncio.gather(self._task, return_exceptions=True)
 
     async def _list(self) -> str:
-        document = await self.connection.get_json(collection_path(self.info))
+        document = await self.connection.get_json(collection_path(self.info), _METADATA_LIST)
         self._objects = {}
         for item in document.get("items", []):
             meta = _meta(item)

@@ -103,8 +103,11 @@ def seed_world(
         )
 
 
-def metrics_app(pods_each: int, delay_for: Callable[[str], float]) -> web.Application:
-    """custom.metrics.k8s.io v1beta2: every pod of `app=<name>` at 100 (the target: no scaling)."""
+def metrics_app(pods_each: int, delays: dict[str, float]) -> web.Application:
+    """custom.metrics.k8s.io v1beta2: every pod of `app=<name>` at 100 (the target: no scaling).
+
+    `delays`: metric name -> seconds to wait before answering (a slow backend behind that metric).
+    """
 
     async def group(_: web.Request) -> web.Response:
         version = {"groupVersion": "custom.metrics.k8s.io/v1beta2", "version": "v1beta2"}
@@ -121,9 +124,8 @@ def metrics_app(pods_each: int, delay_for: Callable[[str], float]) -> web.Applic
     async def pods(request: web.Request) -> web.Response:
         ns, metric = request.match_info["ns"], request.match_info["metric"]
         app = request.query.get("labelSelector", "").partition("=")[2]
-        delay = delay_for(app)
-        if delay:
-            await asyncio.sleep(delay)
+        if metric in delays:
+            await asyncio.sleep(delays[metric])
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         items = [
             {

@@ -39,7 +39,7 @@ DURATION = "surge_autoscaler_reconcile_duration_seconds"
 
 def serve_metrics(port: int, pods_each: int) -> None:
     web.run_app(
-        metrics_app(pods_each, lambda _: 0.0), host="127.0.0.1", port=port, print=None, access_log=None
+        metrics_app(pods_each, {}), host="127.0.0.1", port=port, print=None, access_log=None
     )
 
 

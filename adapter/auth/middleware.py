@@ -39,6 +39,8 @@ def make_middleware(
                 status.internal_error(f"failed to create RequestInfo: {err}"), status=500
             )
         if not attributes.resource_request and always_allow.allows(attributes.path):
+            # Not even authenticated (upstream would reject bad credentials here): health probes must
+            # not depend on the kube-apiserver answering TokenReviews.
             return await handler(request)
 
         ssl_object = request.transport.get_extra_info("ssl_object") if request.transport else None

@@ -67,7 +67,11 @@ class PrometheusMetricsProvider:
         return self.registry.external_metrics()
 
     def metric_selector_json(self, selector: str) -> dict[str, Any] | None:
-        return parse_request_selector(selector).to_label_selector()
+        try:
+            return parse_request_selector(selector).to_label_selector()
+        except ValueError as err:
+            # `k>5` / `k<5` parse but have no LabelSelector form (and no PromQL form either).
+            raise bad_request(str(err)) from None
 
     # -- custom metrics -------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ TokenReview, SubjectAccessReview), which answers from a policy each test sets an
 from __future__ import annotations
 
 import argparse
+import json
 import ssl
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -35,7 +36,11 @@ class SimKube:
     thread: Any  # sim.runner.ServerThread
 
     def allow(self, decide: Callable[[dict[str, Any]], bool]) -> None:
-        self.thread.server.reviews.policy = lambda spec: Decision(decide(spec))
+        """The simulator authorizes its own requests with this policy too, so the adapter's service
+        account (reading the ConfigMap, creating reviews) is always allowed."""
+        self.thread.server.reviews.policy = lambda spec: Decision(
+            spec["user"] == ADAPTER_USER or decide(spec)
+        )
 
     def add_token(self, token: str, user: str, groups: tuple[str, ...] = (), uid: str = "") -> None:
         self.thread.call(lambda: self.thread.server.add_token(token, user, groups, uid))
@@ -56,6 +61,24 @@ class SimKube:
     @property
     def token_reviews(self) -> list[dict[str, Any]]:
         return self.thread.server.reviews.token_reviews
+
+
+class DeniedOnSecondLook:
+    """A policy for requests that pass the simulator's own authorization and are then denied in the
+    adapter's SubjectAccessReview (as when a RoleBinding goes away in between): the first decision
+    for a given spec allows, later ones deny. Other users and the adapter itself are allowed."""
+
+    def __init__(self, user: str) -> None:
+        self.user = user
+        self.seen: set[str] = set()
+
+    def __call__(self, spec: dict[str, Any]) -> Decision:
+        if spec["user"] != self.user:
+            return Decision(True)
+        key = json.dumps(spec, sort_keys=True)
+        first = key not in self.seen
+        self.seen.add(key)
+        return Decision(first)
 
 
 @dataclass
@@ -115,8 +138,8 @@ def kube(apiserver: Any, pki: Pki, tmp_path: Path) -> tuple[SimKube, Path]:
     """The simulator with this PKI's front-proxy and client CAs published, denying every review by
     default; and a kubeconfig for the adapter's service account."""
     sim = SimKube(apiserver)
-    sim.set_configmap(front_proxy_configmap(pki))
     sim.allow(lambda spec: False)
+    sim.set_configmap(front_proxy_configmap(pki))
     kubeconfig = apiserver.write_kubeconfig(tmp_path / "adapter.kubeconfig", user=ADAPTER_USER)
     return sim, kubeconfig
 

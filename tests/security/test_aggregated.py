@@ -20,7 +20,9 @@ import pytest
 from adapter.auth import Security, auth_options_from_namespace
 from sim.apiserver.reviews import Decision
 from tests.security.conftest import (
+    ADAPTER_USER,
     METRIC_PATH,
+    DeniedOnSecondLook,
     Pki,
     auth_args,
     install,
@@ -51,9 +53,7 @@ def apiservice(version: str, url: str, ca_pem: bytes, priority: int) -> dict[str
 @pytest.fixture
 async def aggregated(apiserver: Any, pki: Pki, tmp_path: Path) -> AsyncIterator[Any]:
     """The secured adapter registered with the simulator as v1beta1/v1beta2 custom metrics."""
-    kubeconfig = apiserver.write_kubeconfig(
-        tmp_path / "adapter.kubeconfig", user="system:serviceaccount:surge:surge-adapter"
-    )
+    kubeconfig = apiserver.write_kubeconfig(tmp_path / "adapter.kubeconfig", user=ADAPTER_USER)
     security = Security(auth_options_from_namespace(auth_args(kubeconfig)))
     await security.start()
     app = routes_app()
@@ -112,7 +112,7 @@ async def test_kubectl_through_the_aggregator_is_authorized_for_the_original_use
     aggregated: Any, tmp_path: Path
 ) -> None:
     reviews = aggregated.server.reviews
-    reviews.policy = lambda spec: Decision(spec.get("user") == "jane")
+    reviews.policy = lambda spec: Decision(spec["user"] in {"jane", ADAPTER_USER})
     reviews.access_reviews.clear()
     result = await kubectl_raw(aggregated, tmp_path, "jane", METRIC_PATH)
     assert result.returncode == 0, result.stderr
@@ -136,9 +136,12 @@ async def test_kubectl_through_the_aggregator_is_authorized_for_the_original_use
 
 
 async def test_denied_user_sees_the_upstream_forbidden_message(aggregated: Any, tmp_path: Path) -> None:
-    aggregated.server.reviews.policy = lambda spec: Decision(False)
+    aggregated.server.reviews.policy = DeniedOnSecondLook("mallory")
+    aggregated.server.reviews.access_reviews.clear()
     result = await kubectl_raw(aggregated, tmp_path, "mallory", METRIC_PATH)
     assert result.returncode != 0
+    # The simulator let the request through; the adapter's own review for mallory refused it.
+    assert [r["spec"]["user"] for r in aggregated.server.reviews.access_reviews] == ["mallory"]
     assert (
         'Error from server (Forbidden): pods.custom.metrics.k8s.io "*" is forbidden: '
         'User "mallory" cannot get resource "pods/http_requests" in API group "custom.metrics.k8s.io" '

@@ -18,10 +18,8 @@ from adapter.config import default_config_yaml, parse_config
 from adapter.flags import FLAG_GROUPS, parse_flags
 from adapter.server.daemon import AdapterDaemon
 from sim.apiserver.reviews import Decision
-from tests.security.conftest import Pki
+from tests.security.conftest import ADAPTER_USER, DeniedOnSecondLook, Pki
 from tests.security.test_aggregated import apiservice
-
-ADAPTER_USER = "system:serviceaccount:surge:surge-adapter"
 
 
 @pytest.fixture
@@ -95,7 +93,7 @@ async def kubectl_raw(
 async def test_discovery_through_the_aggregator_is_authorized_per_user(daemon: Any, tmp_path: Path) -> None:
     _, apiserver = daemon
     reviews = apiserver.server.reviews
-    reviews.policy = lambda spec: Decision(spec.get("user") == "jane")
+    reviews.policy = lambda spec: Decision(spec["user"] in {"jane", ADAPTER_USER})
     reviews.access_reviews.clear()
     result = await kubectl_raw(apiserver, tmp_path, "jane", "/apis/custom.metrics.k8s.io/v1beta2")
     assert result.returncode == 0, result.stderr
@@ -107,13 +105,16 @@ async def test_discovery_through_the_aggregator_is_authorized_per_user(daemon: A
             "groups": ["system:authenticated"],
         }
     ]
+    reviews.policy = DeniedOnSecondLook("mallory")
+    reviews.access_reviews.clear()
     denied = await kubectl_raw(apiserver, tmp_path, "mallory", "/apis/custom.metrics.k8s.io/v1beta2")
+    assert [r["spec"]["user"] for r in reviews.access_reviews] == ["mallory"]
     assert 'Error from server (Forbidden): forbidden: User "mallory" cannot get path' in denied.stderr
 
 
 async def test_health_is_open_and_everything_else_needs_credentials(daemon: Any, pki: Pki) -> None:
     adapter, apiserver = daemon
-    apiserver.server.reviews.policy = lambda spec: Decision(False)
+    apiserver.server.reviews.policy = lambda spec: Decision(spec["user"] == ADAPTER_USER)
     connector = aiohttp.TCPConnector(ssl=pki.client_context())
     async with aiohttp.ClientSession(connector=connector) as session:
         async with session.get(f"https://127.0.0.1:{adapter.port}/livez") as response:

@@ -113,6 +113,15 @@ async def test_error_statuses(static_prometheus: PrometheusProcess, start_adapte
     assert status == 404
     _assert_status(body, 404, "NotFound", "the server could not find the metric no_such_metric for pods")
 
+    status, body = await adapter.get(f"{CUSTOM}/v1beta2/namespaces/default/secrets/%2A/queue_length")
+    assert status == 404
+    _assert_status(body, 404, "NotFound", "the server could not find the metric queue_length for secrets")
+    status, body = await adapter.get(f"{CUSTOM}/v1beta2/namespaces/default/no-such-resource/%2A/queue_length")
+    assert status == 404
+    _assert_status(
+        body, 404, "NotFound", "the server could not find the metric queue_length for no-such-resource"
+    )
+
     status, body = await adapter.get(f"{pods}/web-9/queue_length")
     assert status == 404
     _assert_status(body, 404, "NotFound", "the server could not find the metric queue_length for pods web-9")
@@ -127,6 +136,14 @@ async def test_error_statuses(static_prometheus: PrometheusProcess, start_adapte
         _assert_status(body, 400, "BadRequest")
         status, body = await adapter.get(f"{pods}/%2A/queue_length", params={"metricLabelSelector": bad})
         assert status == 400, bad
+        _assert_status(body, 400, "BadRequest")
+
+    # Numeric comparisons parse as selectors but have no PromQL (nor LabelSelector) form.
+    for numeric in ("queue>0", "queue<1"):
+        status, body = await adapter.get(
+            f"{pods}/web-1/queue_length", params={"metricLabelSelector": numeric}
+        )
+        assert status == 400, numeric
         _assert_status(body, 400, "BadRequest")
 
     # A valid Kubernetes label key that is not a Prometheus label name never reaches PromQL.
