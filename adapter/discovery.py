@@ -83,5 +83,9 @@ class Relister:
     async def run(self) -> None:
         """Relist now and then every interval, measured from the end of the previous round (sliding)."""
         while True:
-            await self.relist_once()
+            try:
+                await self.relist_once()
+            except Exception:
+                # A bug in one round must not end discovery for good; the next round starts afresh.
+                log.exception("series discovery round failed")
             await asyncio.sleep(self.interval)

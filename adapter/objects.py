@@ -253,14 +253,16 @@ class ObjectCache:
         self.info = info
         self._objects: dict[tuple[str, str], ObjectMeta] = {}
         self._synced = asyncio.Event()
+        self._listed_once = asyncio.Event()  # the first list attempt finished, successfully or not
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=f"watch {self.info.group_resource}")
 
-    async def wait_synced(self, seconds: float) -> None:
-        await asyncio.wait_for(self._synced.wait(), seconds)
+    async def wait_first_list(self, seconds: float) -> None:
+        """Wait until the first list attempt ended (check `synced` for its outcome)."""
+        await asyncio.wait_for(self._listed_once.wait(), seconds)
 
     @property
     def synced(self) -> bool:
@@ -307,7 +309,10 @@ class ObjectCache:
         while True:
             try:
                 if not version:
-                    version = await self._list()
+                    try:
+                        version = await self._list()
+                    finally:
+                        self._listed_once.set()
                 params = {"resourceVersion": version, "allowWatchBookmarks": "true"}
                 async for event in self.connection.watch(collection_path(self.info), params):
                     if event.get("type") == "ERROR":
@@ -345,7 +350,11 @@ class ObjectCaches:
             cache = self._caches[key] = ObjectCache(self.connection, info)
             cache.start()
         if not cache.synced:
-            await cache.wait_synced(self.sync_timeout)
+            # Answer as soon as the first list failed (e.g. no RBAC to list the resource) rather than
+            # letting every request wait out the timeout; the cache keeps retrying in the background.
+            await cache.wait_first_list(self.sync_timeout)
+            if not cache.synced:
+                raise TimeoutError(f"{info.group_resource} cannot be listed")
         return cache.select(namespace, matches)
 
     async def stop(self) -> None:

@@ -9,6 +9,7 @@ disappearing or changing readiness trigger a debounced reconcile.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -35,8 +36,10 @@ from autoscaler.core.types import (
     MetricAnswer,
     MetricFetchError,
     MetricSpec,
+    Pod,
     Snapshot,
 )
+from autoscaler.decisionlog import decision_fields
 from autoscaler.events import EventRecorder
 from autoscaler.kubeclient import ApiError, KubeClient, Obj
 from autoscaler.metrics import MetricsClient
@@ -55,6 +58,7 @@ from autoscaler.workqueue import (
 )
 
 log = structlog.get_logger(__name__)
+_decision_logger = logging.getLogger(__name__)
 
 Key = tuple[str, str]
 
@@ -274,12 +278,16 @@ class Controller:
             path = await scale_path(self._mapper, ref.api_version, ref.kind, hpa.namespace, ref.name)
             scale_obj = await read_scale(self._client, path)
         except ScaleError as err:
-            return await self._act(key, obj, scale_unavailable(hpa, history, str(err), _now()), None, None)
+            return await self._act(
+                key, obj, hpa, scale_unavailable(hpa, history, str(err), _now()), None, None
+            )
         except ApiError as err:
             message = (
                 f"failed to query scale subresource for {ref.kind}/{hpa.namespace}/{ref.name}: {err.message}"
             )
-            return await self._act(key, obj, scale_unavailable(hpa, history, message, _now()), None, None)
+            return await self._act(
+                key, obj, hpa, scale_unavailable(hpa, history, message, _now()), None, None
+            )
         scale = parse_scale(scale_obj)
         self._selectors.setdefault(hpa.namespace, {})[key] = scale.selector
         try:
@@ -303,7 +311,7 @@ class Controller:
             other_selectors=self._sharing_pods(key, pod_keys),
         )
         decision = decide(snapshot)
-        return await self._act(key, obj, decision, path, scale_obj)
+        return await self._act(key, obj, hpa, decision, path, scale_obj)
 
     async def _fetch(self, namespace: str, spec: MetricSpec, pod_selector: str) -> MetricAnswer:
         m = self._metrics
@@ -321,7 +329,7 @@ class Controller:
         return MetricFetchError(f"unknown metric source type {spec.type!r}")
 
     async def _act(
-        self, key: Key, obj: Obj, decision: Decision, path: str | None, scale_obj: Obj | None
+        self, key: Key, obj: Obj, hpa: HPA, decision: Decision, path: str | None, scale_obj: Obj | None
     ) -> str:
         if not self._is_leader():
             # Leadership was lost during the reconcile: the new leader decides; write nothing.
@@ -345,7 +353,7 @@ class Controller:
             self._write_status(key, obj, decision),
             *(self._events.record(obj, e.type, e.reason, e.message) for e in decision.events),
         )
-        self._log_decision(key, decision)
+        self._log_decision(key, hpa, decision)
         if decision.error is not None:
             return "error"
         return outcome
@@ -374,21 +382,10 @@ class Controller:
             log.warning("status not written", key=_key_str(key), error=err.message)
             await self._events.record(obj, "Warning", "FailedUpdateStatus", err.message)
 
-    def _log_decision(self, key: Key, decision: Decision) -> None:
-        status = decision.status
-        limited = next((c for c in status.conditions if c.type == "ScalingLimited"), None)
-        log.info(
-            "decision",
-            key=_key_str(key),
-            metric=decision.metric_name,
-            metrics=status_json(status).get("currentMetrics", []),
-            current=status.current_replicas,
-            proposal=decision.desired_replicas,
-            limited=limited.reason if limited is not None and limited.status == "True" else None,
-            result="rescaled" if decision.rescale else ("failed" if decision.error else "unchanged"),
-            reason=decision.reason or None,
-            error=decision.error,
-        )
+    def _log_decision(self, key: Key, hpa: HPA, decision: Decision) -> None:
+        if not _decision_logger.isEnabledFor(logging.INFO):
+            return  # building the record costs more than the decision itself
+        log.info("decision", key=_key_str(key), **decision_fields(effective_metrics(hpa.spec), decision))
 
 
 def object_key(obj: Obj) -> Key:
@@ -401,9 +398,8 @@ def _pod_key(slim: Obj) -> Key:
     return meta["namespace"], meta["name"]
 
 
-def _ready(pod: object) -> str | None:
-    condition = getattr(pod, "ready_condition", None)
-    return None if condition is None else condition.status
+def _ready(pod: Pod) -> str | None:
+    return None if pod.ready_condition is None else pod.ready_condition.status
 
 
 def _now() -> datetime:

@@ -42,8 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("KUBECONFIG") or None,
         help="kubeconfig file (default: $KUBECONFIG, else the pod's service account)",
     )
-    g.add_argument("--qps", type=float, default=500.0, help="API server requests per second (0: unlimited)")
-    g.add_argument("--burst", type=int, default=1000, help="API server request burst")
+    g.add_argument("--qps", type=float, default=1000.0, help="API server requests per second (0: unlimited)")
+    g.add_argument("--burst", type=int, default=2000, help="API server request burst")
     g = p.add_argument_group("what to reconcile")
     g.add_argument(
         "--source",

@@ -31,7 +31,12 @@ def free_port() -> int:
 
 
 def seed_world(
-    store: object, autoscalers: int, pods_each: int, namespaces: int, period: float | None
+    store: object,
+    autoscalers: int,
+    pods_each: int,
+    namespaces: int,
+    period: float | None,
+    metric_of: Callable[[int], str] = lambda _: "http_requests",
 ) -> None:
     """CRD, namespaces, and per autoscaler: a Deployment, its ready pods and a HorizontalAutoscaler."""
     create = store.create  # type: ignore[attr-defined]
@@ -83,7 +88,7 @@ def seed_world(
                 {
                     "type": "Pods",
                     "pods": {
-                        "metric": {"name": "http_requests"},
+                        "metric": {"name": metric_of(i)},
                         "target": {"type": "AverageValue", "averageValue": "100"},
                     },
                 }

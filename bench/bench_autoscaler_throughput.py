@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
+import os
 import sys
 import tempfile
 import time
@@ -75,14 +76,17 @@ async def measure(
                 cpu_seconds(daemon.proc.pid),
                 time.monotonic(),
             )
-            api_cpu_before = cpu_seconds(multiprocessing.current_process().pid or 0)
+            api_cpu_before = cpu_seconds(os.getpid())
+            endpoint_cpu_before = cpu_seconds(endpoint.pid or 0)
             await asyncio.sleep(seconds)
             after, cpu_after, wall_after = (
                 await daemon.scrape(),
                 cpu_seconds(daemon.proc.pid),
                 time.monotonic(),
             )
-            api_cpu_after = cpu_seconds(multiprocessing.current_process().pid or 0)
+            api_cpu_after = cpu_seconds(os.getpid())
+            endpoint_cpu_after = cpu_seconds(endpoint.pid or 0)
+            load = os.getloadavg()[0]
             wall = wall_after - wall_before
             rate = (total(after, RECONCILES) - total(before, RECONCILES)) / wall
             errors = sum(
@@ -106,6 +110,9 @@ async def measure(
             print(f"    daemon RSS          {rss_mib(daemon.proc.pid):8.0f} MiB")
             api_cpu = 100 * (api_cpu_after - api_cpu_before) / wall
             print(f"    API server CPU      {api_cpu:8.1f} % (the simulator, on the same cores)")
+            endpoint_cpu = 100 * (endpoint_cpu_after - endpoint_cpu_before) / wall
+            print(f"    metrics API CPU     {endpoint_cpu:8.1f} % (on the same cores)")
+            print(f"    machine load (1m)   {load:8.2f} on {os.cpu_count()} cores (other jobs included)")
             sys.stdout.flush()
         finally:
             daemon.stop()

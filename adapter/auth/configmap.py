@@ -51,12 +51,8 @@ def parse_configmap(data: Mapping[str, str]) -> AuthenticationSources:
     )
 
 
-def merge_sources(
-    flags: AuthenticationSources, cluster: AuthenticationSources | None
-) -> AuthenticationSources:
+def merge_sources(flags: AuthenticationSources, cluster: AuthenticationSources) -> AuthenticationSources:
     """A CA given by flag wins (with all its request-header settings); otherwise the ConfigMap's."""
-    if cluster is None:
-        return flags
     return AuthenticationSources(
         client_ca=flags.client_ca or cluster.client_ca,
         request_header=flags.request_header or cluster.request_header,

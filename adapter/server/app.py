@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from importlib import metadata
 
 import structlog
 from aiohttp import web
@@ -21,7 +22,15 @@ log = structlog.get_logger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
 
-VERSION = "v0.1.0"
+
+def _package_version() -> str:
+    try:
+        return "v" + metadata.version("surge")
+    except metadata.PackageNotFoundError:  # running from a source tree that was never installed
+        return "v0.0.0-dev"
+
+
+VERSION = _package_version()
 _JSON_PREFIXES = ("/apis", "/openapi", "/version")
 
 
@@ -80,7 +89,11 @@ async def serve(app: web.Application, host: str, port: int, tls: ServingTLS | No
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port, ssl_context=tls.context if tls else None)
-    await site.start()
+    try:
+        await site.start()
+    except BaseException:
+        await runner.cleanup()
+        raise
     return runner
 
 

@@ -144,10 +144,15 @@ class AdapterDaemon:
         health = HealthChecks(readiness={"metrics-discovery": lambda: self.relister.ready})
         app = make_app(AppDependencies(provider, health, self.metrics), self.middlewares)
         self.tls = None if self.options.insecure_http else serving_tls(self.options)
-        for configure in self.tls_hooks:
-            if self.tls is not None:
+        if self.tls is not None:
+            for configure in self.tls_hooks:
                 configure(self.tls.context)
-        self._runner = await serve(app, self.options.bind_address, self.options.secure_port, self.tls)
+        try:
+            self._runner = await serve(app, self.options.bind_address, self.options.secure_port, self.tls)
+        except OSError as err:
+            raise StartupError(
+                f"cannot listen on {self.options.bind_address}:{self.options.secure_port}: {err}"
+            ) from err
         self.port = bound_port(self._runner)
         self._tasks = [
             asyncio.create_task(self.relister.run(), name="relist"),

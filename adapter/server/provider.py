@@ -165,6 +165,7 @@ class PrometheusMetricsProvider:
         return values
 
     async def _query(self, promql: str) -> QueryResult:
+        log.debug("querying prometheus", promql=promql)
         try:
             return await self.prometheus.query(promql)
         except PrometheusError as err:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from autoscaler.core.types import (
@@ -64,9 +65,15 @@ def parse_go_duration(text: str) -> timedelta:
 
 def _milli(text: Any) -> int:
     try:
-        return Quantity.parse(str(text)).milli_value()
+        return _milli_of(str(text))
     except ValueError as err:
         raise DecodeError(f"bad quantity {text!r}") from err
+
+
+@lru_cache(maxsize=65536)
+def _milli_of(text: str) -> int:
+    # Exact parsing is costly and the same strings come back on every reconcile.
+    return Quantity.parse(text).milli_value()
 
 
 def pods_metric(body: Obj) -> PodsMetricAnswer:

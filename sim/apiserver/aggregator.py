@@ -23,6 +23,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from sim.apiserver import errors
+from sim.apiserver.builtins import initial_status
 from sim.apiserver.certs import CertificateAuthority
 from sim.apiserver.crds import version_priority
 from sim.apiserver.resources import GroupResource, Obj, Registry, ResourceType
@@ -57,7 +58,7 @@ def _validate_apiservice(obj: Obj) -> None:
 
 def apiservice_type() -> ResourceType:
     return ResourceType("apiregistration.k8s.io", "v1", "apiservices", "APIService", False,
-                        status=True, validator=_validate_apiservice)
+                        status=True, validator=_validate_apiservice, on_create=initial_status({}))
 
 
 def _condition(obj: Obj) -> Obj:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from typing import Any
 
 from sim.apiserver.events import events_v1_type
@@ -56,6 +57,15 @@ def _qos_class(spec: Obj) -> str:
 
 def pod_initial_status(obj: Obj) -> None:
     obj["status"] = {"phase": "Pending", "qosClass": _qos_class(obj.get("spec", {}))}
+
+
+def initial_status(status: Obj) -> Callable[[Obj], None]:
+    """A new object's status as kube-apiserver serializes the empty Go struct (non-omitempty fields)."""
+
+    def reset(obj: Obj) -> None:
+        obj["status"] = _json_copy(status)
+
+    return reset
 
 
 def default_deployment(obj: Obj) -> None:
@@ -195,21 +205,28 @@ def builtin_types() -> list[ResourceType]:
         ResourceType("", "v1", "nodes", "Node", False, ("no",), status=True,
                      fields=frozenset({"spec.unschedulable"})),
         ResourceType("", "v1", "services", "Service", True, ("svc",), ("all",), status=True,
-                     defaulter=_ClusterIPs()),
+                     defaulter=_ClusterIPs(), on_create=initial_status({"loadBalancer": {}})),
         ResourceType("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
         ResourceType("", "v1", "secrets", "Secret", True, fields=frozenset({"type"})),
         ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",)),
         ResourceType("", "v1", "events", "Event", True, ("ev",), fields=EVENT_FIELDS),
         ResourceType("apps", "v1", "deployments", "Deployment", True, ("deploy",), ("all",), status=True,
-                     scale=WORKLOAD_SCALE, defaulter=default_deployment),
+                     scale=WORKLOAD_SCALE, defaulter=default_deployment, on_create=initial_status({})),
         ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), ("all",), status=True,
-                     scale=WORKLOAD_SCALE, defaulter=default_replicaset),
+                     scale=WORKLOAD_SCALE, defaulter=default_replicaset,
+                     on_create=initial_status({"replicas": 0})),
         ResourceType("apps", "v1", "statefulsets", "StatefulSet", True, ("sts",), ("all",), status=True,
-                     scale=WORKLOAD_SCALE, defaulter=default_statefulset),
+                     scale=WORKLOAD_SCALE, defaulter=default_statefulset,
+                     on_create=initial_status({"replicas": 0, "availableReplicas": 0})),
         ResourceType("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True,
-                     ("hpa",), ("all",), status=True, defaulter=default_hpa),
+                     ("hpa",), ("all",), status=True, defaulter=default_hpa,
+                     on_create=initial_status({"desiredReplicas": 0, "currentMetrics": None})),
         hpa_v1_type(),
         ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
+        ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
+        ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
+        ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
+        ResourceType("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
         events_v1_type(),
         ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
                      False, ("crd", "crds"), ("api-extensions",), status=True),

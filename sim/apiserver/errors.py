@@ -100,10 +100,9 @@ def method_not_allowed(verb: str, group: str, plural: str) -> ApiError:
                         {"reason": "UnsupportedMethod", "message": verb}]})
 
 
-def unsupported_media_type(content_type: str) -> ApiError:
-    return ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
-                    f"accepted media types include: application/json-patch+json, "
-                    f"application/merge-patch+json, application/apply-patch+yaml (got {content_type})")
+def unsupported_media_type(accepted: tuple[str, ...]) -> ApiError:
+    return ApiError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - "
+                    f"accepted media types include: {', '.join(accepted)}")
 
 
 def expired(message: str) -> ApiError:

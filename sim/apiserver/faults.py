@@ -48,10 +48,14 @@ class Fault:
 
 
 class Faults:
-    def __init__(self, store: Store, seed: int | None = None) -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
         self._faults: list[Fault] = []
-        self._random = random.Random(seed)
+        self._random = random.Random()
+
+    def reseed(self, seed: int) -> None:
+        """Make which requests a partial `rate` hits reproducible."""
+        self._random.seed(seed)
 
     def add(
         self, path: str, *, method: str | None = None, latency: float = 0.0, error: int | None = None,

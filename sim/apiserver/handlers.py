@@ -14,7 +14,14 @@ from aiohttp import web
 
 from sim.apiserver import errors, protobuf, tables
 from sim.apiserver.errors import ApiError
-from sim.apiserver.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, apply_patch
+from sim.apiserver.patch import (
+    APPLY_PATCH,
+    CUSTOM_PATCH_TYPES,
+    MERGE_PATCH,
+    PATCH_TYPES,
+    STRATEGIC_PATCH,
+    apply_patch,
+)
 from sim.apiserver.resources import Obj, Registry, ResourceType
 from sim.apiserver.scale import apply_scale, to_scale
 from sim.apiserver.selection import Selection
@@ -193,7 +200,7 @@ class ResourceHandlers:
         self._check_kind(target.rt, body)
         if target.rt.codec is not None:
             body = target.rt.codec.to_storage(body, None)
-        obj = self.store._create(target.rt.storage, body, target.namespace, keep_status=False)
+        obj = self.store.create_ref(target.rt.storage, body, target.namespace, keep_status=False)
         return json_response(self._out(target.rt, obj), 201)
 
     def _check_kind(self, rt: ResourceType, body: Obj) -> None:
@@ -210,9 +217,7 @@ class ResourceHandlers:
         deleted = []
         for obj in self.store.select(rt.storage, self._selection(request, target)):
             meta = obj["metadata"]
-            last, _ = self.store._delete(
-                rt.storage, meta.get("namespace"), meta["name"], "Background", None, None
-            )
+            last, _ = self.store.delete_ref(rt.storage, meta.get("namespace"), meta["name"])
             deleted.append(self._out(rt, last))
         body = {"kind": f"{rt.kind}List", "apiVersion": rt.group_version,
                 "metadata": {"resourceVersion": str(self.store.resource_version)}, "items": deleted}
@@ -319,14 +324,16 @@ class ResourceHandlers:
         if target.rt.codec is not None:
             stored = self.store.get_ref(target.rt.storage, target.namespace, target.name)
             body = target.rt.codec.to_storage(body, stored)
-        obj = self.store._update(target.rt.storage, target.namespace, target.name, body, target.subresource)
+        obj = self.store.update_ref(
+            target.rt.storage, target.namespace, target.name, body, target.subresource
+        )
         return json_response(self._out(target.rt, obj))
 
     async def patch(self, request: web.Request, target: Target) -> web.Response:
         assert target.name is not None
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
-        if content_type not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH, APPLY_PATCH):
-            raise errors.unsupported_media_type(content_type)
+        if content_type not in PATCH_TYPES:
+            raise errors.unsupported_media_type(CUSTOM_PATCH_TYPES if target.rt.custom else PATCH_TYPES)
         if content_type == APPLY_PATCH and not request.query.get("fieldManager"):
             raise errors.ApiError(
                 422, "Invalid",
@@ -346,11 +353,11 @@ class ResourceHandlers:
             stored = self.store.get_ref(target.rt.storage, target.namespace, target.name)
             patch_type = MERGE_PATCH if content_type == APPLY_PATCH else content_type
             patched = codec.to_storage(apply_patch(codec.from_storage(stored), body, patch_type), stored)
-            obj = self.store._update(target.rt.storage, target.namespace, target.name, patched, None)
+            obj = self.store.update_ref(target.rt.storage, target.namespace, target.name, patched)
         else:
             if codec is not None:
                 body = codec.to_storage(body, None)
-            obj = self.store._patch(target.rt.storage, target.namespace, target.name, body, content_type,
+            obj = self.store.patch_ref(target.rt.storage, target.namespace, target.name, body, content_type,
                                     target.subresource)
         return json_response(self._out(target.rt, obj), 200 if existed else 201)
 
@@ -372,7 +379,7 @@ class ResourceHandlers:
             propagation = "Orphan"
         dry_run = self.store.dry_run() if options.get("dryRun") == ["All"] else contextlib.nullcontext()
         with dry_run:  # DeleteOptions can ask for a dry run in the body too
-            obj, removed = self.store._delete(
+            obj, removed = self.store.delete_ref(
                 rt.storage, target.namespace, target.name, propagation or "Background", grace,
                 options.get("preconditions"),
             )
@@ -405,5 +412,5 @@ class ResourceHandlers:
         if not isinstance(scale, dict):
             raise errors.bad_request("the request body must be a Scale object")
         scaled = apply_scale(rt, obj, scale)
-        updated = self.store._update(rt.storage, target.namespace, target.name, scaled, None)
+        updated = self.store.update_ref(rt.storage, target.namespace, target.name, scaled)
         return json_response(to_scale(rt, updated))

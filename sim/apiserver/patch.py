@@ -10,12 +10,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from sim.apiserver.errors import ApiError, bad_request
+from sim.apiserver.errors import ApiError, bad_request, unsupported_media_type
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
+PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
+CUSTOM_PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH)  # no strategic merge for custom resources
 
 # List fields that strategic merge merges by key (from the Go struct tags of the core/apps types).
 _MERGE_KEYS: dict[str, str] = {
@@ -210,6 +212,4 @@ def apply_patch(target: Any, patch: Any, content_type: str) -> Any:
         return json_patch(target, patch)
     if content_type == STRATEGIC_PATCH:
         return strategic_merge(target, patch)
-    raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
-                   f"accepted media types include: {JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}, "
-                   f"{STRATEGIC_PATCH}")
+    raise unsupported_media_type(PATCH_TYPES)

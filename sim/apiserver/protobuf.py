@@ -192,7 +192,7 @@ def decode(body: bytes) -> Obj:
         type_meta = _decode("TypeMeta", bytes(envelope.get(1, b"")))
         kind = type_meta.get("kind", "")
         if kind not in _KINDS:
-            raise errors.unsupported_media_type(f"application/vnd.kubernetes.protobuf ({kind})")
+            raise errors.unsupported_media_type(("application/json", "application/yaml"))
         obj = _decode(kind, bytes(envelope.get(2, b"")))
     except (ValueError, UnicodeDecodeError) as err:
         raise errors.bad_request(f"error decoding protobuf request body: {err}") from err

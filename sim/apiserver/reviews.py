@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from aiohttp import web
 
@@ -129,11 +128,10 @@ class Reviews:
 
 
 def _answer(request_body: Obj, api_version: str, kind: str, status: Obj) -> Obj:
-    answer: Any = {
+    return {
         "kind": kind,
         "apiVersion": api_version,
         "metadata": {"creationTimestamp": None},
         "spec": request_body["spec"],
         "status": status,
     }
-    return answer

@@ -3,6 +3,8 @@
 Everything here is synchronous and must run on the server's event loop thread (use
 `sim.runner.ServerThread.call` from other threads). Objects handed out by `get`/`list`/`create`/...
 are private copies; objects passed to listeners and watchers are the stored ones: read-only.
+The `*_ref` variants (`get_ref`, `select`, `create_ref`, `update_ref`, `patch_ref`, `delete_ref`) skip
+the copies: they take ownership of the object given and return the stored one (read-only).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import structlog
 
 from sim.apiserver import errors
 from sim.apiserver.errors import ApiError
-from sim.apiserver.patch import APPLY_PATCH, MERGE_PATCH, apply_patch, merge_patch
+from sim.apiserver.patch import APPLY_PATCH, CUSTOM_PATCH_TYPES, MERGE_PATCH, apply_patch, merge_patch
 from sim.apiserver.resources import GroupResource, Obj, Registry, ResourceType, api_version
 from sim.apiserver.selection import Selection
 from sim.apiserver.watch import INITIAL_EVENTS_END, Change, Watcher
@@ -131,9 +133,11 @@ class Store:
         self, gr: GroupResource, obj: Obj, *, namespace: str | None = None, keep_status: bool = False
     ) -> Obj:
         """Create `obj`. A status is reset like kube-apiserver does unless `keep_status` (seeding)."""
-        return copy.deepcopy(self._create(gr, copy.deepcopy(obj), namespace, keep_status))
+        return copy.deepcopy(self.create_ref(gr, copy.deepcopy(obj), namespace, keep_status=keep_status))
 
-    def _create(self, gr: GroupResource, obj: Obj, namespace: str | None, keep_status: bool) -> Obj:
+    def create_ref(
+        self, gr: GroupResource, obj: Obj, namespace: str | None = None, *, keep_status: bool = False
+    ) -> Obj:
         rt = self.type_of(gr)
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
@@ -186,11 +190,11 @@ class Store:
         """Replace an object (PUT). A set metadata.resourceVersion must be current (else 409)."""
         meta = obj.get("metadata") or {}
         return copy.deepcopy(
-            self._update(gr, meta.get("namespace"), meta.get("name", ""), copy.deepcopy(obj), subresource)
+            self.update_ref(gr, meta.get("namespace"), meta.get("name", ""), copy.deepcopy(obj), subresource)
         )
 
-    def _update(
-        self, gr: GroupResource, namespace: str | None, name: str, new: Obj, subresource: str | None
+    def update_ref(
+        self, gr: GroupResource, namespace: str | None, name: str, new: Obj, subresource: str | None = None
     ) -> Obj:
         rt = self.type_of(gr)
         old = self.get_ref(gr, namespace, name)
@@ -256,11 +260,11 @@ class Store:
         subresource: str | None = None,
     ) -> Obj:
         """PATCH with a content type from sim.apiserver.patch (merge, JSON, strategic, apply)."""
-        return copy.deepcopy(self._patch(gr, namespace, name, patch, patch_type, subresource))
+        return copy.deepcopy(self.patch_ref(gr, namespace, name, patch, patch_type, subresource))
 
-    def _patch(
-        self, gr: GroupResource, namespace: str | None, name: str, patch: Any, patch_type: str,
-        subresource: str | None,
+    def patch_ref(
+        self, gr: GroupResource, namespace: str | None, name: str, patch: Any, patch_type: str = MERGE_PATCH,
+        subresource: str | None = None,
     ) -> Obj:
         rt = self.type_of(gr)
         if patch_type == APPLY_PATCH:
@@ -271,15 +275,15 @@ class Store:
                 old = self.get_ref(gr, namespace, name)
             except ApiError:
                 body = {**patch, "metadata": {**patch.get("metadata", {}), "name": name}}
-                return self._create(gr, copy.deepcopy(body), namespace, False)
-            return self._update(gr, namespace, name, merge_patch(old, patch), subresource)
+                return self.create_ref(gr, copy.deepcopy(body), namespace)
+            return self.update_ref(gr, namespace, name, merge_patch(copy.deepcopy(old), patch), subresource)
         old = self.get_ref(gr, namespace, name)
-        if rt.custom and patch_type not in (MERGE_PATCH, "application/json-patch+json"):
-            raise errors.unsupported_media_type(patch_type)
+        if rt.custom and patch_type not in CUSTOM_PATCH_TYPES:
+            raise errors.unsupported_media_type(CUSTOM_PATCH_TYPES)
         patched = apply_patch(copy.deepcopy(old), patch, patch_type)
         if not isinstance(patched, dict):
             raise errors.bad_request("the patch did not produce an object")
-        return self._update(gr, namespace, name, patched, subresource)
+        return self.update_ref(gr, namespace, name, patched, subresource)
 
     def delete(
         self,
@@ -292,12 +296,12 @@ class Store:
         preconditions: dict[str, str] | None = None,
     ) -> tuple[Obj, bool]:
         """Delete; returns (last state, removed). Not removed while finalizers or a grace period remain."""
-        obj, removed = self._delete(gr, namespace, name, propagation, grace_period_seconds, preconditions)
+        obj, removed = self.delete_ref(gr, namespace, name, propagation, grace_period_seconds, preconditions)
         return copy.deepcopy(obj), removed
 
-    def _delete(
-        self, gr: GroupResource, namespace: str | None, name: str, propagation: str,
-        grace_period_seconds: int | None, preconditions: dict[str, str] | None,
+    def delete_ref(
+        self, gr: GroupResource, namespace: str | None, name: str, propagation: str = "Background",
+        grace_period_seconds: int | None = None, preconditions: dict[str, str] | None = None,
     ) -> tuple[Obj, bool]:
         rt = self.type_of(gr)
         old = self.get_ref(gr, namespace, name)
@@ -358,11 +362,11 @@ class Store:
                 continue
             if orphan:
                 refs = [r for r in dependent["metadata"].get("ownerReferences", []) if r.get("uid") != uid]
-                self._update(dep_gr, dep_key[0], dep_key[1],
+                self.update_ref(dep_gr, dep_key[0], dep_key[1],
                              {**dependent, "metadata": {**dependent["metadata"], "ownerReferences": refs}},
                              None)
             else:
-                self._delete(dep_gr, dep_key[0], dep_key[1], "Background", None, None)
+                self.delete_ref(dep_gr, dep_key[0], dep_key[1])
         if gr == NAMESPACES:
             for other_gr, objects in list(self._objects.items()):
                 for other_key in [k for k in objects if k[0] == key[1]]:

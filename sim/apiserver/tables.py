@@ -45,7 +45,10 @@ def human_duration(seconds: float) -> str:
 def since(timestamp: str | None) -> str:
     if not timestamp:
         return "<unknown>"
-    then = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    try:
+        then = datetime.strptime(timestamp[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
+    except ValueError:
+        return "<invalid>"
     return human_duration((datetime.now(UTC) - then).total_seconds())
 
 
@@ -211,7 +214,7 @@ def _event_row(ev: Obj) -> list[Any]:
     ref = ev.get("involvedObject", {})
     last = ev.get("lastTimestamp") or ev.get("eventTime") or ev["metadata"].get("creationTimestamp")
     return [
-        since(str(last)[:19] + "Z" if last else None),
+        since(str(last) if last else None),
         ev.get("type", ""),
         ev.get("reason", ""),
         f"{str(ref.get('kind', '')).lower()}/{ref.get('name', '')}",
@@ -234,6 +237,15 @@ def _apiservice_row(svc: Obj) -> list[Any]:
 
 
 S, INT = "string", "integer"
+_CREATED_AT: Printer = (
+    [("Name", S, 0), ("Created At", "date", 0)],
+    lambda obj: [_name(obj), obj["metadata"].get("creationTimestamp")],
+)
+_BINDING: Printer = (
+    [("Name", S, 0), ("Role", S, 0), ("Age", S, 0)],
+    lambda b: [_name(b), f"{b.get('roleRef', {}).get('kind', '')}/{b.get('roleRef', {}).get('name', '')}",
+               _age(b)],
+)
 _PRINTERS: dict[tuple[str, str], Printer] = {
     ("", "pods"): (
         [("Name", S, 0), ("Ready", S, 0), ("Status", S, 0), ("Restarts", S, 0), ("Age", S, 0),
@@ -284,14 +296,15 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
         [("Name", S, 0), ("Holder", S, 0), ("Age", S, 0)],
         lambda lease: [_name(lease), lease.get("spec", {}).get("holderIdentity", ""), _age(lease)],
     ),
+    ("rbac.authorization.k8s.io", "roles"): _CREATED_AT,
+    ("rbac.authorization.k8s.io", "clusterroles"): _CREATED_AT,
+    ("rbac.authorization.k8s.io", "rolebindings"): _BINDING,
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): _BINDING,
     ("apiregistration.k8s.io", "apiservices"): (
         [("Name", S, 0), ("Service", S, 0), ("Available", S, 0), ("Age", S, 0)],
         _apiservice_row,
     ),
-    ("apiextensions.k8s.io", "customresourcedefinitions"): (
-        [("Name", S, 0), ("Created At", "date", 0)],
-        lambda crd: [_name(crd), crd["metadata"].get("creationTimestamp")],
-    ),
+    ("apiextensions.k8s.io", "customresourcedefinitions"): _CREATED_AT,
 }
 _DEFAULT: Printer = ([("Name", S, 0), ("Age", S, 0)], lambda obj: [_name(obj), _age(obj)])
 

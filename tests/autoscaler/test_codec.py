@@ -210,3 +210,41 @@ def test_api_versions_split_like_schema_parse_group_version() -> None:
     for bad in ("", "a/b/c", "/v1", "apps/"):
         with pytest.raises(MappingError):
             split_api_version(bad)
+
+
+def test_decision_log_fields_carry_values_ratio_proposal_and_result() -> None:
+    from autoscaler.core.defaults import effective_metrics
+    from autoscaler.core.reconcile import decide
+    from autoscaler.core.types import PodMetricValue, PodsMetricAnswer, Scale, Snapshot
+    from autoscaler.decisionlog import decision_fields
+
+    now = datetime(2026, 1, 1, 0, 1, tzinfo=UTC)
+    hpa = parse_autoscaler(
+        {**HZA, "spec": {**HZA["spec"], "metrics": HZA["spec"]["metrics"][:1], "behavior": None}}
+    )
+    pods = tuple(
+        parse_pod(
+            {
+                "metadata": {"name": f"p{i}", "labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "a"}]},
+                "status": {
+                    "phase": "Running",
+                    "startTime": "2026-01-01T00:00:00Z",
+                    "conditions": [
+                        {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+                    ],
+                },
+            }
+        )
+        for i in range(2)
+    )
+    answer = PodsMetricAnswer(tuple(PodMetricValue(p.name, 3000, now) for p in pods))  # 3 per pod vs 1.5
+    decision = decide(
+        Snapshot(hpa=hpa, scale=Scale(2, 2, "app=web"), pods=pods, metric_answers=(answer,), now=now)
+    )
+    fields = decision_fields(effective_metrics(hpa.spec), decision)
+    assert fields["ratios"] == [2.0]
+    assert fields["metrics"][0]["pods"]["current"]["averageValue"] == "3"
+    assert (fields["current"], fields["proposal"], fields["result"]) == (2, 4, "rescaled")
+    assert fields["reason"] == "pods metric rps above target"
+    assert fields["limited"] is None

@@ -96,3 +96,15 @@ def test_the_projects_own_crd_accepts_its_example(server: ApiServer) -> None:
     assert created["spec"]["maxReplicas"] == 5
     with pytest.raises(ApiError):
         server.store.create(gr, {"metadata": {"name": "bad", "namespace": "default"}, "spec": {}})
+
+
+def test_custom_resources_refuse_strategic_merge_patches(server: ApiServer) -> None:
+    server.store.create(("example.com", "things"), _thing({"size": 2}))
+    with pytest.raises(ApiError) as err:
+        server.store.patch(("example.com", "things"), "default", "t", {"spec": {"size": 3}},
+                           "application/strategic-merge-patch+json")
+    assert err.value.code == 415 and "application/merge-patch+json" in err.value.message
+    patched = server.store.patch(("example.com", "things"), "default", "t",
+                                 [{"op": "replace", "path": "/spec/size", "value": 3}],
+                                 "application/json-patch+json")
+    assert patched["spec"]["size"] == 3 and patched["metadata"]["generation"] == 2

@@ -73,3 +73,18 @@ async def test_dropped_watches_end_and_forced_expiry(apiserver: ServerThread) ->
                                                         {"metadata": {"name": "c", "namespace": "default"}}))
     lines = await _watch_lines(apiserver, f"resourceVersion={rv}", server_timeout=1)
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in lines] == [("ADDED", "c")]
+
+
+async def test_partial_error_rate_is_reproducible(apiserver: ServerThread) -> None:
+    faults = apiserver.server.faults
+
+    async def failures() -> list[int]:
+        apiserver.call(lambda: faults.reseed(7))
+        statuses = [(await _get(apiserver, "/api/v1/namespaces"))[0] for _ in range(40)]
+        return [i for i, status in enumerate(statuses) if status == 500]
+
+    fault = apiserver.call(lambda: faults.add("/api/v1/namespaces$", error=500, rate=0.25))
+    first = await failures()
+    assert 2 <= len(first) <= 20  # about a quarter of 40
+    assert await failures() == first
+    assert fault.hits == 80

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -76,3 +77,31 @@ def test_invalid_config_exits_non_zero(tmp_path: Path) -> None:
     )
     assert result.returncode == 1
     assert "bogusKey" in result.stderr
+
+
+def test_port_in_use_is_a_clean_startup_error(apiserver, kubeconfig_path: Path, tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(TEST_CONFIG_YAML)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "adapter",
+                f"--config={config}",
+                f"--lister-kubeconfig={kubeconfig_path}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                "--insecure-http",
+                "--log-format=json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert "Traceback" not in result.stderr

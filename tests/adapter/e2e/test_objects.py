@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from adapter.objects import DiscoveryResourceMapper, KubeConnection, ObjectCaches
+from sim.apiserver.reviews import ALLOW, Decision
 from sim.runner import ServerThread
 from tests.adapter.e2e.conftest import create_pods
 
@@ -143,3 +144,44 @@ async def test_cache_follows_changes_and_relists_after_410(
         await _eventually(relisted)
     finally:
         await caches.stop()
+
+
+async def test_unlistable_resource_fails_fast_and_recovers(apiserver: ServerThread, tmp_path: Path) -> None:
+    """No permission to list pods: `*` requests get an error at once (not after the sync timeout), and
+    the cache starts working once the permission is granted."""
+    create_pods(apiserver)
+    allowed = {"pods": False}
+
+    def policy(spec: dict) -> Decision:
+        resource = spec.get("resourceAttributes", {}).get("resource")
+        if resource == "pods" and not allowed["pods"]:
+            return Decision(False, denied=True, reason="test policy")
+        return ALLOW
+
+    apiserver.server.reviews.policy = policy
+    kubeconfig = apiserver.write_kubeconfig(tmp_path / "adapter-kubeconfig", user="adapter")
+    connection = await KubeConnection.from_kubeconfig(str(kubeconfig))
+    mapper = DiscoveryResourceMapper(connection)
+    await mapper.refresh()
+    caches = ObjectCaches(connection, sync_timeout=10)
+    pods = mapper.resolve("", "pods")
+    try:
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(TimeoutError):
+            await caches.select(pods, "default", _is_web)
+        with pytest.raises(TimeoutError):
+            await caches.select(pods, "default", _is_web)
+        assert asyncio.get_running_loop().time() - started < 2
+
+        allowed["pods"] = True
+
+        async def recovered() -> bool:
+            try:
+                return [o.name for o in await caches.select(pods, "default", _is_web)] == ["web-1", "web-2"]
+            except TimeoutError:
+                return False
+
+        await _eventually(recovered, seconds=5)
+    finally:
+        await caches.stop()
+        await connection.close()

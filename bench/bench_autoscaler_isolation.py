@@ -1,0 +1,150 @@
+"""Isolation: one metrics backend slowed to 2 s per query must not slow the other autoscalers.
+
+Runs the same world twice, once with every backend fast and once with the backend of one metric slowed to
+2 s, and prints the reconcile latency of the autoscalers that do not use it, and how often they ran.
+
+    .venv/bin/python bench/bench_autoscaler_isolation.py [--autoscalers 500] [--slow 10] [--measure 20]
+
+The controller runs in this process (so each reconcile can be timed per autoscaler); the simulated API
+server runs in a thread, the metrics endpoint in a child process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import multiprocessing
+import statistics
+import tempfile
+import time
+from collections.abc import Hashable
+from pathlib import Path
+
+from aiohttp import web
+from bench_autoscaler_common import free_port, metrics_app, seed_world
+
+from autoscaler.controller import Controller, ControllerOptions
+from autoscaler.kubeclient import ClusterAccess, KubeClient, load_access
+from autoscaler.metrics import MetricsClient
+from autoscaler.restmapper import RestMapper
+from autoscaler.sources import CRD_SOURCE
+from autoscaler.telemetry import Telemetry
+from autoscaler.workqueue import Outcome
+from shared.logging import configure_logging
+from sim.apiserver import ApiServer
+from sim.runner import ServerThread
+
+SLOW_METRIC = "queue_depth"
+SLOW_SECONDS = 2.0
+
+
+def serve_metrics(port: int, slow: bool) -> None:
+    delays = {SLOW_METRIC: SLOW_SECONDS} if slow else {}
+    web.run_app(metrics_app(10, delays), host="127.0.0.1", port=port, print=None, access_log=None)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def run(
+    n: int, slow_count: int, period: float, seconds: float, slowed: bool, workers: int
+) -> dict[str, float]:
+    port = free_port()
+    endpoint = multiprocessing.Process(target=serve_metrics, args=(port, slowed), daemon=True)
+    endpoint.start()
+    slow_names = {f"w{i}" for i in range(slow_count)}
+    with ServerThread(ApiServer(tls=False, history_size=4 * n)) as api:
+        api.call(
+            lambda: seed_world(
+                api.server.store,
+                n,
+                10,
+                10,
+                period,
+                lambda i: SLOW_METRIC if i < slow_count else "http_requests",
+            )
+        )
+        kubeconfig = api.write_kubeconfig(Path(tempfile.mkdtemp()) / "kubeconfig")
+        kube = KubeClient(await load_access(str(kubeconfig)))
+        metrics_kube = KubeClient(ClusterAccess(f"http://127.0.0.1:{port}", ssl_context=False))
+        telemetry = Telemetry()
+        mapper = RestMapper(kube)
+        controller = Controller(
+            kube,
+            CRD_SOURCE,
+            MetricsClient(metrics_kube, mapper, latency=telemetry),
+            mapper,
+            telemetry,
+            ControllerOptions(workers=workers),
+        )
+        durations: list[float] = []
+        runs: dict[str, list[float]] = {}
+        measuring = False
+        reconcile = controller.reconcile
+
+        async def timed(key: Hashable) -> Outcome:
+            started = time.perf_counter()
+            outcome = await reconcile(key)
+            name = key[1] if isinstance(key, tuple) else ""
+            if measuring and name not in slow_names:
+                durations.append(time.perf_counter() - started)
+                runs.setdefault(name, []).append(time.monotonic())
+            return outcome
+
+        controller.reconcile = timed  # type: ignore[method-assign]
+        await controller.start()
+        await asyncio.sleep(3 * period)  # past the start-up burst
+        measuring = True
+        await asyncio.sleep(seconds)
+        measuring = False
+        await controller.stop(grace=5)
+        await kube.close()
+        await metrics_kube.close()
+    endpoint.terminate()
+    endpoint.join()
+    gaps = [b - a for times in runs.values() for a, b in itertools.pairwise(times)]
+    return {
+        "p50": statistics.median(durations),
+        "p99": percentile(durations, 0.99),
+        "period_p99": percentile(gaps, 0.99) if gaps else float("nan"),
+        "per_second": len(durations) / seconds,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--autoscalers", type=int, default=500)
+    parser.add_argument("--slow", type=int, default=10, help="autoscalers using the slowed backend")
+    parser.add_argument("--period", type=float, default=1.0)
+    parser.add_argument("--measure", type=float, default=20.0)
+    parser.add_argument("--workers", type=int, default=32)
+    args = parser.parse_args()
+    configure_logging("error", "json")
+    results = {}
+    for slowed in (False, True):
+        results[slowed] = asyncio.run(
+            run(args.autoscalers, args.slow, args.period, args.measure, slowed, args.workers)
+        )
+    fast, slow = results[False], results[True]
+    print(
+        f"{args.autoscalers - args.slow} autoscalers on a fast backend, {args.slow} on one slowed to "
+        f"{SLOW_SECONDS:g} s; period {args.period:g} s, {args.workers} workers"
+    )
+    print(f"{'':28}{'all fast':>10}{'one slow':>10}{'change':>10}")
+    for label, key, unit in (
+        ("reconcile latency p50 (ms)", "p50", 1000),
+        ("reconcile latency p99 (ms)", "p99", 1000),
+        ("time between runs p99 (s)", "period_p99", 1),
+        ("reconciles/s", "per_second", 1),
+    ):
+        a, b = fast[key] * unit, slow[key] * unit
+        print(f"{label:28}{a:10.1f}{b:10.1f}{b - a:+10.1f}")
+
+
+if __name__ == "__main__":
+    main()
