@@ -12,6 +12,7 @@ import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import aiohttp
@@ -22,6 +23,12 @@ from autoscaler.workqueue.ratelimit import TokenBucket
 from shared.kube import load_api_client
 
 Obj = dict[str, Any]
+
+
+@lru_cache(maxsize=64)
+def _timeout(total: float | None) -> aiohttp.ClientTimeout:
+    # A handful of distinct values; one immutable object each instead of one per request.
+    return aiohttp.ClientTimeout(total=total)
 
 
 class ApiError(Exception):
@@ -157,12 +164,12 @@ class KubeClient:
             params=params,
             data=data,
             headers=headers,
-            timeout=aiohttp.ClientTimeout(total=request_timeout),
+            timeout=_timeout(request_timeout),
         ) as resp:
-            text = await resp.text()
+            raw = await resp.read()
             if resp.status >= 300:
-                raise ApiError.from_body(resp.status, text)
-            return json.loads(text) if text else {}
+                raise ApiError.from_body(resp.status, raw.decode("utf-8", "replace"))
+            return json.loads(raw) if raw else {}
 
     async def get(
         self, path: str, params: dict[str, str] | None = None, request_timeout: float | None = 30.0

@@ -3,7 +3,7 @@
 Runs the same world twice, once with every backend fast and once with the backend of one metric slowed to
 2 s, and prints the reconcile latency of the autoscalers that do not use it, and how often they ran.
 
-    .venv/bin/python bench/bench_autoscaler_isolation.py [--autoscalers 500] [--slow 10] [--measure 20]
+    .venv/bin/python bench/bench_autoscaler_isolation.py [--autoscalers 200] [--slow 5] [--measure 20]
 
 The controller runs in this process (so each reconcile can be timed per autoscaler); the simulated API
 server runs in a thread, the metrics endpoint in a child process.
@@ -118,8 +118,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--autoscalers", type=int, default=500)
-    parser.add_argument("--slow", type=int, default=10, help="autoscalers using the slowed backend")
+    parser.add_argument("--autoscalers", type=int, default=200)
+    parser.add_argument("--slow", type=int, default=5, help="autoscalers using the slowed backend")
     parser.add_argument("--period", type=float, default=1.0)
     parser.add_argument("--measure", type=float, default=20.0)
     parser.add_argument("--workers", type=int, default=32)

@@ -48,13 +48,14 @@ class ServerThread(Generic[S]):
         self.call(self.server.start(self._host, self._port))
         return self
 
-    def call(self, fn: Callable[[], T] | Coroutine[Any, Any, T], timeout: float = 30.0) -> T:
-        """Run a coroutine, or a plain callable, on the server's loop and return its result."""
+    def call(self, fn: Callable[[], Any] | Coroutine[Any, Any, T], timeout: float = 30.0) -> Any:
+        """Run a coroutine, or a callable (sync or async), on the server's loop and return its result."""
         if inspect.iscoroutine(fn):
             coro = fn
         else:
-            async def run() -> T:
-                return fn()  # type: ignore[operator]
+            async def run() -> Any:
+                result = fn()  # type: ignore[operator]
+                return await result if inspect.isawaitable(result) else result
 
             coro = run()
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)

@@ -81,6 +81,7 @@ def resource_types(crd: Obj) -> list[ResourceType]:
                     label_selector_path=scale.get("labelSelectorPath") or "",
                 ) if scale else None,
                 printer_columns=columns,
+                fields=frozenset(f["jsonPath"].lstrip(".") for f in version.get("selectableFields") or []),
                 defaulter=checker.default if checker else None,
                 validator=checker.validate if checker else None,
                 custom=True,

@@ -66,6 +66,9 @@ def _resource_entries(rt: ResourceType) -> list[Obj]:
     if rt.status:
         entries.append({"name": f"{rt.plural}/status", "singularName": "", "namespaced": rt.namespaced,
                         "kind": rt.kind, "verbs": ["get", "patch", "update"]})
+    if rt.gr == ("", "pods"):
+        entries.append({"name": "pods/eviction", "singularName": "", "namespaced": True,
+                        "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]})
     if rt.scale:
         entries.append({"name": f"{rt.plural}/scale", "singularName": "", "namespaced": rt.namespaced,
                         "group": "autoscaling", "version": "v1", "kind": "Scale",

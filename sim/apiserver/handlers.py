@@ -30,6 +30,7 @@ from sim.apiserver.watch import INITIAL_EVENTS_END, Watcher
 
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 DEFAULT_WATCH_TIMEOUT = 1800.0
+PODS = ("", "pods")
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 EVENT_LINE_CACHE = 4096
 
@@ -72,7 +73,8 @@ def parse_target(registry: Registry, group: str, version: str, path: str) -> Tar
         raise errors.route_not_found()
     name = parts[1] if len(parts) > 1 else None
     sub = parts[2] if len(parts) > 2 else None
-    if sub is not None and not ((sub == "status" and rt.status) or (sub == "scale" and rt.scale)):
+    served = {"status": rt.status, "scale": rt.scale is not None, "eviction": rt.storage == PODS}
+    if sub is not None and not served.get(sub):
         raise errors.route_not_found()
     return Target(rt, namespace, name, sub)
 
@@ -83,6 +85,15 @@ def _flag(value: str | None) -> bool:
 
 def _wants_table(request: web.Request) -> bool:
     return "as=Table" in request.headers.get("Accept", "")
+
+
+def _wants_metadata(request: web.Request) -> bool:
+    """The metadata-only form (client-go's metadata client): PartialObjectMetadata[List]."""
+    return "as=PartialObjectMetadata" in request.headers.get("Accept", "")
+
+
+def partial_metadata(obj: Obj) -> Obj:
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]}
 
 
 async def read_body(request: web.Request) -> Any:
@@ -142,12 +153,16 @@ class ResourceHandlers:
             raise errors.method_not_allowed(method, target.rt.group, target.rt.plural)
         if target.subresource == "scale":
             return await self.scale(request, target)
+        if target.subresource == "eviction":
+            return await self.evict(request, target)
         if method == "GET":
             obj = self.store.get_ref(target.rt.storage, target.namespace, target.name)
             if _wants_table(request) and target.subresource is None:
                 table = tables.to_table(self._printed(target.rt), [obj], obj["metadata"]["resourceVersion"],
                                         request.query.get("includeObject", "Metadata"))
                 return json_response(table)
+            if _wants_metadata(request) and target.subresource is None:
+                return json_response(partial_metadata(obj))
             return json_response(self._out(target.rt, obj))
         if method == "PUT":
             return await self.update(request, target)
@@ -185,6 +200,9 @@ class ResourceHandlers:
         if token:
             meta["continue"] = token
             meta["remainingItemCount"] = remaining
+        if _wants_metadata(request):
+            return json_response({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+                                  "metadata": meta, "items": [partial_metadata(o) for o in items]})
         body = {
             "kind": f"{rt.kind}List",
             "apiVersion": rt.group_version,
@@ -255,7 +273,7 @@ class ResourceHandlers:
             return response
         await response.prepare(request)
         try:
-            await self._stream(response, watcher, rt, bookmarks, table, timeout,
+            await self._stream(response, watcher, rt, bookmarks, table, _wants_metadata(request), timeout,
                                query.get("includeObject", "Metadata"))
             await response.write_eof()
         except ConnectionResetError:
@@ -266,7 +284,7 @@ class ResourceHandlers:
 
     async def _stream(
         self, response: web.StreamResponse, watcher: Watcher, rt: ResourceType, bookmarks: bool,
-        table: bool, duration: float, include_object: str,
+        table: bool, metadata_only: bool, duration: float, include_object: str,
     ) -> None:
         """Write events until the timeout, a closed watcher (shutdown, dropped) or a write failure."""
         deadline = time.monotonic() + duration
@@ -290,6 +308,9 @@ class ResourceHandlers:
             if table:
                 out = tables.to_table(self._printed(rt), [obj], obj["metadata"]["resourceVersion"],
                                       include_object)
+                await response.write((dumps({"type": event_type, "object": out}) + "\n").encode())
+            elif metadata_only:
+                out = partial_metadata(obj)
                 await response.write((dumps({"type": event_type, "object": out}) + "\n").encode())
             else:
                 await response.write(self._event_line(rt, event_type, obj))
@@ -383,7 +404,7 @@ class ResourceHandlers:
                 rt.storage, target.namespace, target.name, propagation or "Background", grace,
                 options.get("preconditions"),
             )
-        if not removed or rt.storage == ("", "pods"):
+        if not removed or rt.storage == PODS:
             return json_response(self._out(rt, obj))
         details: Obj = {"name": target.name, "kind": rt.plural, "uid": obj["metadata"]["uid"]}
         if rt.group:
@@ -391,6 +412,19 @@ class ResourceHandlers:
         return json_response(
             {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
         )
+
+    async def evict(self, request: web.Request, target: Target) -> web.Response:
+        """policy/v1 Eviction: deletes the pod (no PodDisruptionBudgets are checked)."""
+        assert target.name is not None
+        if request.method != "POST":
+            raise errors.method_not_allowed(request.method, "", "pods/eviction")
+        eviction = await read_body(request)
+        options = (eviction or {}).get("deleteOptions") or {}
+        self.store.delete_ref(PODS, target.namespace, target.name,
+                              grace_period_seconds=options.get("gracePeriodSeconds"),
+                              preconditions=options.get("preconditions"))
+        return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                              "code": 201}, 201)
 
     async def scale(self, request: web.Request, target: Target) -> web.Response:
         assert target.name is not None

@@ -17,6 +17,7 @@ GroupResource = tuple[str, str]
 Obj = dict[str, Any]
 
 COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,8 @@ class Codec:
 
 @dataclass
 class ResourceType:
+    """One served group/version/resource and the API semantics the store applies to it."""
+
     group: str
     version: str
     plural: str
@@ -69,7 +72,8 @@ class ResourceType:
     defaulter: Callable[[Obj], None] | None = None
     # Rejects an invalid object (raises ApiError), after defaulting, on create and update.
     validator: Callable[[Obj], None] | None = None
-    # Fixes up a new object after its status was reset (e.g. a CRD becomes Established).
+    # Sets a new object's initial status (kube-apiserver drops what the client sent), e.g. a pod's
+    # Pending phase or a CRD's Established condition.
     on_create: Callable[[Obj], None] | None = None
     printer_columns: tuple[PrinterColumn, ...] | None = None  # None: the built-in printer (tables.py)
     custom: bool = False  # served because a CRD says so
@@ -104,7 +108,7 @@ class ResourceType:
         return COMMON_FIELDS | self.fields
 
     def verbs(self) -> list[str]:
-        return ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+        return list(VERBS)
 
 
 def api_version(group: str, version: str) -> str:

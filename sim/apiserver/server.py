@@ -186,10 +186,12 @@ class ApiServer:
 
     def seed(self, objects: Iterable[Obj]) -> list[Obj]:
         """Create objects as they are (status kept), in order; `apiVersion`/`kind` pick the resource."""
-        return [
-            self.store.create(self.resource_for(o["apiVersion"], o["kind"]).gr, o, keep_status=True)
-            for o in objects
-        ]
+        created = []
+        for obj in objects:
+            rt = self.resource_for(obj["apiVersion"], obj["kind"])
+            stored = rt.codec.to_storage(obj, None) if rt.codec is not None else obj
+            created.append(self.store.create(rt.storage, stored, keep_status=True))
+        return created
 
     def resource_for(self, api_version: str, kind: str) -> ResourceType:
         group, _, version = api_version.rpartition("/")

@@ -108,3 +108,17 @@ def test_custom_resources_refuse_strategic_merge_patches(server: ApiServer) -> N
                                  [{"op": "replace", "path": "/spec/size", "value": 3}],
                                  "application/json-patch+json")
     assert patched["spec"]["size"] == 3 and patched["metadata"]["generation"] == 2
+
+
+def test_selectable_fields_allow_field_selectors(server: ApiServer) -> None:
+    crd = server.store.get(CRDS, None, "things.example.com")
+    crd["spec"]["versions"][0]["selectableFields"] = [{"jsonPath": ".spec.mode"}]
+    server.store.update(CRDS, crd)
+    gr = ("example.com", "things")
+    for name, mode in (("a", "fast"), ("b", "slow")):
+        server.store.create(gr, {**_thing({"size": 1, "mode": mode}), "metadata": {"name": name,
+                                                                                  "namespace": "default"}})
+    assert [t["metadata"]["name"] for t in server.store.list(gr, field_selector="spec.mode=slow")] == ["b"]
+    with pytest.raises(ApiError) as err:
+        server.store.list(gr, field_selector="spec.size=1")
+    assert err.value.code == 400

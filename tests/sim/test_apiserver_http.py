@@ -64,3 +64,15 @@ async def test_legacy_discovery_documents(apiserver: ServerThread) -> None:
     assert group["preferredVersion"]["version"] == "v2"
     _, version = await _request(apiserver, "GET", "/version")
     assert version["major"] == "1" and version["gitVersion"].startswith("v1.")
+
+
+async def test_metadata_only_responses(apiserver: ServerThread) -> None:
+    accept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+    status, listed = await _request(apiserver, "GET", "/api/v1/namespaces", accept=accept)
+    assert status == 200 and listed["kind"] == "PartialObjectMetadataList"
+    assert {i["kind"] for i in listed["items"]} == {"PartialObjectMetadata"}
+    assert "default" in {i["metadata"]["name"] for i in listed["items"]}
+    assert all("status" not in i and "spec" not in i for i in listed["items"])
+    accept = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+    _, single = await _request(apiserver, "GET", "/api/v1/namespaces/default", accept=accept)
+    assert single["kind"] == "PartialObjectMetadata" and single["metadata"]["name"] == "default"

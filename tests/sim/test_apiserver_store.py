@@ -59,6 +59,17 @@ def test_create_resets_status_unless_seeding(store: Store) -> None:
     assert seeded["status"]["phase"] == "Running"
 
 
+def test_new_objects_carry_the_empty_status_kube_apiserver_serializes(store: Store) -> None:
+    meta = {"name": "x", "namespace": "default"}
+    deployment = store.create(DEPLOYMENTS, {"metadata": meta, "spec": {}, "status": {"replicas": 3}})
+    assert deployment["status"] == {}
+    hpa = store.create(("autoscaling", "horizontalpodautoscalers"),
+                       {"metadata": meta, "spec": {"maxReplicas": 3}})
+    assert hpa["status"] == {"desiredReplicas": 0, "currentMetrics": None}
+    assert hpa["spec"]["minReplicas"] == 1 and hpa["spec"]["metrics"][0]["resource"]["name"] == "cpu"
+    assert "status" not in store.create(CONFIGMAPS, _cm("no-status"))
+
+
 def test_generate_name_and_invalid_names(store: Store) -> None:
     made = store.create(CONFIGMAPS, {"metadata": {"generateName": "cfg-", "namespace": "default"}})
     assert made["metadata"]["name"].startswith("cfg-") and len(made["metadata"]["name"]) == 9

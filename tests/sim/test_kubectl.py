@@ -272,3 +272,16 @@ def test_server_dry_run_and_diff_change_nothing(kubectl: KubectlRunner, apiserve
     assert "(server dry run)" in kubectl("delete", "deploy", "web", "--dry-run=server").stdout
     assert apiserver.call(lambda: apiserver.server.store.resource_version) == rv
     assert kubectl("get", "deploy", "web", "-o", "jsonpath={.spec.replicas}").stdout == "2"
+
+
+def test_drain_evicts_pods_of_a_cordoned_node(kubectl: KubectlRunner, apiserver: ServerThread) -> None:
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "default"},
+             "spec": {"nodeName": node_name, "containers": [{"name": "c", "image": "nginx"}]},
+             "status": {"phase": "Running"}} for i, node_name in enumerate(["n1", "n1", "n2"])]
+    apiserver.call(lambda: apiserver.server.seed([node, *pods]))
+    drained = kubectl("drain", "n1", "--force", "--timeout=20s")
+    assert "node/n1 drained" in drained.stdout, drained.stderr
+    assert kubectl("get", "node", "n1", "-o", "jsonpath={.spec.unschedulable}").stdout == "true"
+    assert kubectl("get", "pods", "-o", "name").stdout.split() == ["pod/p2"]
