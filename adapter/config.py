@@ -190,7 +190,9 @@ _OVERRIDE_KEYS = frozenset({"group", "resource"})
 _NAME_KEYS = frozenset({"matches", "as"})
 _RESOURCE_RULES_KEYS = frozenset({"cpu", "memory", "window"})
 _RESOURCE_RULE_KEYS = frozenset({"containerQuery", "nodeQuery", "resources", "containerLabel"})
-_DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+# Prometheus durations (its model.ParseDuration), not Go's time.ParseDuration (shared/durations.py): whole
+# numbers only, units up to years, largest first. Units are listed in the order of the regex's groups.
+_DURATION_UNITS = {"y": 31536000, "w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1, "ms": 0.001}
 _DURATION = re2.compile(
     r"^(?:([0-9]+)y)?(?:([0-9]+)w)?(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?"
     r"(?:([0-9]+)s)?(?:([0-9]+)ms)?$"
@@ -279,8 +281,8 @@ def _duration(reader: _Reader, node: yaml.Node | None, where: str) -> float:
     if match is None:
         assert node is not None
         raise reader.error(node, f"{where}: not a valid duration string: {text!r}")
-    units = ("y", "w", "d", "h", "m", "s", "ms")
-    return float(sum(int(v) * _DURATION_UNITS[u] for u, v in zip(units, match.groups(), strict=True) if v))
+    groups = zip(_DURATION_UNITS.values(), match.groups(), strict=True)
+    return float(sum(int(count) * unit_seconds for unit_seconds, count in groups if count))
 
 
 def _resource_rule(reader: _Reader, node: yaml.Node | None, where: str) -> ResourceRule:

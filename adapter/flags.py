@@ -9,12 +9,11 @@ compatibility, returning a warning for each so the caller can log it once loggin
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 
+from shared.durations import parse_go_duration
 from shared.logging import add_logging_flags
 
 FlagGroup = Callable[[argparse.ArgumentParser], None]
@@ -55,36 +54,6 @@ _BOOL_COMPAT_FLAGS = frozenset(
     {"logtostderr", "alsologtostderr", "one-output", "skip-log-headers", "add-dir-header", "skip-headers"}
     | {"disable-http2", "profiling", "contention-profiling", "permit-port-sharing", "permit-address-sharing"}
 )
-
-_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|ms|s|m|h)")
-_DURATION_UNITS = {
-    "ns": Decimal("1e-9"),
-    "us": Decimal("1e-6"),
-    "µs": Decimal("1e-6"),
-    "ms": Decimal("1e-3"),
-    "s": Decimal(1),
-    "m": Decimal(60),
-    "h": Decimal(3600),
-}
-
-
-def parse_go_duration(text: str) -> float:
-    """Seconds in a Go duration string (`1m`, `1h30m`, `500ms`, `0`); raises ValueError otherwise."""
-    body = text[1:] if text[:1] in "+-" else text
-    if body == "0":
-        return 0.0
-    pos = 0
-    total = Decimal(0)
-    while pos < len(body):
-        match = _DURATION_PART.match(body, pos)
-        if match is None:
-            raise ValueError(f"invalid duration {text!r}")
-        total += Decimal(match.group(1)) * _DURATION_UNITS[match.group(2)]
-        pos = match.end()
-    if not body:
-        raise ValueError(f"invalid duration {text!r}")
-    return float(-total if text.startswith("-") else total)
-
 
 def parse_go_bool(text: str) -> bool:
     """Go's strconv.ParseBool."""

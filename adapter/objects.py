@@ -18,12 +18,11 @@ from typing import Any
 
 import aiohttp
 import structlog
-from kubernetes_asyncio import config as kube_config
-from kubernetes_asyncio.client import Configuration
 from yarl import URL
 
 from adapter.naming.resources import ResourceInfo
 from adapter.prometheus import TokenFile
+from shared.kube import bearer_token, load_configuration
 
 log = structlog.get_logger(__name__)
 
@@ -56,14 +55,12 @@ class KubeConnection:
 
     @classmethod
     async def from_kubeconfig(cls, path: str) -> KubeConnection:
-        """Connection from a kubeconfig file, or the pod's service account when `path` is empty."""
-        configuration = Configuration()
-        token_file = None
-        if path:
-            await kube_config.load_kube_config(config_file=path, client_configuration=configuration)
-        else:
-            kube_config.load_incluster_config(client_configuration=configuration)
-            token_file = TokenFile(_IN_CLUSTER_TOKEN)
+        """Connection from a kubeconfig file, or the pod's service account when `path` is empty.
+
+        Raises KubeConfigError, or OSError/ValueError for unusable TLS files.
+        """
+        configuration = await load_configuration(path or None)
+        token_file = None if path else TokenFile(_IN_CLUSTER_TOKEN)
         context: ssl.SSLContext | bool = False
         if configuration.host.startswith("https"):
             context = ssl.create_default_context(cafile=configuration.ssl_ca_cert or None)
@@ -73,9 +70,9 @@ class KubeConnection:
             if configuration.cert_file:
                 context.load_cert_chain(configuration.cert_file, configuration.key_file)
         headers = {"Accept": "application/json"}
-        token = configuration.api_key.get("authorization") or configuration.api_key.get("BearerToken")
+        token = bearer_token(configuration)
         if token and token_file is None:
-            headers["Authorization"] = token if token.startswith("Bearer ") else f"Bearer {token}"
+            headers["Authorization"] = f"Bearer {token}"
         return cls(base=URL(configuration.host), ssl_context=context, headers=headers, token_file=token_file)
 
     def _request_headers(self, accept: str | None) -> dict[str, str]:

@@ -9,7 +9,6 @@ set), and nothing per series is retained: the registry stores one small entry pe
 
 `update` builds new dictionaries and swaps them in with single assignments, so readers (request
 handlers) never see a half-updated registry; updates may run in worker threads, several at once.
-Queries are deterministic strings, so a later value cache can key on `CustomQuery.promql`.
 """
 
 import threading
@@ -69,7 +68,6 @@ class CustomQuery:
 
     promql: str
     object_label: str
-    series: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,7 +278,7 @@ class SeriesRegistry:
         if namespace is not None:
             namespace_matcher = (self._namespace_label(rule, RuleId(False, entry.rule)), namespace)
         data = custom_query_data(entry.series, metric_selector, namespace_matcher, object_label, names)
-        return CustomQuery(render_query(rule.metrics_query, data), object_label, entry.series)
+        return CustomQuery(render_query(rule.metrics_query, data), object_label)
 
     def external_query(
         self, metric: str, namespace: str | None, selector: Iterable[SelectorRequirement] = ()

@@ -21,8 +21,8 @@ import structlog
 from autoscaler import printing
 from autoscaler.cache import EventHandlers, Informer, PodIndex, slim_pod
 from autoscaler.cache.pods import compiled_selector
-from autoscaler.codec import SpecError, parse_autoscaler, parse_scale, status_json
 from autoscaler.core.defaults import effective_metrics
+from autoscaler.core.kube_json import hpa_from_json, hpa_status_to_json, scale_from_json
 from autoscaler.core.reconcile import Decision, decide, scale_unavailable
 from autoscaler.core.types import (
     CONTAINER_RESOURCE,
@@ -251,8 +251,8 @@ class Controller:
             return Outcome(failed=False, resync_after=period)
         started = time.perf_counter()
         try:
-            hpa = parse_autoscaler(obj)
-        except (SpecError, ValueError, KeyError, TypeError) as err:
+            hpa = hpa_from_json(obj)
+        except ValueError as err:
             log.warning("autoscaler spec unreadable", key=_key_str(key), error=str(err))
             self.telemetry.reconciles.labels(outcome="invalid_spec").inc()
             return Outcome(failed=False, resync_after=period)
@@ -288,7 +288,7 @@ class Controller:
             return await self._act(
                 key, obj, hpa, scale_unavailable(hpa, history, message, _now()), None, None
             )
-        scale = parse_scale(scale_obj)
+        scale = scale_from_json(scale_obj)
         self._selectors.setdefault(hpa.namespace, {})[key] = scale.selector
         try:
             pods = self.pod_index.select(hpa.namespace, scale.selector) if scale.selector else ()
@@ -361,7 +361,7 @@ class Controller:
     async def _write_status(self, key: Key, obj: Obj, decision: Decision) -> None:
         if not decision.status_changed:
             return
-        new_status = status_json(decision.status)
+        new_status = hpa_status_to_json(decision.status)
         if self.source.printable_status:
             spec = obj.get("spec") or {}
             new_status["reference"] = printing.reference(spec)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from autoscaler.codec import status_json
+from autoscaler.core.kube_json import hpa_status_to_json
 from autoscaler.core.reconcile import Decision
 from autoscaler.core.types import MetricSpec, MetricStatus
 
@@ -31,7 +31,7 @@ def decision_fields(metrics: tuple[MetricSpec, ...], decision: Decision) -> dict
     limited = next((c for c in status.conditions if c.type == "ScalingLimited" and c.status == "True"), None)
     return {
         "metric": decision.metric_name or None,
-        "metrics": status_json(status).get("currentMetrics", []),
+        "metrics": hpa_status_to_json(status).get("currentMetrics", []),
         "ratios": [_ratio(spec, st) for spec, st in zip(metrics, statuses, strict=False)],
         "current": status.current_replicas,
         "proposal": decision.desired_replicas,

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 
 import structlog
 
-from autoscaler.codec import format_time
 from autoscaler.kubeclient import ApiError, KubeClient, Obj
 
 log = structlog.get_logger(__name__)
@@ -25,6 +24,10 @@ class _Written:
     name: str
     count: int
     first: datetime
+
+
+def _event_time(value: datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class EventRecorder:
@@ -45,7 +48,7 @@ class EventRecorder:
                 await self._client.request(
                     "PATCH",
                     f"/api/v1/namespaces/{namespace}/events/{previous.name}",
-                    body={"count": previous.count, "lastTimestamp": format_time(now)},
+                    body={"count": previous.count, "lastTimestamp": _event_time(now)},
                     content_type="application/merge-patch+json",
                 )
                 return
@@ -67,8 +70,8 @@ class EventRecorder:
                 "message": message,
                 "source": {"component": self._component},
                 "reportingComponent": self._component,
-                "firstTimestamp": format_time(now),
-                "lastTimestamp": format_time(now),
+                "firstTimestamp": _event_time(now),
+                "lastTimestamp": _event_time(now),
                 "count": 1,
             }
             await self._client.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body)

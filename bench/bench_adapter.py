@@ -51,16 +51,10 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def rss_mib() -> float:
+def memory_mib(field: str) -> float:
+    """A memory line of /proc/self/status (`VmRSS`: resident now, `VmHWM`: peak resident) in MiB."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def peak_rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -118,13 +112,13 @@ async def bench_relist(total: int) -> dict[str, float]:
     registry = SeriesRegistry(parse_config(default_config_yaml()), StaticResourceMapper(BUILTIN_RESOURCES))
     client = PrometheusClient(PrometheusSettings(url=url))
     relister = Relister(client, registry, interval=600, max_age=600, metrics=AdapterMetrics())
-    before = rss_mib()
+    before = memory_mib("VmRSS")
     times = []
     for _ in range(3):
         started = time.perf_counter()
         assert await relister.relist_once()
         times.append(time.perf_counter() - started)
-    after = rss_mib()
+    after = memory_mib("VmRSS")
     await client.close()
     await runner.cleanup()
     return {
@@ -133,7 +127,7 @@ async def bench_relist(total: int) -> dict[str, float]:
         "median_s": statistics.median(times),
         "rss_before_mib": before,
         "rss_after_mib": after,
-        "peak_rss_mib": peak_rss_mib(),
+        "peak_rss_mib": memory_mib("VmHWM"),
         "metrics": float(len(registry.custom_metrics())),
     }
 

@@ -18,10 +18,10 @@ def in_cluster() -> bool:
     return all(os.environ.get(name) for name in _IN_CLUSTER_ENV)
 
 
-async def load_api_client(kubeconfig: str | None) -> client.ApiClient:
-    """An ApiClient for `kubeconfig` (its current context), or in-cluster config when it is None.
+async def load_configuration(kubeconfig: str | None) -> client.Configuration:
+    """The connection settings of `kubeconfig` (its current context), or in-cluster ones when it is None.
 
-    The caller owns the client and must `await client.close()`. Raises KubeConfigError with the reason.
+    Raises KubeConfigError with the reason.
     """
     configuration = client.Configuration()
     if kubeconfig is not None:
@@ -45,4 +45,19 @@ async def load_api_client(kubeconfig: str | None) -> client.ApiClient:
             "no kubeconfig given and not running in a cluster "
             "(KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT unset); pass --kubeconfig"
         )
-    return client.ApiClient(configuration=configuration)
+    return configuration
+
+
+def bearer_token(configuration: client.Configuration) -> str:
+    """The token a loaded configuration authenticates with, without its `Bearer ` prefix ("" if none)."""
+    # Library versions differ in the api_key entry they fill.
+    token = configuration.api_key.get("authorization") or configuration.api_key.get("BearerToken") or ""
+    return str(token).removeprefix("Bearer ")
+
+
+async def load_api_client(kubeconfig: str | None) -> client.ApiClient:
+    """An ApiClient for `kubeconfig`, or in-cluster config when it is None (see `load_configuration`).
+
+    The caller owns the client and must `await client.close()`. Raises KubeConfigError with the reason.
+    """
+    return client.ApiClient(configuration=await load_configuration(kubeconfig))

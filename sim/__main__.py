@@ -29,7 +29,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def write_atomically(cluster: SimCluster, path: Path) -> None:
+def write_kubeconfig_atomically(cluster: SimCluster, path: Path) -> None:
     """Readers polling for the file never see it half-written."""
     tmp = path.with_name(f".{path.name}.tmp")
     cluster.write_kubeconfig(tmp)
@@ -45,7 +45,7 @@ async def serve(args: argparse.Namespace) -> None:
     await cluster.start(port=args.port)
     try:
         args.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(cluster, args.kubeconfig)
+        write_kubeconfig_atomically(cluster, args.kubeconfig)
         log.info(
             "simulated cluster serving",
             url=cluster.url,

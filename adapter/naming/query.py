@@ -47,6 +47,20 @@ def _query_data(
     )
 
 
+def _selector_and_namespace(
+    requirements: Iterable[SelectorRequirement], namespace: tuple[str, str] | None
+) -> tuple[list[Matcher], dict[str, str]]:
+    """`.LabelMatchers` and `.LabelValuesByName` of the metric selector, then the namespace if any."""
+    requirements = list(requirements)
+    matchers = selector_matchers(requirements)
+    values = selector_values_by_name(requirements)
+    if namespace is not None:
+        label, value = namespace
+        matchers.append(Matcher(label, "=", value))
+        values[label] = regex_alternation([value])
+    return matchers, values
+
+
 def custom_query_data(
     series: str,
     requirements: Iterable[SelectorRequirement],
@@ -61,12 +75,7 @@ def custom_query_data(
     """
     if not names:
         raise QueryBuildError("no object names to query")
-    requirements = list(requirements)
-    matchers = selector_matchers(requirements)
-    values = selector_values_by_name(requirements)
-    if namespace is not None:
-        matchers.append(Matcher(namespace[0], "=", namespace[1]))
-        values[namespace[0]] = regex_alternation([namespace[1]])
+    matchers, values = _selector_and_namespace(requirements, namespace)
     matchers.append(object_matcher(object_label, names))
     values[object_label] = regex_alternation(names)
     return _query_data(series, matchers, values, [object_label, *extra_group_by])
@@ -79,12 +88,7 @@ def external_query_data(
     group_by: Sequence[str] = (),
 ) -> GoStruct:
     """Template data for an external-metric query; `namespace` is None when not restricted."""
-    requirements = list(requirements)
-    matchers = selector_matchers(requirements)
-    values = selector_values_by_name(requirements)
-    if namespace is not None:
-        matchers.append(Matcher(namespace[0], "=", namespace[1]))
-        values[namespace[0]] = regex_alternation([namespace[1]])
+    matchers, values = _selector_and_namespace(requirements, namespace)
     return _query_data(series, matchers, values, group_by)
 
 

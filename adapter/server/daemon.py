@@ -14,8 +14,6 @@ from pathlib import Path
 import aiohttp
 import structlog
 from aiohttp import web
-from kubernetes_asyncio import config as kube_config
-from kubernetes_asyncio.client import Configuration
 
 from adapter.config import AdapterConfig
 from adapter.discovery import Relister
@@ -28,6 +26,7 @@ from adapter.server.health import HealthChecks
 from adapter.server.provider import PrometheusMetricsProvider
 from adapter.server.selfmetrics import AdapterMetrics
 from adapter.server.tls import ServingTLS, ensure_self_signed, openssl_cipher_list
+from shared.kube import KubeConfigError, bearer_token, load_configuration
 
 log = structlog.get_logger(__name__)
 
@@ -59,18 +58,14 @@ async def prometheus_settings(options: AdapterOptions) -> PrometheusSettings:
     if options.prometheus_auth_incluster:
         return replace(settings, ca_file=_IN_CLUSTER_CA, token_file=settings.token_file or _IN_CLUSTER_TOKEN)
     if options.prometheus_auth_config:
-        configuration = Configuration()
-        await kube_config.load_kube_config(
-            config_file=options.prometheus_auth_config, client_configuration=configuration
-        )
-        token = configuration.api_key.get("authorization") or configuration.api_key.get("BearerToken") or ""
+        configuration = await load_configuration(options.prometheus_auth_config)
         return replace(
             settings,
             ca_file=configuration.ssl_ca_cert or "",
             client_cert=configuration.cert_file or "",
             client_key=configuration.key_file or "",
             insecure_skip_verify=not configuration.verify_ssl,
-            token=token.removeprefix("Bearer "),
+            token=bearer_token(configuration),
         )
     return settings
 
@@ -116,7 +111,7 @@ class AdapterDaemon:
     async def _start(self) -> None:
         try:
             connection = await KubeConnection.from_kubeconfig(self.options.lister_kubeconfig)
-        except (kube_config.ConfigException, OSError, ValueError) as err:
+        except (KubeConfigError, OSError, ValueError) as err:
             raise StartupError(f"invalid Kubernetes connection settings: {err}") from err
         self._closers.append(connection.close)
         mapper = DiscoveryResourceMapper(connection)
@@ -132,7 +127,7 @@ class AdapterDaemon:
             prometheus = PrometheusClient(
                 await prometheus_settings(self.options), observe=self.metrics.observe_prometheus
             )
-        except (OSError, ssl.SSLError, ValueError) as err:
+        except (KubeConfigError, OSError, ssl.SSLError, ValueError) as err:
             raise StartupError(f"invalid Prometheus connection settings: {err}") from err
         self._closers.append(prometheus.close)
         objects = ObjectCaches(connection)

@@ -39,7 +39,7 @@ def parse_request_selector(text: str) -> Selector:
     try:
         return parse_selector(text)
     except ValueError as err:
-        raise bad_request(f"unable to parse requirement: {err}") from None
+        raise bad_request(str(err)) from None  # Go answers with labels.Parse's message as is
 
 
 @dataclass

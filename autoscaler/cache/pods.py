@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from autoscaler.cache.store import Store
-from autoscaler.codec import parse_pod
+from autoscaler.core.kube_json import pod_from_json
 from autoscaler.core.types import Pod
 from autoscaler.kubeclient import Obj
 from shared.selectors import Operator, Selector, parse_selector
@@ -27,7 +27,7 @@ def slim_pod(obj: Obj) -> Obj:
             "resourceVersion": meta.get("resourceVersion", ""),
             "labels": dict(meta.get("labels") or {}),
         },
-        "pod": parse_pod(obj),
+        "pod": pod_from_json(obj),
     }
 
 

@@ -9,7 +9,6 @@ Malformed input raises ``ValueError`` with the offending field's path.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -57,6 +56,7 @@ from autoscaler.core.types import (
     ScalingRules,
     Snapshot,
 )
+from shared.durations import parse_go_duration
 from shared.quantity import Quantity
 
 Json = Mapping[str, Any]
@@ -68,8 +68,6 @@ _SOURCE_FIELD = {
     OBJECT: "object",
     EXTERNAL: "external",
 }
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_DURATION_UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 # --- scalars ------------------------------------------------------------------------------------
@@ -128,14 +126,12 @@ def format_time(value: datetime | None) -> str | None:
 
 def parse_duration(value: Any, where: str) -> timedelta:
     """A Go duration string as ``metav1.Duration`` serializes it (e.g. ``"30s"``, ``"1m0s"``)."""
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{where}: not a duration: {value!r}")
-    text = value[1:] if value[0] in "+-" else value
-    parts = _DURATION_PART.findall(text)
-    if text != "0" and "".join(n + u for n, u in parts) != text:
-        raise ValueError(f"{where}: not a duration: {value!r}")
-    seconds = sum(float(n) * _DURATION_UNIT_S[u] for n, u in parts)
-    return timedelta(seconds=-seconds if value[0] == "-" else seconds)
+    if isinstance(value, str):
+        try:
+            return timedelta(seconds=parse_go_duration(value))
+        except ValueError:
+            pass
+    raise ValueError(f"{where}: not a duration: {value!r}")
 
 
 def _get(obj: Json, key: str, where: str) -> Any:

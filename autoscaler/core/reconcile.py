@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from functools import lru_cache
 
 from autoscaler.core.conditions import has_true_condition, remove_condition, set_condition
 from autoscaler.core.defaults import with_defaults
@@ -44,7 +43,7 @@ from autoscaler.core.types import (
     Snapshot,
     Tolerances,
 )
-from shared.selectors import Selector, parse_selector
+from shared.selectors import parse_selector
 
 ABOVE_MAX = "Current number of replicas above Spec.MaxReplicas"
 BELOW_MIN = "Current number of replicas below Spec.MinReplicas"
@@ -175,14 +174,10 @@ def reference_of(hpa: HPA) -> str:
     return f"{ref.kind}/{hpa.namespace}/{ref.name}"
 
 
-@lru_cache(maxsize=4096)
-def _parse_selector(text: str) -> Selector:
-    # Selectors repeat from pass to pass; parsing is the costly part of the check.
-    return parse_selector(text)
-
-
 class _SelectorProblem(Exception):
-    def __init__(self, event_reason: str, event_message: str, condition_reason: str, condition_message: str):
+    def __init__(
+        self, event_reason: str, event_message: str, condition_reason: str, condition_message: str
+    ) -> None:
         super().__init__(event_message)
         self.event_reason = event_reason
         self.event_message = event_message
@@ -202,7 +197,7 @@ def validate_selector(
             "the HPA target's scale is missing a selector",
         )
     try:
-        _parse_selector(selector)
+        parse_selector(selector)
     except ValueError as err:
         message = f"couldn't convert selector into a corresponding internal selector object: {err}"
         raise _SelectorProblem("InvalidSelector", message, "InvalidSelector", message) from None
@@ -213,7 +208,7 @@ def validate_selector(
         if key == hpa_key:
             continue
         try:
-            other_selector = _parse_selector(other)
+            other_selector = parse_selector(other)
         except ValueError:
             continue  # an autoscaler with a broken selector selects nothing
         if any(other_selector.matches(pod.labels) for pod in pods):
@@ -248,7 +243,6 @@ def _metrics_failed(
     error_text: str,
     observed_generation: int | None,
     computations: tuple[MetricComputation, ...] = (),
-    error_label: str = "internal",
 ) -> Decision:
     """No replica count could be computed: record what is known, keep the old desired count."""
     status = HPAStatus(
@@ -272,7 +266,7 @@ def _metrics_failed(
             f"{reference_of(hpa)}: {error_text}"
         ),
         metric_computations=computations,
-        error_label=error_label,
+        error_label="internal",
     )
 
 

@@ -5,10 +5,20 @@ A nil or empty selector prints as "" and the parameter is then left out (wire-co
 
 from __future__ import annotations
 
-from autoscaler.codec import selector_json
+from typing import Any
+
 from autoscaler.core.types import LabelSelector
 from shared.selectors import Selector
 
 
 def selector_string(selector: LabelSelector | None) -> str:
-    return str(Selector.from_label_selector(selector_json(selector)))
+    if selector is None:
+        return ""
+    as_json: dict[str, Any] = {
+        "matchLabels": dict(selector.match_labels),
+        "matchExpressions": [
+            {"key": r.key, "operator": r.operator, "values": list(r.values)}
+            for r in selector.match_expressions
+        ],
+    }
+    return str(Selector.from_label_selector(as_json))

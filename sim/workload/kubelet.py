@@ -205,11 +205,11 @@ class Kubelet:
         if pod is None or pod.stage < Stage.RUNNING:
             return None
         sample = self.model(pod.workload).sample(now, name)
+        if sample is None:
+            return None
         try:
             obj = self._store.get_ref(PODS, namespace, name)
         except ApiError:
-            return None
-        if sample is None:
             return None
         return sample, container_names(obj) or ["app"]
 

@@ -42,10 +42,11 @@ class ResourceMetricsApi:
             case ["namespaces", namespace, "pods"]:
                 return self._pod_list(namespace, label_selector, now)
             case ["namespaces", namespace, "pods", name]:
-                item = self._pod(namespace, name, now)
-                if item is None:
+                # Only running pods have metrics, as with metrics-server (nothing to scrape before).
+                usage = self._kubelet.pod_usage(namespace, name, now)
+                if usage is None:
                     raise _not_found("podmetrics", f"{namespace}/{name}")
-                return item
+                return pod_metrics(self._store.get_ref(PODS, namespace, name), usage, now)
             case ["nodes"]:
                 nodes = self._store.select(NODES, Selection(None, label_selector))
                 return metrics_list("NodeMetricsList", [self._node(n, now) for n in nodes])
@@ -58,16 +59,12 @@ class ResourceMetricsApi:
         raise route_not_found()
 
     def _pod_list(self, namespace: str | None, label_selector: str | None, now: float) -> Obj:
-        pods = self._store.select(PODS, Selection(namespace, label_selector))
-        items = [self._pod(p["metadata"]["namespace"], p["metadata"]["name"], now) for p in pods]
-        return metrics_list("PodMetricsList", [i for i in items if i is not None])
-
-    def _pod(self, namespace: str, name: str, now: float) -> Obj | None:
-        """Only running pods have metrics, as with metrics-server (which has nothing to scrape before)."""
-        usage = self._kubelet.pod_usage(namespace, name, now)
-        if usage is None:
-            return None
-        return pod_metrics(self._store.get_ref(PODS, namespace, name), usage, now)
+        items = []
+        for pod in self._store.select(PODS, Selection(namespace, label_selector)):
+            usage = self._kubelet.pod_usage(pod["metadata"]["namespace"], pod["metadata"]["name"], now)
+            if usage is not None:  # pods not running yet are left out
+                items.append(pod_metrics(pod, usage, now))
+        return metrics_list("PodMetricsList", items)
 
     def _node(self, node: Obj, now: float) -> Obj:
         return node_metrics(node, self._kubelet.node_usage(node["metadata"]["name"], now), now)

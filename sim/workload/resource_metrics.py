@@ -27,7 +27,7 @@ class Usage:
     def quantities(self) -> dict[str, str]:
         nanocores = round(self.cpu_cores * 1e9)
         return {
-            "cpu": format_quantity(Decimal(nanocores) / 10**9, "DecimalSI"),
+            "cpu": format_quantity(Decimal(nanocores).scaleb(-9), "DecimalSI"),
             "memory": format_quantity(self.memory_bytes, "BinarySI"),
         }
 

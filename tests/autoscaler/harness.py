@@ -131,7 +131,7 @@ def condition(obj: Obj, type_: str) -> Obj | None:
 @asynccontextmanager
 async def running_controller(
     kubeconfig: Path,
-    metrics_url: str,
+    metrics_url: str | None,
     *,
     source: Source = CRD_SOURCE,
     workers: int = 4,
@@ -142,7 +142,10 @@ async def running_controller(
     from autoscaler.kubeclient import load_access
 
     kube = KubeClient(await load_access(str(kubeconfig)))
-    metrics_kube = KubeClient(ClusterAccess(base_url=metrics_url, ssl_context=False))
+    # None: through the API server's aggregation, as without --metrics-url.
+    metrics_kube = (
+        kube if metrics_url is None else KubeClient(ClusterAccess(base_url=metrics_url, ssl_context=False))
+    )
     telemetry = Telemetry()
     mapper = RestMapper(kube)
     controller = Controller(
@@ -164,7 +167,8 @@ async def running_controller(
     finally:
         await controller.stop(grace=5)
         await kube.close()
-        await metrics_kube.close()
+        if metrics_kube is not kube:
+            await metrics_kube.close()
 
 
 __all__ = ["eventually"]

@@ -1,5 +1,5 @@
-"""A custom/external metrics API server for tests: answers in the exact wire format (v1beta2), with
-values, failures and delays the test sets per metric, and a log of what was asked."""
+"""A custom metrics API server for tests: answers in the exact wire format of the version asked
+(v1beta1 or v1beta2), with values, failures and delays the test sets per metric, and a log of requests."""
 
 from __future__ import annotations
 
@@ -7,10 +7,13 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from aiohttp import web
 
 from shared.quantity import Quantity
+
+GROUP = "custom.metrics.k8s.io"
 
 
 @dataclass
@@ -29,9 +32,10 @@ class MetricsBackend:
 
     async def start(self) -> MetricsBackend:
         app = web.Application()
-        app.router.add_get("/apis/custom.metrics.k8s.io", self._group)
+        app.router.add_get(f"/apis/{GROUP}", self._group)
+        app.router.add_get(f"/apis/{GROUP}/{{version}}", self._resources)
         app.router.add_get(
-            "/apis/custom.metrics.k8s.io/v1beta2/namespaces/{ns}/pods/{name}/{metric}", self._pods
+            f"/apis/{GROUP}/{{version}}/namespaces/{{ns}}/pods/{{name}}/{{metric}}", self._pods
         )
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -46,22 +50,30 @@ class MetricsBackend:
             await self._runner.cleanup()
 
     async def _group(self, request: web.Request) -> web.Response:
-        versions = [
-            {"groupVersion": "custom.metrics.k8s.io/v1beta2", "version": "v1beta2"},
-            {"groupVersion": "custom.metrics.k8s.io/v1beta1", "version": "v1beta1"},
-        ]
+        versions = [{"groupVersion": f"{GROUP}/{v}", "version": v} for v in ("v1beta2", "v1beta1")]
         return web.json_response(
             {
                 "kind": "APIGroup",
                 "apiVersion": "v1",
-                "name": "custom.metrics.k8s.io",
+                "name": GROUP,
                 "versions": versions,
                 "preferredVersion": versions[0],
             }
         )
 
+    async def _resources(self, request: web.Request) -> web.Response:
+        version = request.match_info["version"]
+        return web.json_response(
+            {
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": f"{GROUP}/{version}",
+                "resources": [],
+            }
+        )
+
     async def _pods(self, request: web.Request) -> web.Response:
-        ns, metric = request.match_info["ns"], request.match_info["metric"]
+        version, ns, metric = (request.match_info[k] for k in ("version", "ns", "metric"))
         self.requests.append((request.raw_path, dict(request.query)))
         key = (ns, metric)
         if self.on_pods_request is not None:
@@ -70,34 +82,30 @@ class MetricsBackend:
             await asyncio.sleep(self.delays[key])
         if key in self.failures:
             code = self.failures[key]
-            return web.json_response(
-                {
-                    "kind": "Status",
-                    "apiVersion": "v1",
-                    "metadata": {},
-                    "status": "Failure",
-                    "message": "Internal error occurred: unable to fetch metrics",
-                    "reason": "InternalError",
-                    "code": code,
-                },
-                status=code,
-            )
+            status = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "message": "Internal error occurred: unable to fetch metrics",
+                "reason": "InternalError",
+                "code": code,
+            }
+            return web.json_response(status, status=code)
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        items = [
-            {
+        items: list[dict[str, Any]] = []
+        for pod, value in sorted(self.pod_values.get(key, {}).items()):
+            item: dict[str, Any] = {
                 "describedObject": {"kind": "Pod", "namespace": ns, "name": pod, "apiVersion": "v1"},
-                "metric": {"name": metric, "selector": None},
                 "timestamp": now,
-                "windowSeconds": 60,
                 "value": str(Quantity.from_milli(round(value * 1000))),
             }
-            for pod, value in sorted(self.pod_values.get(key, {}).items())
-        ]
+            # The versions differ in where the metric name and the window go (wire-contract §3.2).
+            if version == "v1beta2":
+                item.update(metric={"name": metric, "selector": None}, windowSeconds=60)
+            else:
+                item.update(metricName=metric, selector=None, window=60)
+            items.append(item)
         return web.json_response(
-            {
-                "kind": "MetricValueList",
-                "apiVersion": "custom.metrics.k8s.io/v1beta2",
-                "metadata": {},
-                "items": items,
-            }
+            {"kind": "MetricValueList", "apiVersion": f"{GROUP}/{version}", "metadata": {}, "items": items}
         )

@@ -289,3 +289,37 @@ async def test_two_autoscalers_on_the_same_pods_are_reported_ambiguous(
         )
         reasons = {e["reason"] for e in await events_of(cluster, "second")}
         assert "AmbiguousSelector" in reasons
+
+
+async def test_metrics_through_the_aggregation_layer_fall_back_to_v1beta1(
+    cluster: KubeClient, apiserver: ServerThread, kubeconfig_path: Path, backend: MetricsBackend
+) -> None:
+    pods = workload(apiserver, "web", 2)
+    backend.pod_values[("default", "http_requests")] = dict.fromkeys(pods, 150.0)
+    # The adapter registered for v1beta1 only: discovery offers no v1beta2, so the client uses v1beta1.
+    apiservice = {
+        "apiVersion": "apiregistration.k8s.io/v1",
+        "kind": "APIService",
+        "metadata": {
+            "name": "v1beta1.custom.metrics.k8s.io",
+            "annotations": {"sim.surge.dev/url": backend.url},
+        },
+        "spec": {
+            "group": "custom.metrics.k8s.io",
+            "version": "v1beta1",
+            "groupPriorityMinimum": 100,
+            "versionPriority": 100,
+            "insecureSkipTLSVerify": True,
+            "service": {"name": "adapter", "namespace": "monitoring", "port": 443},
+        },
+    }
+    await cluster.request("POST", "/apis/apiregistration.k8s.io/v1/apiservices", body=apiservice)
+    # From a thread: the probe needs this loop free, since the backend answers on it.
+    await asyncio.to_thread(apiserver.call, apiserver.server.aggregator.probe_all())
+    await create_hza(cluster, "web", autoscaler_spec("web", "http_requests", "100", syncPeriodSeconds=1))
+    async with running_controller(kubeconfig_path, None):
+        await until(lambda: replicas_of(cluster, "web"), 3)
+    path, query = backend.requests[0]
+    assert path.startswith("/apis/custom.metrics.k8s.io/v1beta1/namespaces/default/pods/")
+    assert path.split("?")[0].endswith("/http_requests")
+    assert query == {"labelSelector": "app=web"}

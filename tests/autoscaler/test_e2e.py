@@ -31,6 +31,7 @@ from tests.autoscaler.harness import (
     events_of,
     install_crd,
     replicas_of,
+    running_controller,
 )
 from tests.autoscaler.helpers import until
 
@@ -158,3 +159,50 @@ async def test_load_step_scales_out_and_load_drop_scales_in(
         await controller.stop(grace=5)
         await client.close()
         await metrics_client.close()
+
+
+async def test_cpu_utilization_from_the_resource_metrics_api(
+    sim_cluster: ServerThread, sim_kubeconfig: Path
+) -> None:
+    store = sim_cluster.server.store
+    kube = KubeClient(await load_access(str(sim_kubeconfig)))
+    try:
+        await install_crd(kube)
+        sim_cluster.call(
+            lambda: store.create(
+                ("apps", "deployments"),
+                manifests.deployment(
+                    "web", "default", replicas=2, rps=150, capacity_rps=100, cpu_request="100m"
+                ),
+            )
+        )
+        spec = {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1,
+            "maxReplicas": 10,
+            "syncPeriodSeconds": 1,
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}},
+                }
+            ],
+        }
+        await create_hza(kube, "web", spec)
+        path = "/apis/autoscaling.surge.dev/v1alpha1/namespaces/default/horizontalautoscalers/web"
+
+        async def active_reason() -> str | None:
+            found = condition(await kube.get(path), "ScalingActive")
+            return None if found is None else str(found["reason"])
+
+        # No --metrics-url: metrics.k8s.io through the API server, as the HPA reads it.
+        async with running_controller(sim_kubeconfig, None):
+            await until(active_reason, "ValidMetricFound", within=20)
+            status = (await kube.get(path))["status"]
+        (metric,) = status["currentMetrics"]
+        assert metric["type"] == "Resource" and metric["resource"]["name"] == "cpu"
+        utilization = metric["resource"]["current"]["averageUtilization"]
+        assert isinstance(utilization, int) and utilization > 0
+        assert status["targets"] == f"cpu: {utilization}%/50%"
+    finally:
+        await kube.close()

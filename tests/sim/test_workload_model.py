@@ -1,11 +1,12 @@
 """The load model: exact profile integrals, load split over Ready pods, excess over capacity as 503s."""
 
 import math
+from collections.abc import Callable
 
 import pytest
 
 from sim.workload.model import LoadModel, PodCosts
-from sim.workload.profiles import Constant, Ramp, Replay, Sine, Step, integrate
+from sim.workload.profiles import Constant, LoadProfile, Ramp, Replay, Sine, Step, integrate
 
 T0 = 1_700_000_000.0
 
@@ -24,27 +25,27 @@ T0 = 1_700_000_000.0
         (Replay(((1, 5), (3, 15))), 0, 1, 5.0),
     ],
 )
-def test_integral_of_offered_load(profile, start, end, expected):
+def test_integral_of_offered_load(profile: LoadProfile, start: float, end: float, expected: float) -> None:
     offered, served = integrate(profile, start, end, cap=math.inf)
     assert offered == pytest.approx(expected, rel=1e-9)
     assert served == pytest.approx(offered, rel=1e-12)
 
 
-def test_capped_integral_of_a_ramp_counts_only_what_fits():
+def test_capped_integral_of_a_ramp_counts_only_what_fits() -> None:
     # 0→100 over 10 s capped at 50: triangle up to 50 (5 s → 125), then 50 for 5 s (250).
     offered, served = integrate(Ramp(0, 100, 10), 0, 10, cap=50)
     assert offered == pytest.approx(500, rel=1e-9)
     assert served == pytest.approx(375, rel=1e-6)
 
 
-def test_capped_sine_over_whole_periods_is_not_fooled_by_sampling():
+def test_capped_sine_over_whole_periods_is_not_fooled_by_sampling() -> None:
     # The cap cuts the upper half of each wave; an interval of exactly two periods must still see it.
     offered, served = integrate(Sine(mean=50, amplitude=50, period=1), 0, 2, cap=50)
     assert offered == pytest.approx(100, rel=1e-9)
     assert served == pytest.approx(100 - 2 * 50 / math.pi, rel=1e-6)
 
 
-def test_integrals_add_up_over_split_intervals():
+def test_integrals_add_up_over_split_intervals() -> None:
     profile = Replay(((0, 3), (1.5, 40), (2.2, 7), (5, 90)))
     whole = integrate(profile, 0.3, 4.9, cap=30)
     parts = [integrate(profile, a, b, cap=30) for a, b in [(0.3, 1.0), (1.0, 2.2), (2.2, 4.9)]]
@@ -63,12 +64,12 @@ def test_integrals_add_up_over_split_intervals():
         lambda: Replay(((1, 1), (1, 2))),
     ],
 )
-def test_bad_profiles_are_rejected(make):
+def test_bad_profiles_are_rejected(make: Callable[[], LoadProfile]) -> None:
     with pytest.raises(ValueError):
         make()
 
 
-def test_load_splits_across_ready_pods_only():
+def test_load_splits_across_ready_pods_only() -> None:
     model = LoadModel(now=T0, profile=Constant(60), costs=PodCosts(capacity_rps=100))
     for name in ("a", "b", "c"):
         model.start_pod(T0, name)
@@ -83,7 +84,7 @@ def test_load_splits_across_ready_pods_only():
     assert a.served_rps == pytest.approx(20)
 
 
-def test_excess_over_capacity_is_rejected_and_sum_is_offered():
+def test_excess_over_capacity_is_rejected_and_sum_is_offered() -> None:
     model = LoadModel(now=T0, profile=Constant(300), costs=PodCosts(capacity_rps=100))
     for name in ("a", "b"):
         model.start_pod(T0, name)
@@ -95,7 +96,7 @@ def test_excess_over_capacity_is_rejected_and_sum_is_offered():
     assert samples[0].rejected_rps == pytest.approx(50)
 
 
-def test_cpu_is_idle_baseline_plus_served_work():
+def test_cpu_is_idle_baseline_plus_served_work() -> None:
     costs = PodCosts(capacity_rps=100, cpu_seconds_per_request=0.01, idle_cpu_cores=0.1)
     model = LoadModel(now=T0, profile=Constant(50), costs=costs)
     model.start_pod(T0, "a")
@@ -107,7 +108,7 @@ def test_cpu_is_idle_baseline_plus_served_work():
     assert sample.in_flight == pytest.approx(50 * costs.request_seconds)
 
 
-def test_changing_the_profile_applies_from_that_moment():
+def test_changing_the_profile_applies_from_that_moment() -> None:
     model = LoadModel(now=T0, profile=Constant(10))
     model.start_pod(T0, "a")
     model.set_ready(T0, "a", True)
@@ -117,7 +118,7 @@ def test_changing_the_profile_applies_from_that_moment():
     assert sample.served == pytest.approx(10 * 5 + 100)
 
 
-def test_a_stopped_pod_is_gone_and_its_share_moves_to_the_others():
+def test_a_stopped_pod_is_gone_and_its_share_moves_to_the_others() -> None:
     model = LoadModel(now=T0, profile=Constant(40))
     for name in ("a", "b"):
         model.start_pod(T0, name)
@@ -128,7 +129,7 @@ def test_a_stopped_pod_is_gone_and_its_share_moves_to_the_others():
     assert a is not None and a.served == pytest.approx(20 + 40)
 
 
-def test_counters_never_go_back_when_the_clock_does():
+def test_counters_never_go_back_when_the_clock_does() -> None:
     model = LoadModel(now=T0, profile=Constant(10))
     model.start_pod(T0, "a")
     model.set_ready(T0, "a", True)

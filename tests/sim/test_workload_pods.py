@@ -2,6 +2,8 @@
 the metrics exposition and file_sd target groups."""
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +18,15 @@ from sim.workload.status import deployment_status, max_unavailable
 T0 = 1_700_000_000.0
 
 
-def _pod(name, *, node="n1", phase="Running", ready=True, created="2024-01-01T00:00:00Z", ready_at=""):
+def _pod(
+    name: str,
+    *,
+    node: str = "n1",
+    phase: str = "Running",
+    ready: bool = True,
+    created: str = "2024-01-01T00:00:00Z",
+    ready_at: str = "",
+) -> dict[str, Any]:
     conditions = [{"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": ready_at}]
     return {
         "metadata": {"name": name, "creationTimestamp": created},
@@ -25,7 +35,7 @@ def _pod(name, *, node="n1", phase="Running", ready=True, created="2024-01-01T00
     }
 
 
-def test_lifecycle_keeps_earlier_timestamps_and_sets_ready_transition_time():
+def test_lifecycle_keeps_earlier_timestamps_and_sets_ready_transition_time() -> None:
     pod = {"metadata": {"name": "p", "uid": "u"}, "spec": {"containers": [{"name": "app", "image": "x"}]}}
     pod["status"] = status_at(pod, Stage.SCHEDULED, T0, "10.0.0.1", "10.244.1.2")
     assert pod["status"]["phase"] == "Pending"
@@ -44,7 +54,7 @@ def test_lifecycle_keeps_earlier_timestamps_and_sets_ready_transition_time():
     assert pod["status"]["containerStatuses"][0]["ready"] is True
 
 
-def test_scale_down_removes_the_least_established_pods_first():
+def test_scale_down_removes_the_least_established_pods_first() -> None:
     pods = [
         _pod("old-ready", ready_at="2024-01-01T00:01:00Z"),
         _pod("new-ready", ready_at="2024-01-01T00:05:00Z", created="2024-01-01T00:04:00Z"),
@@ -56,12 +66,12 @@ def test_scale_down_removes_the_least_established_pods_first():
     assert order == ["unscheduled", "pending", "not-ready", "new-ready", "old-ready"]
 
 
-def test_newer_pods_go_first_among_equals():
+def test_newer_pods_go_first_among_equals() -> None:
     pods = [_pod("a", created="2024-01-01T00:00:00Z"), _pod("b", created="2024-01-01T00:00:09Z")]
     assert [p["metadata"]["name"] for p in deletion_order(pods)] == ["b", "a"]
 
 
-def test_deployment_status_reports_progress_and_availability():
+def test_deployment_status_reports_progress_and_availability() -> None:
     deployment = {"metadata": {"name": "web", "generation": 4}, "spec": {"replicas": 4}}
     rs = {"metadata": {"name": "web-abc"}}
     pods = [_pod(f"p{i}", ready=i < 2) for i in range(3)]
@@ -82,12 +92,12 @@ def test_deployment_status_reports_progress_and_availability():
 
 
 @pytest.mark.parametrize(("replicas", "value", "expected"), [(10, "25%", 2), (3, "25%", 0), (5, 2, 2)])
-def test_max_unavailable(replicas, value, expected):
+def test_max_unavailable(replicas: int, value: int | str, expected: int) -> None:
     deployment = {"spec": {"replicas": replicas, "strategy": {"rollingUpdate": {"maxUnavailable": value}}}}
     assert max_unavailable(deployment) == expected
 
 
-def test_template_hash_is_stable_and_spelled_safely():
+def test_template_hash_is_stable_and_spelled_safely() -> None:
     template = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "app"}]}}
     first = pod_template_hash(template)
     assert first == pod_template_hash(json.loads(json.dumps(template)))
@@ -97,7 +107,7 @@ def test_template_hash_is_stable_and_spelled_safely():
     assert pod_template_hash(template) != first
 
 
-def test_bad_annotations_are_reported_and_ignored():
+def test_bad_annotations_are_reported_and_ignored() -> None:
     obj = {
         "metadata": {
             "annotations": {
@@ -113,7 +123,7 @@ def test_bad_annotations_are_reported_and_ignored():
     assert len(problems) == 2
 
 
-def test_exposition_has_both_codes_and_escapes_container_names():
+def test_exposition_has_both_codes_and_escapes_container_names() -> None:
     sample = PodSample(
         served=10.5,
         rejected=2.0,
@@ -131,7 +141,7 @@ def test_exposition_has_both_codes_and_escapes_container_names():
     assert "# TYPE http_requests_in_flight gauge" in text
 
 
-def test_file_sd_lists_each_pod_with_its_metrics_path(tmp_path):
+def test_file_sd_lists_each_pod_with_its_metrics_path(tmp_path: Path) -> None:
     path = tmp_path / "sd" / "targets.json"
     write_atomically(path, target_groups("127.0.0.1:9", [PodTarget("ns", "b"), PodTarget("ns", "a")]))
     groups = json.loads(path.read_text())

@@ -19,6 +19,7 @@ from adapter.flags import parse_flags
 from adapter.server.daemon import AdapterDaemon
 from sim.prometheus import PrometheusProcess
 from sim.runner import ServerThread
+from sim.workload.file_sd import PodTarget, target_groups
 
 NAMESPACE = "default"
 # Pod → exposition text. Values are chosen to expose float artefacts (0.1 + 0.2 style).
@@ -39,7 +40,7 @@ TEST_CONFIG_YAML = default_config_yaml() + EXTERNAL_RULES
 
 class _Exposition(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
-        pod = self.path.rsplit("/", 1)[-1]
+        pod = self.path.removesuffix("/metrics").rsplit("/", 1)[-1]  # /pods/<ns>/<pod>/metrics
         body = POD_METRICS.get(pod, "").encode()
         self.send_response(200 if pod in POD_METRICS else 404)
         self.send_header("Content-Type", "text/plain; version=0.0.4")
@@ -53,7 +54,7 @@ class _Exposition(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="session")
 def exposition_server() -> Iterator[str]:
-    """`http://127.0.0.1:<port>`: `/pods/<ns>/<pod>` answers that pod's POD_METRICS text."""
+    """`127.0.0.1:<port>`: `/pods/<ns>/<pod>/metrics` answers that pod's POD_METRICS text."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Exposition)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -63,13 +64,8 @@ def exposition_server() -> Iterator[str]:
 
 
 def targets(address: str) -> list[dict[str, Any]]:
-    return [
-        {
-            "targets": [address],
-            "labels": {"__metrics_path__": f"/pods/{NAMESPACE}/{pod}", "namespace": NAMESPACE, "pod": pod},
-        }
-        for pod in POD_METRICS
-    ]
+    """file_sd groups for every pod of POD_METRICS, as the simulated cluster writes them."""
+    return target_groups(address, [PodTarget(NAMESPACE, pod) for pod in POD_METRICS])
 
 
 @pytest.fixture(scope="session")

@@ -12,12 +12,17 @@ from pathlib import Path
 
 import aiohttp
 
+from sim.apiserver import ApiServer
 from sim.prometheus import PrometheusProcess, free_port
+from sim.runner import ServerThread
 from tests.adapter.e2e.conftest import TEST_CONFIG_YAML, create_pods
 
 
 async def test_helm_argv_serves_and_stops(
-    static_prometheus: PrometheusProcess, apiserver, kubeconfig_path: Path, tmp_path: Path
+    static_prometheus: PrometheusProcess,
+    apiserver: ServerThread[ApiServer],
+    kubeconfig_path: Path,
+    tmp_path: Path,
 ) -> None:
     create_pods(apiserver)
     config = tmp_path / "config.yaml"
@@ -79,7 +84,9 @@ def test_invalid_config_exits_non_zero(tmp_path: Path) -> None:
     assert "bogusKey" in result.stderr
 
 
-def test_port_in_use_is_a_clean_startup_error(apiserver, kubeconfig_path: Path, tmp_path: Path) -> None:
+def test_port_in_use_is_a_clean_startup_error(
+    apiserver: ServerThread[ApiServer], kubeconfig_path: Path, tmp_path: Path
+) -> None:
     config = tmp_path / "config.yaml"
     config.write_text(TEST_CONFIG_YAML)
     with socket.socket() as taken:

@@ -115,6 +115,7 @@ async def test_unreachable_prometheus_is_unavailable() -> None:
 
 Recorded = list[dict[str, Any]]
 Responder = Callable[[web.Request], Awaitable[web.StreamResponse]]
+StartServer = Callable[..., Awaitable[tuple[str, Recorded]]]
 
 VECTOR_BODY = {"status": "success", "data": {"resultType": "vector", "result": []}}
 
@@ -133,10 +134,12 @@ async def _record(request: web.Request, recorded: Recorded) -> None:
 
 
 @pytest.fixture
-async def recording_server() -> AsyncIterator[Callable[..., Awaitable[tuple[str, Recorded]]]]:
+async def recording_server() -> AsyncIterator[StartServer]:
     runners: list[web.AppRunner] = []
 
-    async def start(responder: Responder | None = None, ssl_context: ssl.SSLContext | None = None):
+    async def start(
+        responder: Responder | None = None, ssl_context: ssl.SSLContext | None = None
+    ) -> tuple[str, Recorded]:
         recorded: Recorded = []
 
         async def handle(request: web.Request) -> web.StreamResponse:
@@ -163,7 +166,7 @@ async def recording_server() -> AsyncIterator[Callable[..., Awaitable[tuple[str,
         await runner.cleanup()
 
 
-async def test_timeout_parameter_headers_and_path_prefix(recording_server) -> None:
+async def test_timeout_parameter_headers_and_path_prefix(recording_server: StartServer) -> None:
     url, recorded = await recording_server()
     settings = PrometheusSettings(
         url=url + "/prom/global/?ignored=1",
@@ -182,7 +185,7 @@ async def test_timeout_parameter_headers_and_path_prefix(recording_server) -> No
     assert request["headers"].getall("X-Scope-OrgID") == ["a", "b"]
 
 
-async def test_get_becomes_post_when_the_url_is_long(recording_server) -> None:
+async def test_get_becomes_post_when_the_url_is_long(recording_server: StartServer) -> None:
     url, recorded = await recording_server()
     client = PrometheusClient(PrometheusSettings(url=url))
     long_query = 'up{pod=~"' + "|".join(f"p{i}" for i in range(3000)) + '"}'
@@ -198,7 +201,7 @@ async def test_get_becomes_post_when_the_url_is_long(recording_server) -> None:
     assert recorded[2]["query"] == {"match[]": "up", "start": "10.000"}
 
 
-async def test_post_verb_flag(recording_server) -> None:
+async def test_post_verb_flag(recording_server: StartServer) -> None:
     url, recorded = await recording_server()
     client = PrometheusClient(PrometheusSettings(url=url, verb="POST"))
     try:
@@ -210,7 +213,7 @@ async def test_post_verb_flag(recording_server) -> None:
     assert recorded[0]["form"]["end"] == "2.000"
 
 
-async def test_token_file_is_reread_when_it_changes(recording_server, tmp_path: Path) -> None:
+async def test_token_file_is_reread_when_it_changes(recording_server: StartServer, tmp_path: Path) -> None:
     url, recorded = await recording_server()
     token = tmp_path / "token"
     token.write_text("first\n")
@@ -224,7 +227,7 @@ async def test_token_file_is_reread_when_it_changes(recording_server, tmp_path: 
     assert [r["headers"]["Authorization"] for r in recorded] == ["Bearer first", "Bearer second-token"]
 
 
-async def test_client_deadline_when_prometheus_hangs(recording_server) -> None:
+async def test_client_deadline_when_prometheus_hangs(recording_server: StartServer) -> None:
     release = asyncio.Event()
 
     async def hang(request: web.Request) -> web.StreamResponse:
@@ -256,7 +259,9 @@ async def test_client_deadline_when_prometheus_hangs(recording_server) -> None:
         (200, '{"status":"success","data":{"resultType":"weird","result":[]}}', PrometheusBadResponse),
     ],
 )
-async def test_error_mapping(recording_server, status: int, body: str, error: type[Exception]) -> None:
+async def test_error_mapping(
+    recording_server: StartServer, status: int, body: str, error: type[Exception]
+) -> None:
     async def answer(request: web.Request) -> web.StreamResponse:
         return web.Response(status=status, text=body)
 
@@ -269,7 +274,7 @@ async def test_error_mapping(recording_server, status: int, body: str, error: ty
         await client.close()
 
 
-async def test_ca_file_and_client_certificate(recording_server, tmp_path: Path) -> None:
+async def test_ca_file_and_client_certificate(recording_server: StartServer, tmp_path: Path) -> None:
     ca = trustme.CA()
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert("localhost").configure_cert(server_ctx)
@@ -310,7 +315,7 @@ def test_invalid_ca_file_fails_at_construction(tmp_path: Path) -> None:
         PrometheusClient(PrometheusSettings(url="https://prometheus:9090", ca_file=str(bad)))
 
 
-async def test_prometheus_auth_config_kubeconfig(recording_server, tmp_path: Path) -> None:
+async def test_prometheus_auth_config_kubeconfig(recording_server: StartServer, tmp_path: Path) -> None:
     """--prometheus-auth-config: TLS trust, client certificate and token come from a kubeconfig."""
     ca = trustme.CA()
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)

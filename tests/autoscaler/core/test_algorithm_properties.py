@@ -104,8 +104,8 @@ def test_ratio_within_tolerance_keeps_replicas(
     step: int,
     down_tolerance: float,
     up_tolerance: float,
-    up_rules,
-    down_rules,
+    up_rules: ScalingRules | None,
+    down_rules: ScalingRules | None,
     history: History,
 ) -> None:
     # Utilization = TARGET + step percent; the ratio is (TARGET + step) / TARGET.

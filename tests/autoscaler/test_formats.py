@@ -1,4 +1,4 @@
-"""Kubernetes JSON <-> the core's types, the kubectl-style TARGETS text, and metrics API bodies."""
+"""The kubectl-style TARGETS text, metric selector strings, metrics API bodies, the decision log."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from autoscaler import printing
-from autoscaler.codec import SpecError, parse_autoscaler, parse_pod, parse_status, status_json
+from autoscaler.core.kube_json import hpa_from_json, pod_from_json
 from autoscaler.core.types import LabelSelector, LabelSelectorRequirement
 from autoscaler.metrics import decode
 from autoscaler.metrics.selectors import selector_string
@@ -43,89 +43,6 @@ HZA = {
         },
     },
 }
-
-
-def test_autoscaler_spec_is_read_into_core_types() -> None:
-    hpa = parse_autoscaler(HZA)
-    assert (hpa.namespace, hpa.name, hpa.generation) == ("ns", "web", 3)
-    spec = hpa.spec
-    assert (spec.min_replicas, spec.max_replicas) == (2, 9)
-    pods, cpu, external = spec.metrics
-    assert pods.metric is not None and pods.metric.selector == LabelSelector(match_labels={"verb": "GET"})
-    assert pods.target.average_value == 1500
-    assert (cpu.name, cpu.target.average_utilization) == ("cpu", 80)
-    assert external.target.value == 2_000_000
-    assert spec.behavior is not None and spec.behavior.scale_up is not None
-    assert spec.behavior.scale_up.tolerance == pytest.approx(0.05)
-    assert (
-        spec.behavior.scale_down is not None and spec.behavior.scale_down.stabilization_window_seconds == 30
-    )
-    assert spec.behavior.scale_down.policies is None  # left for defaulting
-
-
-def test_bad_spec_is_a_spec_error() -> None:
-    with pytest.raises(SpecError, match="maxReplicas"):
-        parse_autoscaler({"metadata": {}, "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "x"}}})
-    bad = {
-        **HZA["spec"],
-        "metrics": [
-            {
-                "type": "Pods",
-                "pods": {"metric": {"name": "m"}, "target": {"type": "AverageValue", "averageValue": "1KB"}},
-            }
-        ],
-    }
-    with pytest.raises(SpecError, match=r"spec.metrics\[0\].pods.target.averageValue"):
-        parse_autoscaler({"metadata": {}, "spec": bad})
-
-
-def test_status_round_trips_through_json() -> None:
-    status = {
-        "observedGeneration": 3,
-        "lastScaleTime": "2026-01-01T00:00:05Z",
-        "currentReplicas": 2,
-        "desiredReplicas": 4,
-        "currentMetrics": [
-            {"type": "Pods", "pods": {"metric": {"name": "rps"}, "current": {"averageValue": "2500m"}}},
-            {
-                "type": "Resource",
-                "resource": {"name": "memory", "current": {"averageValue": "1Mi", "averageUtilization": 50}},
-            },
-            {"type": ""},
-        ],
-        "conditions": [
-            {
-                "type": "AbleToScale",
-                "status": "True",
-                "lastTransitionTime": "2026-01-01T00:00:00Z",
-                "reason": "SucceededRescale",
-                "message": "m",
-            }
-        ],
-    }
-    assert status_json(parse_status(status)) == status
-
-
-def test_pod_is_read_with_readiness_and_requests() -> None:
-    pod = parse_pod(
-        {
-            "metadata": {"name": "p", "labels": {"app": "web"}},
-            "spec": {
-                "containers": [{"name": "app", "resources": {"requests": {"cpu": "250m", "memory": "1Gi"}}}]
-            },
-            "status": {
-                "phase": "Running",
-                "startTime": "2026-01-01T00:00:00Z",
-                "conditions": [
-                    {"type": "Ready", "status": "False", "lastTransitionTime": "2026-01-01T00:00:09Z"}
-                ],
-            },
-        }
-    )
-    assert pod.labels == {"app": "web"}
-    assert pod.ready_condition is not None and pod.ready_condition.status == "False"
-    assert pod.ready_condition.last_transition_time == datetime(2026, 1, 1, 0, 0, 9, tzinfo=UTC)
-    assert pod.containers[0].requests == {"cpu": 250, "memory": 1024**3 * 1000}
 
 
 def test_targets_column_like_kubectl_get_hpa() -> None:
@@ -219,11 +136,11 @@ def test_decision_log_fields_carry_values_ratio_proposal_and_result() -> None:
     from autoscaler.decisionlog import decision_fields
 
     now = datetime(2026, 1, 1, 0, 1, tzinfo=UTC)
-    hpa = parse_autoscaler(
+    hpa = hpa_from_json(
         {**HZA, "spec": {**HZA["spec"], "metrics": HZA["spec"]["metrics"][:1], "behavior": None}}
     )
     pods = tuple(
-        parse_pod(
+        pod_from_json(
             {
                 "metadata": {"name": f"p{i}", "labels": {"app": "web"}},
                 "spec": {"containers": [{"name": "a"}]},
