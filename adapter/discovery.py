@@ -32,8 +32,6 @@ class Relister:
     clock: Callable[[], float] = time.time
     _listed: set[RuleId] = field(default_factory=set)
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
-    # Registry updates read-modify-write its maps: one at a time, even though each runs in a thread.
-    _update_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
     def ready(self) -> bool:
@@ -72,8 +70,8 @@ class Relister:
             return False
         for rule in rules:
             # Building entries for 100,000 series takes a while: keep the event loop serving meanwhile.
-            async with self._update_lock:
-                stats = await asyncio.to_thread(self.registry.update, rule, series)
+            # (The registry serialises concurrent updates' swaps itself.)
+            stats = await asyncio.to_thread(self.registry.update, rule, series)
             self._listed.add(rule)
             self.metrics.discovered_series.labels(str(rule)).set(stats.series)
             self.metrics.relist_seconds.labels(str(rule)).observe(time.perf_counter() - started)

@@ -159,6 +159,7 @@ class PrometheusClient:
     _session: aiohttp.ClientSession | None = field(default=None, init=False)
     _token: TokenFile | None = field(default=None, init=False)
     _base: URL = field(init=False)
+    _ssl: ssl.SSLContext | None = field(init=False)
 
     def __post_init__(self) -> None:
         if self.settings.verb not in ("GET", "POST"):

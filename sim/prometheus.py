@@ -205,12 +205,8 @@ class PrometheusProcess:
         deadline = time.monotonic() + timeout_seconds
         while True:
             result = await self.query(promql)
-            if predicate(result):
+            if _satisfied(promql, result, predicate, deadline, timeout_seconds):
                 return result
-            if time.monotonic() >= deadline:
-                raise TimeoutError(
-                    f"{promql!r} did not satisfy the predicate in {timeout_seconds}s; last: {result}"
-                )
             await asyncio.sleep(poll_seconds)
 
     def wait_for_data_sync(
@@ -220,16 +216,24 @@ class PrometheusProcess:
         predicate: Callable[[Result], bool] = bool,
         poll_seconds: float = 0.25,
     ) -> Result:
+        """`wait_for_data` for callers without an event loop."""
         deadline = time.monotonic() + timeout_seconds
         while True:
             result = self.query_sync(promql)
-            if predicate(result):
+            if _satisfied(promql, result, predicate, deadline, timeout_seconds):
                 return result
-            if time.monotonic() >= deadline:
-                raise TimeoutError(
-                    f"{promql!r} did not satisfy the predicate in {timeout_seconds}s; last: {result}"
-                )
             time.sleep(poll_seconds)
+
+
+def _satisfied(
+    promql: str, result: Result, predicate: Callable[[Result], bool], deadline: float, timeout_seconds: float
+) -> bool:
+    """Whether polling is done; raises TimeoutError once `deadline` has passed without success."""
+    if predicate(result):
+        return True
+    if time.monotonic() >= deadline:
+        raise TimeoutError(f"{promql!r} did not satisfy the predicate in {timeout_seconds}s; last: {result}")
+    return False
 
 
 def _result(promql: str, body: dict[str, Any]) -> Result:

@@ -14,7 +14,7 @@ from aiohttp import web
 
 from adapter.server import bodies, documents
 from adapter.server.bodies import CustomValue, ExternalValue
-from adapter.server.status import bad_request, not_found
+from adapter.server.status import CUSTOM_GROUP, EXTERNAL_GROUP, bad_request, not_found
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ class MetricRoutes:
         return _json(bodies.external_value_list(metric, values))
 
     def add_routes(self, app: web.Application) -> None:
-        custom, external = "custom.metrics.k8s.io", "external.metrics.k8s.io"
+        custom, external = CUSTOM_GROUP, EXTERNAL_GROUP
         router = app.router
         # Only `/apis`: the library answers 404 for `/apis/` (prometheus-adapter spec §5.9).
         router.add_get("/apis", self.apis)

@@ -68,10 +68,6 @@ def internal_error(cause: str) -> StatusError:
     )
 
 
-def service_unavailable(message: str) -> StatusError:
-    return StatusError(503, "ServiceUnavailable", message)
-
-
 def metric_not_found(metric: str, group_resource: str) -> StatusError:
     return not_found(f"the server could not find the metric {metric} for {group_resource}")
 
