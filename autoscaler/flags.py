@@ -7,8 +7,8 @@ import os
 import socket
 import uuid
 
-from autoscaler.metrics.decode import DecodeError, parse_go_duration
 from autoscaler.sources import SOURCES
+from shared.durations import parse_go_duration
 from shared.logging import add_logging_flags
 
 
@@ -19,8 +19,8 @@ def duration(text: str) -> float:
     except ValueError:
         pass
     try:
-        return parse_go_duration(text).total_seconds()
-    except DecodeError as err:
+        return parse_go_duration(text)
+    except ValueError as err:
         raise argparse.ArgumentTypeError(f"invalid duration {text!r}") from err
 
 

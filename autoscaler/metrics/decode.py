@@ -15,6 +15,7 @@ from autoscaler.core.types import (
     PodsMetricAnswer,
     ResourceMetricsAnswer,
 )
+from shared.durations import parse_go_duration
 from shared.quantity import Quantity
 
 DEFAULT_CUSTOM_WINDOW = timedelta(seconds=60)
@@ -38,29 +39,11 @@ def parse_time(text: str | None) -> datetime:
     return parsed.astimezone(UTC)
 
 
-def parse_go_duration(text: str) -> timedelta:
-    """time.ParseDuration for the forms metrics-server emits ("30s", "1m0s", "15.038s", "500ms")."""
-    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-    total = 0.0
-    rest = text
-    if not rest:
-        raise DecodeError("empty duration")
-    while rest:
-        i = 0
-        while i < len(rest) and (rest[i].isdigit() or rest[i] == "."):
-            i += 1
-        if i == 0:
-            raise DecodeError(f"bad duration {text!r}")
-        number = float(rest[:i])
-        rest = rest[i:]
-        for unit in ("ms", "us", "µs", "ns", "h", "m", "s"):
-            if rest.startswith(unit):
-                total += number * units[unit]
-                rest = rest[len(unit):]
-                break
-        else:
-            raise DecodeError(f"bad duration {text!r}")
-    return timedelta(seconds=total)
+def _window(text: Any) -> timedelta:
+    try:
+        return timedelta(seconds=parse_go_duration(str(text)))
+    except ValueError as err:
+        raise DecodeError(str(err)) from err
 
 
 def _milli(text: Any) -> int:
@@ -124,7 +107,7 @@ def resource_metrics(body: Obj) -> ResourceMetricsAnswer:
             PodMetricsItem(
                 pod=str((item.get("metadata") or {}).get("name", "")),
                 timestamp=parse_time(item.get("timestamp")),
-                window=parse_go_duration(str(item.get("window", "0s"))),
+                window=_window(item.get("window", "0s")),
                 containers=containers,
             )
         )
