@@ -9,21 +9,26 @@ from collections.abc import Sequence
 
 import structlog
 
+from adapter.auth import Security, SecurityStartupError, add_auth_flags, auth_options_from_namespace
 from adapter.config import ConfigError, load_config
-from adapter.flags import AdapterOptions, parse_flags
+from adapter.flags import FLAG_GROUPS, AdapterOptions, parse_flags
 from adapter.server.daemon import AdapterDaemon, StartupError
 from shared.logging import configure_logging
 
 log = structlog.get_logger("adapter")
 
 
-async def run(options: AdapterOptions) -> int:
+async def run(options: AdapterOptions, security: Security) -> int:
     try:
         config = load_config(options.config)
-        daemon = AdapterDaemon(options, config)
+        await security.start()
+        daemon = AdapterDaemon(
+            options, config, middlewares=[security.middleware], tls_hooks=[security.configure_tls]
+        )
         await daemon.start()
-    except (ConfigError, StartupError) as err:
+    except (ConfigError, StartupError, SecurityStartupError) as err:
         log.error("cannot start", error=str(err))
+        await security.close()
         return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -32,15 +37,23 @@ async def run(options: AdapterOptions) -> int:
     await stop.wait()
     log.info("shutting down")
     await daemon.stop()
+    await security.close()
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    options, _, warnings = parse_flags(sys.argv[1:] if argv is None else argv)
+    options, namespace, warnings = parse_flags(
+        sys.argv[1:] if argv is None else argv, (*FLAG_GROUPS, add_auth_flags)
+    )
     configure_logging(options.log_level, options.log_format)
     for warning in warnings:
         log.warning(warning)
-    sys.exit(asyncio.run(run(options)))
+    try:
+        auth_options = auth_options_from_namespace(namespace)
+    except ValueError as err:
+        log.error("invalid flags", error=str(err))
+        sys.exit(2)
+    sys.exit(asyncio.run(run(options, Security(auth_options))))
 
 
 if __name__ == "__main__":

@@ -93,6 +93,8 @@ async def running_stack(
                 f"--config={rules}",
                 f"--prometheus-url={prometheus_url}",
                 f"--lister-kubeconfig={kubeconfig}",
+                f"--authentication-kubeconfig={kubeconfig}",
+                f"--authorization-kubeconfig={kubeconfig}",
                 f"--cert-dir={workdir / 'adapter-certs'}",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={adapter_port}",

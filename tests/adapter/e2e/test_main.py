@@ -38,6 +38,8 @@ async def test_helm_argv_serves_and_stops(
         f"--config={config}",
         "--logtostderr=true",
         f"--lister-kubeconfig={kubeconfig_path}",
+        f"--authentication-kubeconfig={kubeconfig_path}",
+        f"--authorization-kubeconfig={kubeconfig_path}",
         "--bind-address=127.0.0.1",
         "--log-format=json",
     ]
@@ -56,7 +58,8 @@ async def test_helm_argv_serves_and_stops(
                 assert process.returncode is None, "the adapter exited early"
                 await asyncio.sleep(0.05)
             url = f"https://127.0.0.1:{port}/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/web-1/queue_length"
-            async with http.get(url) as response:
+            token = apiserver.server.admin_token
+            async with http.get(url, headers={"Authorization": f"Bearer {token}"}) as response:
                 assert response.status == 200
                 assert (await response.json())["items"][0]["value"] == "100m"
     finally:
@@ -69,6 +72,9 @@ async def test_helm_argv_serves_and_stops(
     assert "flag --v is ignored; use --log-level" in warnings
     assert "flag --logtostderr was removed from klog and is ignored" in warnings
     assert (tmp_path / "cert" / "apiserver.crt").exists()
+    # Delegated authentication is wired in: the bearer token went to the API server's TokenReview.
+    reviewed = apiserver.call(lambda: [r["spec"]["token"] for r in apiserver.server.reviews.token_reviews])
+    assert token in reviewed
 
 
 def test_invalid_config_exits_non_zero(tmp_path: Path) -> None:
@@ -100,6 +106,8 @@ def test_port_in_use_is_a_clean_startup_error(
                 "adapter",
                 f"--config={config}",
                 f"--lister-kubeconfig={kubeconfig_path}",
+                f"--authentication-kubeconfig={kubeconfig_path}",
+                f"--authorization-kubeconfig={kubeconfig_path}",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={port}",
                 "--insecure-http",
