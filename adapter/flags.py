@@ -64,7 +64,8 @@ def parse_go_bool(text: str) -> bool:
     raise ValueError(f"invalid boolean {text!r}")
 
 
-def _duration(text: str) -> float:
+def duration_arg(text: str) -> float:
+    """argparse type for a Go duration flag (`30s`, `1m30s`); seconds."""
     try:
         return parse_go_duration(text)
     except ValueError as err:
@@ -145,7 +146,7 @@ def add_prometheus_flags(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--prometheus-timeout",
-        type=_duration,
+        type=duration_arg,
         default=10.0,
         help="per-query timeout, sent to Prometheus and enforced client-side (Go duration)",
     )
@@ -156,13 +157,13 @@ def add_discovery_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--config", default="", help="prometheus-adapter rules file (required)")
     group.add_argument(
         "--metrics-relist-interval",
-        type=_duration,
+        type=duration_arg,
         default=600.0,
         help="how often to rediscover series (Go duration)",
     )
     group.add_argument(
         "--metrics-max-age",
-        type=_duration,
+        type=duration_arg,
         default=0.0,
         help="look-back for series discovery; 0 means the relist interval",
     )
@@ -171,7 +172,7 @@ def add_discovery_flags(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--discovery-interval",
-        type=_duration,
+        type=duration_arg,
         default=0.0,
         help="how often to refresh the resource mapper; 0 means 5m",
     )

@@ -12,7 +12,7 @@ from typing import Any
 
 from adapter.auth.authorizer import AlwaysAllowPaths
 from adapter.auth.tls import SNICertificate, parse_sni_cert_key
-from adapter.flags import parse_go_bool, parse_go_duration
+from adapter.flags import add_bool_flag, duration_arg
 
 
 class _StringSlice(argparse.Action):
@@ -32,26 +32,8 @@ class _StringSlice(argparse.Action):
         setattr(namespace, explicit, True)
 
 
-def _duration(text: str) -> float:
-    try:
-        return parse_go_duration(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-
-
-def _bool(text: str) -> bool:
-    try:
-        return parse_go_bool(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-
-
 def _slice(group: argparse._ArgumentGroup, flag: str, default: list[str], help_text: str) -> None:
     group.add_argument(flag, action=_StringSlice, default=default, metavar="strings", help=help_text)
-
-
-def _bool_flag(group: argparse._ArgumentGroup, flag: str, help_text: str) -> None:
-    group.add_argument(flag, nargs="?", const=True, default=False, type=_bool, help=help_text)
 
 
 def add_auth_flags(parser: argparse.ArgumentParser) -> None:
@@ -63,14 +45,14 @@ def add_auth_flags(parser: argparse.ArgumentParser) -> None:
     )
     authn.add_argument(
         "--authentication-token-webhook-cache-ttl",
-        type=_duration,
+        type=duration_arg,
         default=10.0,
         help="how long TokenReview answers are cached (Go duration)",
     )
-    _bool_flag(
+    add_bool_flag(
         authn, "--authentication-skip-lookup", "do not read kube-system/extension-apiserver-authentication"
     )
-    _bool_flag(
+    add_bool_flag(
         authn,
         "--authentication-tolerate-lookup-failure",
         "start even if that ConfigMap cannot be read (only bearer tokens then work)",
@@ -102,13 +84,13 @@ def add_auth_flags(parser: argparse.ArgumentParser) -> None:
     )
     authz.add_argument(
         "--authorization-webhook-cache-authorized-ttl",
-        type=_duration,
+        type=duration_arg,
         default=10.0,
         help="how long allowed decisions are cached (Go duration)",
     )
     authz.add_argument(
         "--authorization-webhook-cache-unauthorized-ttl",
-        type=_duration,
+        type=duration_arg,
         default=10.0,
         help="how long denied decisions are cached (Go duration)",
     )

@@ -34,8 +34,7 @@ def with_component(tmp: Path, component: str) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="session")
 def rendered() -> list[dict[str, Any]]:
-    if shutil.which("kubectl") is None:
-        pytest.skip("kubectl not installed")
+    assert shutil.which("kubectl") is not None, "kubectl is needed to render the kustomization"
     return kustomize(MANIFESTS)
 
 

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 import yaml
 
 from tests.security.conftest import METRIC_PATH, SecuredAdapter
 from tests.security.pki import Issued
-
-pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 
 
 def kubeconfig(adapter: SecuredAdapter, directory: Path, cert: Issued | None) -> Path:
