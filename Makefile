@@ -1,4 +1,4 @@
-.PHONY: setup demo test lint fuzz bench
+.PHONY: setup demo test lint fuzz
 PY := .venv/bin/python
 
 setup:

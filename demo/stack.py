@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
+
+from sim.prometheus import free_port
 
 # Requests per second per pod (all status codes), from 1 s scrapes; 3 s spans enough samples for rate().
 ADAPTER_RULES = """
@@ -30,12 +31,6 @@ rules:
 class Stack:
     adapter_url: str
     autoscaler_url: str
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
@@ -81,7 +76,7 @@ async def running_stack(
     """Start the adapter, then the autoscaler querying it directly; both are stopped on exit."""
     rules = workdir / "adapter-rules.yaml"
     rules.write_text(ADAPTER_RULES)
-    adapter_port, autoscaler_port = _free_port(), _free_port()
+    adapter_port, autoscaler_port = free_port(), free_port()
     adapter_log, autoscaler_log = workdir / "adapter.log", workdir / "autoscaler.log"
     adapter_url = f"https://127.0.0.1:{adapter_port}"
     processes: list[subprocess.Popen[bytes]] = []
