@@ -110,6 +110,9 @@ class Controller:
         self.pods = Informer(client, "/api/v1/pods", transform=slim_pod)
         self.pod_index = PodIndex(self.pods.store)
         self._history: dict[Key, History] = {}
+        # The parsed spec and status of each autoscaler, by resourceVersion: parsing costs more than a
+        # whole decision, and the object only changes on a spec edit or our own status write.
+        self._parsed: dict[Key, tuple[str, HPA]] = {}
         # The last scale selector of each autoscaler, per namespace: for the ambiguous-selector check and
         # to route pod changes to the autoscalers whose targets they belong to.
         self._selectors: dict[str, dict[Key, str]] = {}
@@ -174,6 +177,7 @@ class Controller:
     def _autoscaler_deleted(self, obj: Obj) -> None:
         key = object_key(obj)
         self._history.pop(key, None)
+        self._parsed.pop(key, None)
         self._selectors.get(key[0], {}).pop(key, None)
         self._remember_pods(key, ())
         self.queue.forget(key)
@@ -251,7 +255,7 @@ class Controller:
             return Outcome(failed=False, resync_after=period)
         started = time.perf_counter()
         try:
-            hpa = hpa_from_json(obj)
+            hpa = self._parse(key, obj)
         except ValueError as err:
             log.warning("autoscaler spec unreadable", key=_key_str(key), error=str(err))
             self.telemetry.reconciles.labels(outcome="invalid_spec").inc()
@@ -267,9 +271,18 @@ class Controller:
         except (ApiError, aiohttp.ClientError) as err:
             log.warning("reconcile failed", key=_key_str(key), error=str(err))
             outcome = "api_error"
-        self.telemetry.reconciles.labels(outcome=outcome).inc()
-        self.telemetry.reconcile_seconds.observe(time.perf_counter() - started)
+        self.telemetry.reconciled(outcome, time.perf_counter() - started)
         return Outcome(failed=outcome not in ("ok", "scaled"), resync_after=period)
+
+    def _parse(self, key: Key, obj: Obj) -> HPA:
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        cached = self._parsed.get(key)
+        if cached is not None and version and cached[0] == version:
+            return cached[1]
+        hpa = hpa_from_json(obj)
+        if version:
+            self._parsed[key] = (version, hpa)
+        return hpa
 
     async def _reconcile(self, key: Key, obj: Obj, hpa: HPA) -> str:
         history = self._history.get(key, History())
@@ -295,16 +308,24 @@ class Controller:
         except ValueError:
             pods = ()  # the core reports the unparsable selector
         pod_keys = tuple((hpa.namespace, pod.name) for pod in pods)
-        self._remember_pods(key, pod_keys)
+        if self._owned.get(key) != pod_keys:
+            self._remember_pods(key, pod_keys)
         metric_specs = effective_metrics(hpa.spec)
-        answers = await asyncio.gather(
-            *(self._fetch(hpa.namespace, spec, scale.selector) for spec in metric_specs)
-        )
+        answers: tuple[MetricAnswer, ...]
+        if len(metric_specs) == 1:
+            # The usual single metric: no task per fetch.
+            answers = (await self._fetch(hpa.namespace, metric_specs[0], scale.selector),)
+        else:
+            answers = tuple(
+                await asyncio.gather(
+                    *(self._fetch(hpa.namespace, spec, scale.selector) for spec in metric_specs)
+                )
+            )
         snapshot = Snapshot(
             hpa=hpa,
             scale=scale,
             pods=pods,
-            metric_answers=tuple(answers),
+            metric_answers=answers,
             now=_now(),
             history=history,
             config=self.options.config,
@@ -349,18 +370,19 @@ class Controller:
                 self.telemetry.scale_writes.labels(result="error").inc()
                 decision = decision.rescale_failed(err.message)
         self._history[key] = decision.history
-        await asyncio.gather(
-            self._write_status(key, obj, decision),
-            *(self._events.record(obj, e.type, e.reason, e.message) for e in decision.events),
-        )
+        # Most reconciles change nothing: then no coroutine, no task.
+        writes = [self._write_status(key, obj, decision)] if decision.status_changed else []
+        writes.extend(self._events.record(obj, e.type, e.reason, e.message) for e in decision.events)
+        if len(writes) == 1:
+            await writes[0]
+        elif writes:
+            await asyncio.gather(*writes)
         self._log_decision(key, hpa, decision)
         if decision.error is not None:
             return "error"
         return outcome
 
     async def _write_status(self, key: Key, obj: Obj, decision: Decision) -> None:
-        if not decision.status_changed:
-            return
         new_status = hpa_status_to_json(decision.status)
         if self.source.printable_status:
             spec = obj.get("spec") or {}

@@ -19,16 +19,19 @@ import aiohttp
 import yarl
 from kubernetes_asyncio import client as k8s_client
 
+from autoscaler.http11 import Http11Client
 from autoscaler.workqueue.ratelimit import TokenBucket
 from shared.kube import load_api_client
 
 Obj = dict[str, Any]
 
 
-@lru_cache(maxsize=64)
-def _timeout(total: float | None) -> aiohttp.ClientTimeout:
-    # A handful of distinct values; one immutable object each instead of one per request.
-    return aiohttp.ClientTimeout(total=total)
+@lru_cache(maxsize=32768)
+def _request_url(base_url: str, path: str, query: tuple[tuple[str, str], ...]) -> yarl.URL:
+    # Every autoscaler asks for the same few URLs each period: build each once, not once per request.
+    # Paths arrive escaped (e.g. `*` as %2A, as Go sends it); yarl must not normalise them.
+    url = yarl.URL(base_url + path, encoded=True)
+    return url.extend_query(query) if query else url
 
 
 class ApiError(Exception):
@@ -125,19 +128,22 @@ class KubeClient:
     ) -> None:
         self.access = access
         self._throttle = TokenBucket(qps, max(1, burst)) if qps > 0 else None
+        headers = {**access.headers, "User-Agent": user_agent, "Accept": "application/json"}
+        # Watches stream through aiohttp; every other request takes the leaner client.
         connector = aiohttp.TCPConnector(ssl=access.ssl_context, limit=0)
         self._session = aiohttp.ClientSession(
             connector=connector,
-            headers={**access.headers, "User-Agent": user_agent, "Accept": "application/json"},
+            headers=headers,
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
         )
+        self._http = Http11Client(access.base_url, access.ssl_context, headers)
 
     async def close(self) -> None:
+        await self._http.close()
         await self._session.close()
 
-    def _url(self, path: str) -> yarl.URL:
-        # Paths arrive escaped (e.g. `*` as %2A, as Go sends it); yarl must not normalise them.
-        return yarl.URL(self.access.base_url + path, encoded=True)
+    def _url(self, path: str, params: dict[str, str] | None = None) -> yarl.URL:
+        return _request_url(self.access.base_url, path, tuple(params.items()) if params else ())
 
     async def _wait_turn(self) -> None:
         if self._throttle is not None:
@@ -156,20 +162,13 @@ class KubeClient:
         request_timeout: float | None = 30.0,
     ) -> Obj:
         await self._wait_turn()
-        data = None if body is None else json.dumps(body)
+        data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": content_type} if data is not None else None
-        async with self._session.request(
-            method,
-            self._url(path),
-            params=params,
-            data=data,
-            headers=headers,
-            timeout=_timeout(request_timeout),
-        ) as resp:
-            raw = await resp.read()
-            if resp.status >= 300:
-                raise ApiError.from_body(resp.status, raw.decode("utf-8", "replace"))
-            return json.loads(raw) if raw else {}
+        async with asyncio.timeout(request_timeout):
+            status, raw = await self._http.request(method, self._url(path, params), data, headers)
+        if status >= 300:
+            raise ApiError.from_body(status, raw.decode("utf-8", "replace"))
+        return json.loads(raw) if raw else {}
 
     async def get(
         self, path: str, params: dict[str, str] | None = None, request_timeout: float | None = 30.0
@@ -181,8 +180,7 @@ class KubeClient:
         """A long-running GET (watch); raises ApiError on a non-2xx answer."""
         await self._wait_turn()
         async with self._session.get(
-            self._url(path),
-            params=params,
+            self._url(path, params),
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=None),
         ) as resp:
             if resp.status >= 300:

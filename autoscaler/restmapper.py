@@ -66,7 +66,12 @@ class RestMapper:
 
     async def _kinds(self, group: str, version: str, refresh: bool) -> dict[str, ResourceMapping]:
         gv = f"{group}/{version}"
-        lock = self._locks.setdefault(gv, asyncio.Lock())
+        cached = self._lists.get(gv)
+        if cached is not None and not refresh:
+            return cached[1]  # every reconcile asks: no lock when the answer is known
+        lock = self._locks.get(gv)
+        if lock is None:
+            lock = self._locks[gv] = asyncio.Lock()
         async with lock:
             cached = self._lists.get(gv)
             if cached is not None and (not refresh or time.monotonic() - cached[0] < REFRESH_AFTER):

@@ -55,6 +55,16 @@ class Telemetry:
             registry=r,
         )
         self.is_leader = Gauge("surge_autoscaler_leader", "1 while this replica holds the lease.", registry=r)
+        # Labelled children looked up once: `labels()` costs more than the observation itself.
+        self._reconciles_by_outcome: dict[str, Counter] = {}
+        self._fetch_by_result: dict[tuple[str, bool], Histogram] = {}
+
+    def reconciled(self, outcome: str, seconds: float) -> None:
+        counter = self._reconciles_by_outcome.get(outcome)
+        if counter is None:
+            counter = self._reconciles_by_outcome[outcome] = self.reconciles.labels(outcome=outcome)
+        counter.inc()
+        self.reconcile_seconds.observe(seconds)
 
     # QueueMetrics
     def depth(self, depth: int) -> None:
@@ -68,4 +78,9 @@ class Telemetry:
 
     # FetchLatency
     def observe(self, api: str, seconds: float, ok: bool) -> None:
-        self.metric_fetch.labels(api=api, result="ok" if ok else "error").observe(seconds)
+        child = self._fetch_by_result.get((api, ok))
+        if child is None:
+            child = self._fetch_by_result[api, ok] = self.metric_fetch.labels(
+                api=api, result="ok" if ok else "error"
+            )
+        child.observe(seconds)

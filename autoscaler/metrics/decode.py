@@ -30,6 +30,12 @@ class DecodeError(ValueError):
 def parse_time(text: str | None) -> datetime:
     if not text:
         raise DecodeError("missing timestamp")
+    return _parse_time(text)
+
+
+@lru_cache(maxsize=1024)
+def _parse_time(text: str) -> datetime:
+    # The items of one answer (and of answers in the same second) share their timestamp.
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as err:

@@ -57,6 +57,7 @@ class WorkQueue:
         self._processing: set[Hashable] = set()
         self._queued_at: dict[Hashable, float] = {}
         self._started_at: dict[Hashable, float] = {}
+        self._ready_at: dict[Hashable, float] = {}
         self._getters: deque[asyncio.Future[None]] = deque()
         self._shutting_down = False
         self._drained: asyncio.Event | None = None
@@ -123,15 +124,23 @@ class WorkQueue:
                 raise
         key = self._queue.popleft()
         now = self._now()
+        ready_at = self._queued_at.pop(key, now)
         self._metrics.depth(len(self._queue))
-        self._metrics.queued_for(now - self._queued_at.pop(key, now))
+        self._metrics.queued_for(now - ready_at)
         self._processing.add(key)
         self._started_at[key] = now
+        self._ready_at[key] = ready_at
         self._dirty.discard(key)
         return key
 
+    def since_ready(self, key: Hashable) -> float:
+        """Seconds since a key being processed became ready: its queue wait plus its processing so far."""
+        ready_at = self._ready_at.get(key)
+        return 0.0 if ready_at is None else self._now() - ready_at
+
     def done(self, key: Hashable) -> None:
         self._processing.discard(key)
+        self._ready_at.pop(key, None)
         started = self._started_at.pop(key, None)
         if started is not None:
             self._metrics.worked_for(self._now() - started)

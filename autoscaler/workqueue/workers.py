@@ -2,7 +2,8 @@
 
 The reconcile function says how it went (`Outcome`): on failure the key is retried with its per-key
 back-off; on success the back-off is forgotten. Either way the key comes back after its own sync period
-while the object exists (the earlier of the two delays wins, since the queue keeps the earlier time).
+while the object exists (the earlier of the two delays wins, since the queue keeps the earlier time);
+after a success the period counts from when the key became due, so the schedule does not drift.
 """
 
 from __future__ import annotations
@@ -54,7 +55,13 @@ async def run_worker(queue: WorkQueue, reconcile: Reconcile) -> None:
             else:
                 queue.forget(key)
             if outcome.resync_after is not None:
-                queue.add_after(key, outcome.resync_after)
+                delay = outcome.resync_after
+                if not outcome.failed:
+                    # The period runs from when the key became due, not from when its reconcile ended:
+                    # else queue wait and reconcile time stretch every period, and N objects get fewer
+                    # than N/period reconciles a second. Failures keep the full period (their back-off).
+                    delay -= queue.since_ready(key)
+                queue.add_after(key, delay)
         finally:
             queue.done(key)
 

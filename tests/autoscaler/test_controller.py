@@ -181,13 +181,19 @@ async def test_load_drop_scales_down_after_the_stabilization_window(
         await until(lambda: replicas_of(cluster, "web"), 2, within=10)
         # The first recommendation (4, the current size) holds the size for the window.
         assert time.monotonic() - started >= window - 0.5
-        hza = await cluster.get(f"{HZA}/web")
-        able = condition(hza, "AbleToScale")
-        assert able is not None and able["reason"] in ("SucceededRescale", "ReadyForNewScale")
-        messages = [
-            e["message"] for e in await events_of(cluster, "web") if e["reason"] == "SuccessfulRescale"
-        ]
-        assert messages == ["New size: 2; reason: All metrics below target"]
+
+        async def able_to_scale_reason() -> str | None:
+            able = condition(await cluster.get(f"{HZA}/web"), "AbleToScale")
+            return None if able is None else able["reason"]
+
+        async def rescale_messages() -> list[str]:
+            events = await events_of(cluster, "web")
+            return [e["message"] for e in events if e["reason"] == "SuccessfulRescale"]
+
+        # Status and event are written just after the scale (well before the next 1 s period).
+        await until(able_to_scale_reason, "SucceededRescale", within=0.5, poll=0.01)
+        expected = ["New size: 2; reason: All metrics below target"]
+        await until(rescale_messages, expected, within=0.5, poll=0.01)
 
 
 async def test_slow_metrics_backend_does_not_delay_other_autoscalers(

@@ -206,6 +206,26 @@ async def test_success_resyncs_at_the_objects_period() -> None:
     await asyncio.gather(*workers)
 
 
+async def test_period_counts_from_when_the_key_became_due_not_from_the_end_of_its_reconcile() -> None:
+    queue = WorkQueue()
+    loop = asyncio.get_running_loop()
+    times: list[float] = []
+
+    async def reconcile(key: object) -> Outcome:
+        times.append(loop.time())
+        await asyncio.sleep(0.1)
+        return Outcome(failed=False, resync_after=0.15 if len(times) < 3 else None)
+
+    workers = start_workers(queue, 1, reconcile)
+    queue.add("k")
+    await asyncio.sleep(0.6)
+    assert len(times) == 3
+    # Counted from the end of each reconcile, the starts would be 0.25 s apart.
+    assert all(0.15 - 0.002 <= b - a < 0.2 for a, b in itertools.pairwise(times))
+    queue.shutdown()
+    await asyncio.gather(*workers)
+
+
 def test_sync_period_default_and_minimum() -> None:
     assert sync_period(None) == 15.0
     assert sync_period(0.2) == 1.0
