@@ -47,9 +47,7 @@ class _NoMetrics:
 
 
 class WorkQueue:
-    def __init__(
-        self, rate_limiter: RateLimiter | None = None, metrics: QueueMetrics | None = None
-    ) -> None:
+    def __init__(self, rate_limiter: RateLimiter | None = None, metrics: QueueMetrics | None = None) -> None:
         self._limiter = rate_limiter or default_controller_rate_limiter()
         self._metrics = metrics or _NoMetrics()
         self._queue: deque[Hashable] = deque()
@@ -133,10 +131,12 @@ class WorkQueue:
         self._dirty.discard(key)
         return key
 
-    def since_ready(self, key: Hashable) -> float:
-        """Seconds since a key being processed became ready: its queue wait plus its processing so far."""
-        ready_at = self._ready_at.get(key)
-        return 0.0 if ready_at is None else self._now() - ready_at
+    def lateness(self, key: Hashable) -> tuple[float, float]:
+        """Of a key being processed: seconds it waited in the queue, and seconds processed so far."""
+        started = self._started_at.get(key)
+        if started is None:
+            return 0.0, 0.0
+        return started - self._ready_at.get(key, started), self._now() - started
 
     def done(self, key: Hashable) -> None:
         self._processing.discard(key)

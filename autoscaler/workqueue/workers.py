@@ -3,7 +3,8 @@
 The reconcile function says how it went (`Outcome`): on failure the key is retried with its per-key
 back-off; on success the back-off is forgotten. Either way the key comes back after its own sync period
 while the object exists (the earlier of the two delays wins, since the queue keeps the earlier time);
-after a success the period counts from when the key became due, so the schedule does not drift.
+after a success the period counts from when the key became due (up to MAX_CATCH_UP of queue wait), so
+the schedule does not drift.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from autoscaler.workqueue.queue import QueueShutDown, WorkQueue
 
 DEFAULT_SYNC_PERIOD = 15.0
 MIN_SYNC_PERIOD = 1.0
+# The most queue wait the next period makes up for (see run_worker).
+MAX_CATCH_UP = 0.25
 
 log = structlog.get_logger(__name__)
 
@@ -59,8 +62,11 @@ async def run_worker(queue: WorkQueue, reconcile: Reconcile) -> None:
                 if not outcome.failed:
                     # The period runs from when the key became due, not from when its reconcile ended:
                     # else queue wait and reconcile time stretch every period, and N objects get fewer
-                    # than N/period reconciles a second. Failures keep the full period (their back-off).
-                    delay -= queue.since_ready(key)
+                    # than N/period reconciles a second. A longer wait (a burst, e.g. at start-up) moves
+                    # the key's slot instead, so bursts spread out rather than repeat every period.
+                    # Failures keep the full period (their back-off).
+                    waited, worked = queue.lateness(key)
+                    delay -= min(waited, MAX_CATCH_UP) + worked
                 queue.add_after(key, delay)
         finally:
             queue.done(key)

@@ -193,6 +193,10 @@ EVENT_FIELDS = frozenset(
     }
 )
 WORKLOAD_SCALE = ScaleSpec()
+# policy/v1 PodDisruptionBudgetStatus's non-omitempty fields; no disruption controller fills them in.
+PDB_INITIAL_STATUS: Obj = {
+    "disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0,
+}
 
 
 def builtin_types() -> list[ResourceType]:
@@ -223,10 +227,15 @@ def builtin_types() -> list[ResourceType]:
                      on_create=initial_status({"desiredReplicas": 0, "currentMetrics": None})),
         hpa_v1_type(),
         ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
-        ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
-        ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
-        ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
-        ResourceType("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
+        ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True, path_segment_names=True),
+        ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True,
+                     path_segment_names=True),
+        ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False,
+                     path_segment_names=True),
+        ResourceType("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False,
+                     path_segment_names=True),
+        ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",),
+                     status=True, on_create=initial_status(PDB_INITIAL_STATUS)),
         events_v1_type(),
         ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
                      False, ("crd", "crds"), ("api-extensions",), status=True),

@@ -1,4 +1,4 @@
-"""Discovery documents (/version, /api, /apis, group and resource lists) and a minimal OpenAPI v3."""
+"""Discovery documents (/version, /api, /apis, group and resource lists) and minimal OpenAPI v2/v3."""
 
 from __future__ import annotations
 
@@ -224,3 +224,39 @@ def openapi_v3_root(registry: Registry) -> Obj:
             path = _gv_path(group, version)
             paths[path] = {"serverRelativeURL": f"/openapi/v3/{path}?hash={digest}"}
     return {"paths": paths}
+
+
+# ---- OpenAPI v2 ----------------------------------------------------------------------------------
+# kubectl looks a kind up in /openapi/v2 when /openapi/v3 does not list its group-version; a 404 there
+# fails `kubectl apply` validation outright ("the server could not find the requested resource"). An
+# empty document instead lets kubectl skip validating that kind and report "no matches for kind",
+# as against kube-apiserver, and keeps it computing apply patches from its compiled-in types.
+
+OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"  # what clients accept
+# What kube-apiserver answers it with: Go's mime parser rejects the "@" (kubectl would fail to read it).
+OPENAPI_V2_PROTOBUF_CONTENT_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+
+
+def openapi_v2_doc() -> Obj:
+    return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": KUBE_VERSION}, "paths": {}}
+
+
+def openapi_v2_protobuf() -> bytes:
+    """`openapi_v2_doc()` as a gnostic openapi_v2.Document (swagger = 1, info = 2 {title = 1, version = 2});
+    the empty paths need no bytes."""
+    info = _pb_bytes(1, b"Kubernetes") + _pb_bytes(2, KUBE_VERSION.encode())
+    return _pb_bytes(1, b"2.0") + _pb_bytes(2, info)
+
+
+def _pb_bytes(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)

@@ -70,6 +70,9 @@ class ResourceType:
     fields: frozenset[str] = frozenset()
     # Fills API defaults on create and update (the way kube-apiserver's defaulting does).
     defaulter: Callable[[Obj], None] | None = None
+    # Names need only be valid URL path segments, not DNS-1123 subdomains (kube-apiserver's rule for
+    # RBAC kinds, whose built-in objects are called e.g. "system:auth-delegator").
+    path_segment_names: bool = False
     # Rejects an invalid object (raises ApiError), after defaulting, on create and update.
     validator: Callable[[Obj], None] | None = None
     # Sets a new object's initial status (kube-apiserver drops what the client sent), e.g. a pod's

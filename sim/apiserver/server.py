@@ -261,6 +261,11 @@ class ApiServer:
                 return json_response(discovery.api_versions(self.url.split("://", 1)[-1]))
             case ["apis"]:
                 return json_response(discovery.api_group_list(self.registry))
+            case ["openapi", "v2"]:
+                if discovery.OPENAPI_V2_PROTOBUF in accept:
+                    return web.Response(body=discovery.openapi_v2_protobuf(),
+                                        headers={"Content-Type": discovery.OPENAPI_V2_PROTOBUF_CONTENT_TYPE})
+                return json_response(discovery.openapi_v2_doc())
             case ["openapi", "v3"]:
                 return json_response(discovery.openapi_v3_root(self.registry))
             case ["openapi", "v3", "api", version]:

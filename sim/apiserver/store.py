@@ -512,16 +512,28 @@ _NAME_CHARS = set(string.ascii_lowercase + string.digits + "-.")
 
 
 def _validate_name(rt: ResourceType, name: str) -> None:
-    """DNS-1123 subdomain names, as most kinds require."""
+    """DNS-1123 subdomain names, as most kinds require; path-segment names for the kinds that allow them."""
+    problem = _path_segment_problem(name) if rt.path_segment_names else _subdomain_problem(name)
+    if problem:
+        raise errors.invalid(rt.kind, rt.group, name, "metadata.name",
+                             f"Invalid value: \"{name}\": {problem}")
+
+
+def _subdomain_problem(name: str) -> str:
     ok = (
         0 < len(name) <= 253
         and set(name) <= _NAME_CHARS
         and name[0].isalnum()
         and name[-1].isalnum()
     )
-    if not ok:
-        raise errors.invalid(
-            rt.kind, rt.group, name, "metadata.name",
-            f"Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case "
-            "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-        )
+    return "" if ok else (
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+        "and must start and end with an alphanumeric character"
+    )
+
+
+def _path_segment_problem(name: str) -> str:
+    """apimachinery's path.IsValidPathSegmentName: the name must survive as one URL path segment."""
+    if name in (".", ".."):
+        return f"may not be '{name}'"
+    return next((f"may not contain '{c}'" for c in "/%" if c in name), "")

@@ -236,6 +236,17 @@ def _apiservice_row(svc: Obj) -> list[Any]:
     return [_name(svc), where, state, _age(svc)]
 
 
+def _pdb_row(pdb: Obj) -> list[Any]:
+    spec = pdb.get("spec", {})
+    return [
+        _name(pdb),
+        str(spec["minAvailable"]) if spec.get("minAvailable") is not None else "N/A",
+        str(spec["maxUnavailable"]) if spec.get("maxUnavailable") is not None else "N/A",
+        pdb.get("status", {}).get("disruptionsAllowed", 0),
+        _age(pdb),
+    ]
+
+
 S, INT = "string", "integer"
 _CREATED_AT: Printer = (
     [("Name", S, 0), ("Created At", "date", 0)],
@@ -291,6 +302,11 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
     ("", "events"): (
         [("Last Seen", S, 0), ("Type", S, 0), ("Reason", S, 0), ("Object", S, 0), ("Message", S, 0)],
         _event_row,
+    ),
+    ("policy", "poddisruptionbudgets"): (
+        [("Name", S, 0), ("Min Available", S, 0), ("Max Unavailable", S, 0), ("Allowed Disruptions", INT, 0),
+         ("Age", S, 0)],
+        _pdb_row,
     ),
     ("coordination.k8s.io", "leases"): (
         [("Name", S, 0), ("Holder", S, 0), ("Age", S, 0)],

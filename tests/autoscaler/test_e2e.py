@@ -1,13 +1,15 @@
 """End to end: simulated cluster + real Prometheus (1 s scrapes) + the real adapter + the autoscaler.
 
 A load step scales the Deployment out to the replica count the load needs; a load drop scales it in once
-the (shortened) stabilization window has passed. Status, conditions and Events carry the upstream texts.
+the (shortened) stabilization window has passed. Status, conditions and Events carry the upstream texts,
+and the final conditions are the algorithm core's decision on the final state.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from adapter.config import parse_config
 from adapter.flags import parse_flags
 from adapter.server.daemon import AdapterDaemon
 from autoscaler.controller import Controller, ControllerOptions
+from autoscaler.core import decide, kube_json
 from autoscaler.kubeclient import ApiError, KubeClient, direct_access, load_access
 from autoscaler.metrics import MetricsClient
 from autoscaler.restmapper import RestMapper
@@ -154,11 +157,57 @@ async def test_load_step_scales_out_and_load_drop_scales_in(
         assert hza["status"]["desiredReplicas"] == 1
         able = condition(hza, "AbleToScale")
         assert able is not None and able["status"] == "True"
-        assert controller.telemetry.sample_age._sum.get() >= 0
+
+        # Every scale write observed the age of the sample it was based on: Prometheus scrapes every
+        # second and the adapter stamps the query time, so the samples are fresh.
+        registry = controller.telemetry.registry
+        name = "surge_autoscaler_metric_sample_age_at_scale_seconds"
+        count = registry.get_sample_value(f"{name}_count")
+        total = registry.get_sample_value(f"{name}_sum")
+        assert count is not None and total is not None
+        assert count >= 2  # the scale-out and the scale-in
+        assert 0 < total / count <= 5
+
+        await _conditions_match_the_core(kube, metrics_client, hza_path, ns)
     finally:
         await controller.stop(grace=5)
         await client.close()
         await metrics_client.close()
+
+
+async def _conditions_match_the_core(kube: KubeClient, adapter: KubeClient, hza_path: str, ns: str) -> None:
+    """In the steady final state, the written conditions are what `decide` makes of that state: the
+    autoscaler as written, its target's /scale, the selected pods and the metric read back from the
+    adapter. Only the decision's outcome is compared (not the metric value, which moves slightly)."""
+
+    async def steady() -> tuple[str | None, int | None]:
+        hza = await kube.get(hza_path)
+        able = condition(hza, "AbleToScale")
+        return (None if able is None else able["reason"]), hza["status"].get("currentReplicas")
+
+    await until(steady, ("ReadyForNewScale", 1), within=30)
+    hza = await kube.get(hza_path)
+    scale = await kube.get(f"/apis/apps/v1/namespaces/{ns}/deployments/web/scale")
+    selector = scale["status"]["selector"]
+    pods = (await kube.get(f"/api/v1/namespaces/{ns}/pods", params={"labelSelector": selector}))["items"]
+    values = await adapter.get(
+        f"/apis/custom.metrics.k8s.io/v1beta2/namespaces/{ns}/pods/%2A/http_requests",
+        params={"labelSelector": selector},
+    )
+    snapshot = kube_json.snapshot_from_json(
+        hza, scale, pods, [kube_json.pods_metric_from_json(values)], datetime.now(UTC)
+    )
+    decision = decide(snapshot)
+    assert not decision.rescale and decision.desired_replicas == scale["spec"]["replicas"] == 1
+    assert decision.error is None
+
+    def outcome(conditions: list[dict[str, str]]) -> list[tuple[str, str, str, str]]:
+        return [(c["type"], c["status"], c["reason"], c["message"]) for c in conditions]
+
+    expected = kube_json.hpa_status_to_json(decision.status)
+    assert outcome(hza["status"]["conditions"]) == outcome(expected["conditions"])
+    assert hza["status"]["desiredReplicas"] == expected["desiredReplicas"]
+    assert hza["status"]["currentReplicas"] == expected["currentReplicas"]
 
 
 async def test_cpu_utilization_from_the_resource_metrics_api(

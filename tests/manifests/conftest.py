@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,33 +53,22 @@ def find(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
     return matches[0]
 
 
-# Kinds the manifests use that the simulated API server may not serve yet (group, version, plural,
-# kind, namespaced). Added through its public `add_resource_type` hook so `kubectl apply` can store them.
-MANIFEST_KINDS = [
-    ("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
-    ("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
-    ("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
-    ("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
-    ("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
-]
-WITH_STATUS = {"PodDisruptionBudget"}
-
-
 @pytest.fixture
-def apiserver_serving_manifest_kinds(apiserver: Any) -> list[str]:
-    """The simulated API server, with any missing manifest kinds added; returns the kinds added."""
-    from sim.apiserver.resources import ResourceType
-
-    server = apiserver.server
-    missing = [
-        ResourceType(group, version, plural, kind, namespaced, status=kind in WITH_STATUS)
-        for group, version, plural, kind, namespaced in MANIFEST_KINDS
-        if not any(rt.plural == plural for rt in server.registry.resources(group, version))
-    ]
-
-    def add_missing() -> None:
-        for rt in missing:
-            server.add_resource_type(rt)
-
-    apiserver.call(add_missing)
-    return [rt.kind for rt in missing]
+def sim_process_kubeconfig(tmp_path: Path) -> Iterator[Path]:
+    """`python -m sim` as its own process (what an admin or the demo runs); yields its kubeconfig."""
+    kubeconfig = tmp_path / "kubeconfig"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sim", "--kubeconfig", str(kubeconfig)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not kubeconfig.exists():
+            assert proc.poll() is None, proc.communicate()[1]
+            assert time.monotonic() < deadline, "python -m sim wrote no kubeconfig"
+            time.sleep(0.05)
+        yield kubeconfig
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 0, stderr

@@ -1,12 +1,22 @@
-"""The auth flag set (names and defaults as k8s.io/apiserver) and SNI certificate selection rules."""
+"""The auth flag set (names and defaults as k8s.io/apiserver), SNI certificate selection rules, and
+the serving TLS flags (--tls-min-version, --tls-cipher-suites) on a running adapter."""
 
 import argparse
+import asyncio
+import socket
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 
 import pytest
 
 from adapter.auth.flags import add_auth_flags, auth_options_from_namespace
 from adapter.auth.tls import certificate_names, lookup_sni, parse_sni_cert_key
-from adapter.flags import FLAG_GROUPS, build_parser
+from adapter.config import default_config_yaml, parse_config
+from adapter.flags import FLAG_GROUPS, build_parser, parse_flags
+from adapter.server.daemon import AdapterDaemon, StartupError
+from sim.prometheus import free_port
+from tests.adapter.e2e.conftest import adapter_argv
 from tests.security.pki import TestCA
 
 
@@ -73,3 +83,71 @@ def test_sni_flag_and_name_lookup() -> None:
     assert lookup_sni("a.b.example.com", contexts) is None  # type: ignore[arg-type]
     cert = TestCA("ca").serving("api.example.com", "alt.example.com", "10.0.0.1").cert
     assert certificate_names(cert) == ("api.example.com", "alt.example.com")
+
+
+StartAdapter = Callable[..., Awaitable[AdapterDaemon]]
+
+
+@pytest.fixture
+async def start_adapter(kubeconfig_path: Path, tmp_path: Path) -> AsyncIterator[StartAdapter]:
+    """`await start_adapter(*flags)` → a started (HTTPS, not necessarily ready) adapter. Prometheus is
+    not needed for handshakes: it points at a closed port."""
+    started: list[AdapterDaemon] = []
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text(default_config_yaml())
+
+    async def start(*extra: str) -> AdapterDaemon:
+        argv = adapter_argv(
+            f"http://127.0.0.1:{free_port()}", kubeconfig_path, tmp_path / "certs", config_file, *extra
+        )
+        options, _, _ = parse_flags(argv)
+        daemon = AdapterDaemon(options, parse_config(config_file.read_text()))
+        await daemon.start()
+        started.append(daemon)
+        return daemon
+
+    yield start
+    for daemon in started:
+        await daemon.stop()
+
+
+def _client_context(maximum: ssl.TLSVersion) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # the handshake's protocol version is under test, not trust
+    context.maximum_version = maximum
+    return context
+
+
+def _handshake(port: int, client: ssl.SSLContext) -> tuple[str, str]:
+    """(TLS version, cipher) of a completed handshake with the adapter; ssl.SSLError when refused."""
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+        client.wrap_socket(raw) as tls,
+    ):
+        return str(tls.version()), tls.cipher()[0]
+
+
+async def _negotiated(port: int, client: ssl.SSLContext) -> tuple[str, str]:
+    # A blocking client in a thread: the adapter serves on this test's event loop.
+    return await asyncio.to_thread(_handshake, port, client)
+
+
+async def test_min_version_decides_whether_a_tls12_client_gets_in(start_adapter: StartAdapter) -> None:
+    tls12_client = _client_context(ssl.TLSVersion.TLSv1_2)
+    default = await start_adapter()
+    assert (await _negotiated(default.port, tls12_client))[0] == "TLSv1.2"
+    tls13_only = await start_adapter("--tls-min-version=VersionTLS13")
+    # Refused during the handshake (asyncio's server side closes without sending the alert, so the
+    # client sees an EOF rather than `protocol version`); a TLS 1.3 client still gets in.
+    with pytest.raises(ssl.SSLError):
+        await _negotiated(tls13_only.port, tls12_client)
+    assert (await _negotiated(tls13_only.port, _client_context(ssl.TLSVersion.TLSv1_3)))[0] == "TLSv1.3"
+
+
+async def test_cipher_suites_take_go_names(start_adapter: StartAdapter) -> None:
+    daemon = await start_adapter("--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")
+    negotiated = await _negotiated(daemon.port, _client_context(ssl.TLSVersion.TLSv1_2))
+    assert negotiated == ("TLSv1.2", "ECDHE-RSA-AES128-GCM-SHA256")
+    with pytest.raises(StartupError, match=r"unsupported TLS cipher suites: TLS_NO_SUCH_SUITE$"):
+        await start_adapter("--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_NO_SUCH_SUITE")

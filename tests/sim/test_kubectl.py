@@ -285,3 +285,58 @@ def test_drain_evicts_pods_of_a_cordoned_node(kubectl: KubectlRunner, apiserver:
     assert "node/n1 drained" in drained.stdout, drained.stderr
     assert kubectl("get", "node", "n1", "-o", "jsonpath={.spec.unschedulable}").stdout == "true"
     assert kubectl("get", "pods", "-o", "name").stdout.split() == ["pod/p2"]
+
+
+PDB = """
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web}
+spec:
+  minAvailable: 50%
+  selector:
+    matchLabels: {app: web}
+"""
+
+
+def test_pod_disruption_budgets_are_served_with_status(kubectl: KubectlRunner) -> None:
+    resources = json.loads(kubectl("get", "--raw", "/apis/policy/v1").stdout)["resources"]
+    assert {"poddisruptionbudgets", "poddisruptionbudgets/status"} <= {r["name"] for r in resources}
+    assert kubectl("apply", "-f", "-", input=PDB).stdout.strip() == "poddisruptionbudget.policy/web created"
+    pdb = json.loads(kubectl("get", "pdb", "web", "-o", "json").stdout)
+    assert pdb["status"] == {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
+                             "expectedPods": 0}
+    status = {"disruptionsAllowed": 1, "currentHealthy": 2, "desiredHealthy": 1, "expectedPods": 2}
+    # The status subresource writes only the status, the main resource only the rest.
+    kubectl("patch", "pdb", "web", "--subresource=status", "--type=merge",
+            "-p", json.dumps({"spec": {"minAvailable": 1}, "status": status}))
+    kubectl("patch", "pdb", "web", "--type=merge", "-p", json.dumps({"status": {"expectedPods": 9}}))
+    pdb = json.loads(kubectl("get", "pdb", "web", "-o", "json").stdout)
+    assert pdb["spec"]["minAvailable"] == "50%" and pdb["status"] == status
+    header, row = _rows(kubectl("get", "pdb").stdout)
+    assert header == ["NAME", "MIN", "AVAILABLE", "MAX", "UNAVAILABLE", "ALLOWED", "DISRUPTIONS", "AGE"]
+    assert row[:4] == ["web", "50%", "N/A", "1"]
+
+
+def test_rbac_names_may_contain_colons_but_not_slashes(kubectl: KubectlRunner) -> None:
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "system:surge:reader"}, "rules": []}
+    assert "created" in kubectl("apply", "-f", "-", input=json.dumps(role)).stdout
+    assert kubectl("get", "clusterrole", "system:surge:reader", "-o", "name").stdout.strip() == \
+        "clusterrole.rbac.authorization.k8s.io/system:surge:reader"
+    # Other kinds keep DNS-1123 names; RBAC kinds only refuse what cannot be one URL path segment.
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "system:x"}}
+    refused = kubectl("create", "-f", "-", input=json.dumps(configmap), check=False)
+    assert refused.returncode != 0 and "a lowercase RFC 1123 subdomain" in refused.stderr
+    for name, problem in (("..", "may not be '..'"), ("a%2f", "may not contain '%'")):
+        bad = {**role, "metadata": {"name": name}}
+        refused = kubectl("create", "-f", "-", input=json.dumps(bad), check=False)
+        assert refused.returncode != 0 and problem in refused.stderr, refused.stderr
+
+
+def test_apply_of_an_unserved_kind_reports_no_match_not_a_validation_error(kubectl: KubectlRunner) -> None:
+    # kubectl looks kinds missing from /openapi/v3 up in /openapi/v2; a 404 there would fail validation.
+    gadget = {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}}
+    result = kubectl("apply", "-f", "-", input=json.dumps(gadget), check=False)
+    assert result.returncode != 0
+    assert 'no matches for kind "Gadget" in version "example.com/v1"' in result.stderr, result.stderr
+    assert "error validating" not in result.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -24,17 +25,30 @@ QUEUE_DEPTH_QUERY = '{__name__="queue_depth"}'
 
 @dataclass
 class Forwarder:
-    """Forwards /api/v1/series to Prometheus; answers 503 for match[] values listed in `failing`."""
+    """Forwards /api/v1/series to Prometheus; answers 503 for match[] values listed in `failing`.
+
+    Each answer is held back `delay` seconds; `spans` records when each call arrived and was answered.
+    """
 
     upstream: str
     failing: set[str] = field(default_factory=set)
+    delay: float = 0.0
     calls: list[tuple[str, float]] = field(default_factory=list)
+    spans: list[tuple[float, float]] = field(default_factory=list)
     url: str = ""
 
     async def handle(self, request: web.Request) -> web.Response:
+        arrived = time.monotonic()
+        try:
+            return await self._answer(request)
+        finally:
+            self.spans.append((arrived, time.monotonic()))
+
+    async def _answer(self, request: web.Request) -> web.Response:
         params = await request.post() if request.method == "POST" else request.query
         matches = params.getall("match[]")
         self.calls.extend((m, float(params["start"])) for m in matches)
+        await asyncio.sleep(self.delay)
         if any(m in self.failing for m in matches):
             return web.json_response(
                 {"status": "error", "errorType": "unavailable", "error": "x"}, status=503
@@ -70,6 +84,16 @@ async def relister(forwarder: Forwarder) -> AsyncIterator[Relister]:
     await client.close()
 
 
+def max_concurrent(spans: list[tuple[float, float]]) -> int:
+    """The largest number of spans open at one instant (an end before a start at equal times)."""
+    edges = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    open_now = peak = 0
+    for _, change in edges:
+        open_now += change
+        peak = max(peak, open_now)
+    return peak
+
+
 def _custom(relister: Relister) -> set[str]:
     return {info.api_resource_name for info in relister.registry.custom_metrics()}
 
@@ -77,10 +101,13 @@ def _custom(relister: Relister) -> set[str]:
 async def test_one_concurrent_call_per_distinct_series_query(
     forwarder: Forwarder, relister: Relister
 ) -> None:
+    forwarder.delay = 0.5  # long enough that sequential calls could not overlap
     before = time.time()
     assert await relister.relist_once()
     distinct = {rule.series_query for rule in relister.registry.config.rules} | {QUEUE_DEPTH_QUERY}
     assert sorted(m for m, _ in forwarder.calls) == sorted(distinct)
+    assert len(forwarder.spans) == len(distinct)
+    assert max_concurrent(forwarder.spans) == len(distinct)
     for _, start in forwarder.calls:
         assert before - 120 - 1 <= start <= time.time() - 120 + 1  # start = now - max age
     assert relister.ready

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sim.prometheus import PrometheusProcess, free_port
+from sim.runner import ServerThread
 
 
 async def test_pods_selector_form_v1beta2(static_prometheus: PrometheusProcess, start_adapter: Any) -> None:
@@ -201,6 +203,45 @@ async def test_library_http_cases(static_prometheus: PrometheusProcess, start_ad
         f"{EXTERNAL}/namespaces/default/queue_depth", params={"labelSelector": "queue=a"}
     )
     assert len(body["items"]) == 1
+
+
+# Root-scoped resources for the §5.9 `nodes/*` cases: the scraped `pod` label names Node objects here.
+NODE_CONFIG_YAML = """
+rules:
+- seriesQuery: '{__name__="queue_length"}'
+  resources: {overrides: {pod: {resource: node}}}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+"""
+NODE_LABELS = {"web-1": {"foo": "bar"}, "web-2": {"foo": "bar"}, "web-3": {"foo": "baz"}}
+
+
+async def test_library_http_root_scoped_cases(
+    static_prometheus: PrometheusProcess,
+    apiserver: ServerThread,
+    kubeconfig_path: Path,
+    adapter_factory: Any,
+) -> None:
+    """§5.9's `nodes/*/<metric>` (with and without labelSelector) and `nodes/<name>/<metric>` cases."""
+    for name, labels in NODE_LABELS.items():
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}
+        apiserver.call(lambda n=node: apiserver.server.store.create(("", "nodes"), n))
+    adapter = await adapter_factory(NODE_CONFIG_YAML, static_prometheus.url, kubeconfig_path)
+
+    status, body = await adapter.get(f"{CUSTOM}/v1beta1/nodes/*/queue_length")
+    assert status == 200, body
+    assert [(i["describedObject"], i["value"]) for i in body["items"]] == [
+        ({"kind": "Node", "name": "web-1", "apiVersion": "v1"}, "100m"),
+        ({"kind": "Node", "name": "web-2", "apiVersion": "v1"}, "300m"),
+        ({"kind": "Node", "name": "web-3", "apiVersion": "v1"}, "7"),
+    ]
+    status, body = await adapter.get(
+        f"{CUSTOM}/v1beta1/nodes/%2A/queue_length", params={"labelSelector": "foo=bar"}
+    )
+    assert status == 200, body
+    assert [i["describedObject"]["name"] for i in body["items"]] == ["web-1", "web-2"]
+    status, body = await adapter.get(f"{CUSTOM}/v1beta1/nodes/web-3/queue_length")
+    assert status == 200, body
+    assert [(i["describedObject"]["name"], i["value"]) for i in body["items"]] == [("web-3", "7")]
 
 
 async def test_external_metrics(static_prometheus: PrometheusProcess, start_adapter: Any) -> None:

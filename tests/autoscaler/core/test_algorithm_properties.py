@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -141,6 +142,18 @@ def test_disabled_select_policy_never_moves_that_way(
         assert decision.desired_replicas >= replicas
 
 
+def fed_recommendation(usage: int, replicas: int) -> int:
+    """The raw proposal of one pass, computed from the spec rather than read back from the core.
+
+    Every pod requests REQUEST milli CPU and uses ``usage`` milli, so the utilization is ``usage``
+    percent; a ratio within the default tolerance (0.1) keeps the count, else ceil(ratio * pods).
+    """
+    ratio = usage / TARGET
+    if 1.0 - 0.1 <= ratio <= 1.0 + 0.1:
+        return replicas
+    return math.ceil(ratio * replicas)
+
+
 @settings(max_examples=60)
 @given(
     st.lists(st.integers(0, 400), min_size=2, max_size=25),
@@ -158,8 +171,12 @@ def test_stabilization_never_scales_down_faster_than_the_window(
     config = replace(b.snapshot(the_hpa, 1, (), (), b.T0).config, downscale_stabilization_window_s=window_s)
     replicas = 5
     history = History()
+    # The test's own record of (time, recommendation): the first pass also stands for the count the
+    # controller found (it seeds its memory with it), then one proposal per pass.
+    fed: list[tuple[datetime, int]] = [(b.T0, replicas)]
     for step, usage in enumerate(usages):
         now = b.T0 + timedelta(seconds=interval_s * step)
+        fed.append((now, fed_recommendation(usage, replicas)))
         pod_list = b.pods(replicas, REQUEST, STARTED)
         decision = decide(
             b.snapshot(
@@ -173,11 +190,43 @@ def test_stabilization_never_scales_down_faster_than_the_window(
             )
         )
         if decision.desired_replicas < replicas:
+            # Inside the window: this pass's proposal and anything strictly younger than the window
+            # (the legacy path also keeps one exactly `window` old; the behavior path does not).
             cutoff = now - timedelta(seconds=window_s)
-            recent = [r.replicas for r in decision.history.recommendations or () if r.timestamp > cutoff]
-            # Any recommendation in the window, including one at or above the current count,
-            # bounds the scale-down from below.
-            assert all(decision.desired_replicas >= r for r in recent)
+            highest = max(value for at, value in fed if at > cutoff or at == now)
+            assert decision.desired_replicas >= highest, (fed, cutoff)
         history = decision.history
         the_hpa = replace(the_hpa, status=decision.status)
         replicas = decision.desired_replicas
+
+
+def test_load_drop_scales_down_once_the_window_has_passed() -> None:
+    # At the target for the first pass, then no load: the first recommendation (5) holds the count
+    # while it is younger than the window, and not a pass longer (the window is no multiple of the
+    # interval, so no pass falls on its edge).
+    window, interval = 50, 15
+    config = replace(b.snapshot(b.hpa(), 1, (), (), b.T0).config, downscale_stabilization_window_s=window)
+    the_hpa = b.hpa(max_replicas=50, min_replicas=1, metrics=(b.cpu_utilization(TARGET),))
+    replicas, history = 5, History()
+    sizes = []
+    for step in range(window // interval + 2):
+        now = b.T0 + timedelta(seconds=interval * step)
+        pod_list = b.pods(replicas, REQUEST, STARTED)
+        usage = TARGET if step == 0 else 0
+        snap = b.snapshot(
+            the_hpa,
+            replicas,
+            pod_list,
+            (b.cpu_usage(pod_list, usage, now),),
+            now,
+            history=history,
+            config=config,
+        )
+        decision = decide(snap)
+        history, replicas = decision.history, decision.desired_replicas
+        the_hpa = replace(the_hpa, status=decision.status)
+        sizes.append((step * interval, replicas))
+    held = [size for at, size in sizes if at < window]
+    after = [size for at, size in sizes if at >= window]
+    assert held == [5] * len(held)
+    assert after and all(size == 1 for size in after)  # minReplicas: no load needs no pods

@@ -1,0 +1,169 @@
+"""`python -m autoscaler --source=hpa` end to end on a plain autoscaling/v2 HPA: a load step scales out,
+a load drop scales in after the (shortened) stabilization window, and `kubectl get hpa` /
+`kubectl describe hpa` show the replicas, conditions and Events."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from autoscaler.kubeclient import KubeClient, Obj
+from autoscaler.sources import SYNC_PERIOD_ANNOTATION
+from sim.runner import ServerThread
+from tests.autoscaler.harness import autoscaler_spec, condition, events_of, replicas_of, workload
+from tests.autoscaler.helpers import until
+from tests.autoscaler.metrics_backend import MetricsBackend
+from tests.fixtures.apiserver import KubectlRunner
+
+HPA = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers/web"
+METRIC = ("default", "http_requests")
+TARGET = 100.0
+WINDOW = 4  # behavior.scaleDown.stabilizationWindowSeconds
+PODS = 2
+
+
+def replicas_for(per_pod: float) -> int:
+    """The Pods-metric rule of the hpa-algorithm spec for PODS ready pods (outside the tolerance)."""
+    return max(1, math.ceil(per_pod / TARGET * PODS))
+
+
+@pytest.fixture
+async def backend() -> AsyncIterator[MetricsBackend]:
+    server = await MetricsBackend().start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+def daemon(
+    kubeconfig_path: Path, backend: MetricsBackend, tmp_path: Path
+) -> Iterator[subprocess.Popen[bytes]]:
+    log = (tmp_path / "autoscaler.log").open("w")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "autoscaler",
+            "--source=hpa",
+            f"--kubeconfig={kubeconfig_path}",
+            f"--metrics-url={backend.url}",
+            "--bind-address=127.0.0.1",
+            "--port=0",
+            "--workers=2",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    yield proc
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+    log.close()
+
+
+async def _hpa(kube: KubeClient) -> Obj:
+    return await kube.get(HPA)
+
+
+async def _reason(kube: KubeClient, type_: str) -> str | None:
+    found = condition(await _hpa(kube), type_)
+    return None if found is None else str(found["reason"])
+
+
+async def test_plain_hpa_scales_out_and_in_and_kubectl_shows_it(
+    kube: KubeClient,
+    apiserver: ServerThread,
+    backend: MetricsBackend,
+    daemon: subprocess.Popen[bytes],
+    kubectl: KubectlRunner,
+) -> None:
+    pods = workload(apiserver, "web", PODS)
+    backend.pod_values[METRIC] = dict.fromkeys(pods, TARGET)  # at the target: no change yet
+    body = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web", "namespace": "default", "annotations": {SYNC_PERIOD_ANNOTATION: "1"}},
+        "spec": autoscaler_spec(
+            "web",
+            "http_requests",
+            f"{TARGET:g}",
+            behavior={"scaleDown": {"stabilizationWindowSeconds": WINDOW}},
+        ),
+    }
+    await kube.request("POST", HPA.rsplit("/", 1)[0], body=body)
+    await until(lambda: _reason(kube, "ScalingActive"), "ValidMetricFound", within=30)
+    assert daemon.poll() is None
+    assert await replicas_of(kube, "web") == PODS
+
+    # Load step.
+    high = 1.5 * TARGET
+    backend.pod_values[METRIC] = dict.fromkeys(pods, high)
+    scaled_out = replicas_for(high)
+    assert scaled_out > PODS
+    await until(lambda: replicas_of(kube, "web"), scaled_out, within=15)
+
+    # Load drop: the recommendation of the load holds the size for the window, then it scales in.
+    low = 0.4 * TARGET
+    backend.pod_values[METRIC] = dict.fromkeys(pods, low)
+    dropped = time.monotonic()
+    scaled_in = replicas_for(low)
+    assert scaled_in < scaled_out
+    await until(lambda: _reason(kube, "AbleToScale"), "ScaleDownStabilized", within=5, poll=0.05)
+    assert await replicas_of(kube, "web") == scaled_out
+    await until(lambda: replicas_of(kube, "web"), scaled_in, within=WINDOW + 10)
+    # The last high recommendation is at most one 1 s period older than the drop.
+    assert time.monotonic() - dropped >= WINDOW - 1.5
+
+    # The next pass records the new size; then the status is steady.
+    async def current_replicas() -> int:
+        return int((await _hpa(kube))["status"].get("currentReplicas", -1))
+
+    await until(current_replicas, scaled_in, within=10)
+    await until(lambda: _reason(kube, "AbleToScale"), "ReadyForNewScale", within=10)
+    hpa = await _hpa(kube)
+    status = hpa["status"]
+    assert status["desiredReplicas"] == scaled_in
+    assert status["currentMetrics"][0]["pods"]["current"]["averageValue"] == f"{low:g}"
+    rescales = [e["message"] for e in await events_of(kube, "web") if e["reason"] == "SuccessfulRescale"]
+    # The event list comes back in name order, not in time order.
+    assert sorted(rescales) == sorted(
+        [
+            f"New size: {scaled_out}; reason: pods metric http_requests above target",
+            f"New size: {scaled_in}; reason: All metrics below target",
+        ]
+    )
+
+    # kubectl runs off the loop: the metrics backend keeps answering the daemon meanwhile.
+    table = (await asyncio.to_thread(kubectl, "get", "hpa", "web")).stdout.splitlines()
+    assert table[0].split() == ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"]
+    assert table[1].split()[:7] == [
+        "web",
+        "Deployment/web",
+        "http_requests:",
+        f"{low:g}/{TARGET:g}",
+        "1",
+        "10",
+        str(scaled_in),
+    ]
+    described = (await asyncio.to_thread(kubectl, "describe", "hpa", "web")).stdout
+    lines = [" ".join(line.split()) for line in described.splitlines()]
+    start = lines.index("Conditions:")
+    shown = lines[start + 3 : start + 3 + len(status["conditions"])]  # after the header and its rule
+    for c in status["conditions"]:
+        row = f"{c['type']} {c['status']} {c['reason']} {c['message']}"
+        assert row in shown, (row, shown)
+    assert f"Deployment pods: {scaled_in} current / {scaled_in} desired" in lines
+    for message in rescales:
+        assert any("SuccessfulRescale" in line and line.endswith(message) for line in lines), message
