@@ -12,7 +12,9 @@ import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
+from adapter.server.tls import openssl_cipher_list
 from shared.durations import parse_go_duration
 from shared.logging import add_logging_flags
 
@@ -208,8 +210,15 @@ FLAG_GROUPS: tuple[FlagGroup, ...] = (
 )
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """Flag errors as one line (`prog: error: ...`) and exit status 2, without the long usage text."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def build_parser(groups: Sequence[FlagGroup] = FLAG_GROUPS) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="surge-adapter",
         description="Serves custom.metrics.k8s.io and external.metrics.k8s.io from Prometheus.",
         allow_abbrev=False,
@@ -305,6 +314,11 @@ def options_from_namespace(ns: argparse.Namespace) -> AdapterOptions:
         raise FlagError("--tls-cert-file and --tls-private-key-file must be given together")
     if ns.tls_min_version not in {"", "VersionTLS12", "VersionTLS13"}:
         raise FlagError(f"--tls-min-version {ns.tls_min_version!r}: use VersionTLS12 or VersionTLS13")
+    cipher_suites = tuple(c.strip() for c in ns.tls_cipher_suites.split(",") if c.strip())
+    try:
+        openssl_cipher_list(list(cipher_suites))
+    except ValueError as err:
+        raise FlagError(f"--tls-cipher-suites: {err}") from None
     if ns.prometheus_timeout <= 0:
         raise FlagError("--prometheus-timeout must be positive")
     return AdapterOptions(
@@ -329,7 +343,7 @@ def options_from_namespace(ns: argparse.Namespace) -> AdapterOptions:
         tls_cert_file=ns.tls_cert_file,
         tls_private_key_file=ns.tls_private_key_file,
         tls_min_version=ns.tls_min_version,
-        tls_cipher_suites=tuple(c.strip() for c in ns.tls_cipher_suites.split(",") if c.strip()),
+        tls_cipher_suites=cipher_suites,
         insecure_http=ns.insecure_http,
         log_level=ns.log_level,
         log_format=ns.log_format,

@@ -14,7 +14,7 @@ from adapter.auth.flags import add_auth_flags, auth_options_from_namespace
 from adapter.auth.tls import certificate_names, lookup_sni, parse_sni_cert_key
 from adapter.config import default_config_yaml, parse_config
 from adapter.flags import FLAG_GROUPS, build_parser, parse_flags
-from adapter.server.daemon import AdapterDaemon, StartupError
+from adapter.server.daemon import AdapterDaemon
 from sim.prometheus import free_port
 from tests.adapter.e2e.conftest import adapter_argv
 from tests.security.pki import TestCA
@@ -145,9 +145,14 @@ async def test_min_version_decides_whether_a_tls12_client_gets_in(start_adapter:
     assert (await _negotiated(tls13_only.port, _client_context(ssl.TLSVersion.TLSv1_3)))[0] == "TLSv1.3"
 
 
-async def test_cipher_suites_take_go_names(start_adapter: StartAdapter) -> None:
+async def test_cipher_suites_take_go_names(
+    start_adapter: StartAdapter, capsys: pytest.CaptureFixture[str]
+) -> None:
     daemon = await start_adapter("--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")
     negotiated = await _negotiated(daemon.port, _client_context(ssl.TLSVersion.TLSv1_2))
     assert negotiated == ("TLSv1.2", "ECDHE-RSA-AES128-GCM-SHA256")
-    with pytest.raises(StartupError, match=r"unsupported TLS cipher suites: TLS_NO_SUCH_SUITE$"):
+    # An unknown suite is a flag error, caught before anything starts, naming the flag.
+    with pytest.raises(SystemExit) as exited:
         await start_adapter("--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_NO_SUCH_SUITE")
+    assert exited.value.code == 2
+    assert "--tls-cipher-suites: unsupported TLS cipher suites: TLS_NO_SUCH_SUITE" in capsys.readouterr().err
