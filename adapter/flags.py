@@ -12,9 +12,9 @@ import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
 from adapter.server.tls import openssl_cipher_list
+from shared.cli import OneLineErrorParser
 from shared.durations import parse_go_duration
 from shared.logging import add_logging_flags
 
@@ -208,13 +208,6 @@ FLAG_GROUPS: tuple[FlagGroup, ...] = (
     add_serving_flags,
     add_logging_flags,
 )
-
-
-class OneLineErrorParser(argparse.ArgumentParser):
-    """Flag errors as one line (`prog: error: ...`) and exit status 2, without the long usage text."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def build_parser(groups: Sequence[FlagGroup] = FLAG_GROUPS) -> argparse.ArgumentParser:

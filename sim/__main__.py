@@ -11,6 +11,7 @@ from pathlib import Path
 
 import structlog
 
+from shared.cli import OneLineErrorParser
 from shared.logging import add_logging_flags, configure_logging
 from sim.cluster import SimCluster
 
@@ -18,7 +19,7 @@ log = structlog.get_logger("sim")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m sim", description=__doc__)
+    parser = OneLineErrorParser(prog="python -m sim", description=__doc__)
     parser.add_argument("--kubeconfig", type=Path, required=True, help="where to write the kubeconfig")
     parser.add_argument("--port", type=int, default=0, help="API server port on 127.0.0.1 (default: free)")
     parser.add_argument(
