@@ -53,7 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--selector", default="", help="label selector: reconcile only the matching objects")
     g = p.add_argument_group("work")
-    g.add_argument("--workers", type=_positive_int, default=32, help="concurrent reconciles (default 32)")
+    g.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=32,
+        help="concurrent reconciles (default 32); about reconciles/s x reconcile latency are busy",
+    )
     g.add_argument(
         "--sync-period",
         type=duration,

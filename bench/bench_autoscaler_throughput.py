@@ -5,6 +5,12 @@ and a fast metrics endpoint, at a 15 s period. Prints reconciles/s, p99 queue wa
 
 The daemon runs as its own process (CPU and RSS are its own). The simulated API server runs in this
 process (plain HTTP) and the metrics endpoint in a child process; all share the machine's cores.
+
+Workers: a reconcile mostly waits on its two requests (/scale, metrics), so about reconciles/s x
+reconcile latency of them are busy at once. With the cores shared as here, 10,000 autoscalers (667/s,
+reconcile p99 ~25 ms) keep the default 32 workers only partly busy (measured: p99 queue wait ~0.2 s
+with 32 and ~0.4 s with 128, where the extra concurrency only adds contention). More workers pay off
+when the metrics backend is slow: then raise `--workers` to about rate x its latency.
 """
 
 from __future__ import annotations
@@ -39,9 +45,7 @@ DURATION = "surge_autoscaler_reconcile_duration_seconds"
 
 
 def serve_metrics(port: int, pods_each: int) -> None:
-    web.run_app(
-        metrics_app(pods_each, {}), host="127.0.0.1", port=port, print=None, access_log=None
-    )
+    web.run_app(metrics_app(pods_each, {}), host="127.0.0.1", port=port, print=None, access_log=None)
 
 
 async def measure(

@@ -36,6 +36,9 @@ def pod_of(slim: Obj) -> Pod:
     return pod
 
 
+MAX_KEPT_SELECTIONS = 65536
+
+
 @lru_cache(maxsize=65536)
 def compiled_selector(text: str) -> Selector:
     return parse_selector(text)
@@ -55,17 +58,28 @@ class PodIndex:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._by_label: dict[tuple[str, str, str], set[str]] = {}
+        # Every reconcile selects its target's pods again; the answer only changes when a pod of the
+        # namespace does. So answers are kept per (namespace, selector) with the namespace's change count.
+        self._changes: dict[str, int] = {}
+        self._selected: dict[tuple[str, str], tuple[int, tuple[Pod, ...]]] = {}
 
     def on_add(self, slim: Obj) -> None:
+        self._changed(slim)
         self._index(slim, add=True)
 
     def on_update(self, old: Obj, new: Obj) -> None:
+        self._changed(new)
         if old["metadata"]["labels"] != new["metadata"]["labels"]:
             self._index(old, add=False)
             self._index(new, add=True)
 
     def on_delete(self, slim: Obj) -> None:
+        self._changed(slim)
         self._index(slim, add=False)
+
+    def _changed(self, slim: Obj) -> None:
+        namespace = slim["metadata"]["namespace"]
+        self._changes[namespace] = self._changes.get(namespace, 0) + 1
 
     def _index(self, slim: Obj, add: bool) -> None:
         meta = slim["metadata"]
@@ -82,6 +96,17 @@ class PodIndex:
 
     def select(self, namespace: str, selector_text: str) -> tuple[Pod, ...]:
         """Pods of `namespace` the selector selects, sorted by name. Raises ValueError on a bad selector."""
+        changes = self._changes.get(namespace, 0)
+        known = self._selected.get((namespace, selector_text))
+        if known is not None and known[0] == changes:
+            return known[1]
+        pods = self._select(namespace, selector_text)
+        if len(self._selected) >= MAX_KEPT_SELECTIONS:
+            self._selected.clear()  # selectors that are no longer asked for go with the rest
+        self._selected[namespace, selector_text] = (changes, pods)
+        return pods
+
+    def _select(self, namespace: str, selector_text: str) -> tuple[Pod, ...]:
         selector = compiled_selector(selector_text)
         hint = equality_hint(selector)
         candidates: Iterable[Obj]
