@@ -8,6 +8,7 @@ import socket
 import uuid
 
 from autoscaler.sources import SOURCES
+from shared.cli import OneLineErrorParser
 from shared.durations import parse_go_duration
 from shared.logging import add_logging_flags
 
@@ -32,7 +33,7 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineErrorParser(
         prog="surge-autoscaler",
         description="HPA-exact autoscaler: many concurrent reconciles from a rate-limited work queue.",
     )

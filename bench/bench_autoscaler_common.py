@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,15 +18,11 @@ import aiohttp
 import yaml
 from aiohttp import web
 
+from sim.prometheus import free_port
+
 REPO = Path(__file__).resolve().parents[1]
 CRD_FILE = REPO / "manifests" / "crd-horizontalautoscaler.yaml"
 NOW = "2026-01-01T00:00:00Z"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def seed_world(

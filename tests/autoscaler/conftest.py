@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from autoscaler.kubeclient import KubeClient, load_access
+from tests.autoscaler.metrics_backend import MetricsBackend
 
 
 @pytest.fixture
@@ -15,3 +16,11 @@ async def kube(kubeconfig_path: Path) -> AsyncIterator[KubeClient]:
     client = KubeClient(await load_access(str(kubeconfig_path)))
     yield client
     await client.close()
+
+
+@pytest.fixture
+async def backend() -> AsyncIterator[MetricsBackend]:
+    """A fast, test-controlled custom/external metrics API (see metrics_backend.py)."""
+    server = await MetricsBackend().start()
+    yield server
+    await server.stop()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +25,6 @@ from tests.autoscaler.helpers import eventually, until
 from tests.autoscaler.metrics_backend import MetricsBackend
 
 HZA = "/apis/autoscaling.surge.dev/v1alpha1/namespaces/default/horizontalautoscalers"
-
-
-@pytest.fixture
-async def backend() -> AsyncIterator[MetricsBackend]:
-    server = await MetricsBackend().start()
-    yield server
-    await server.stop()
 
 
 @pytest.fixture

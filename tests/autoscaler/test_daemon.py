@@ -5,17 +5,17 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
 import pytest
 
 from autoscaler.kubeclient import KubeClient
+from sim.prometheus import free_port
 from sim.runner import ServerThread
 from tests.autoscaler.harness import autoscaler_spec, create_hza, install_crd, replicas_of, workload
 from tests.autoscaler.helpers import until
@@ -23,12 +23,6 @@ from tests.autoscaler.metrics_backend import MetricsBackend
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/default/leases/surge-autoscaler"
 LEASE_SECONDS = 3.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Daemon:
@@ -86,13 +80,6 @@ class Daemon:
             self.proc.kill()
         self.proc.wait(10)
         self.log.close()
-
-
-@pytest.fixture
-async def backend() -> AsyncIterator[MetricsBackend]:
-    server = await MetricsBackend().start()
-    yield server
-    await server.stop()
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ custom resource whose CRD declares a scale subresource, not only Deployments."""
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,13 +125,6 @@ TARGETS = {
         "example.surge.dev/v1", "Worker", "/apis/example.surge.dev/v1/namespaces/default/workers/db", _worker
     ),
 }
-
-
-@pytest.fixture
-async def backend() -> AsyncIterator[MetricsBackend]:
-    server = await MetricsBackend().start()
-    yield server
-    await server.stop()
 
 
 @pytest.mark.parametrize("which", sorted(TARGETS))

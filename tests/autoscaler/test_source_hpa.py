@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,13 +33,6 @@ PODS = 2
 def replicas_for(per_pod: float) -> int:
     """The Pods-metric rule of the hpa-algorithm spec for PODS ready pods (outside the tolerance)."""
     return max(1, math.ceil(per_pod / TARGET * PODS))
-
-
-@pytest.fixture
-async def backend() -> AsyncIterator[MetricsBackend]:
-    server = await MetricsBackend().start()
-    yield server
-    await server.stop()
 
 
 @pytest.fixture

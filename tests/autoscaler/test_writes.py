@@ -4,7 +4,7 @@ decision changes replicas. Steady metrics over several 1 s sync periods must cau
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,13 +84,6 @@ def counter(apiserver: ServerThread) -> Iterator[WriteCounter]:
     remove = apiserver.call(lambda: apiserver.server.store.add_listener(counting.listen))
     yield counting
     apiserver.call(remove)
-
-
-@pytest.fixture
-async def backend() -> AsyncIterator[MetricsBackend]:
-    server = await MetricsBackend().start()
-    yield server
-    await server.stop()
 
 
 async def _reason(kube: KubeClient, type_: str) -> str | None:
