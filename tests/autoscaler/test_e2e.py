@@ -132,11 +132,11 @@ async def test_load_step_scales_out_and_load_drop_scales_in(
             return None if found is None else str(found["reason"])
 
         # Metrics flow through Prometheus and the adapter; at 1x capacity per pod nothing changes.
-        await until(active_reason, "ValidMetricFound", within=30)
+        await until(active_reason, "ValidMetricFound", within=60)
         assert await replicas_of(kube, "web", ns) == 2
 
         set_rps(4 * CAPACITY)  # needs 4 pods at the target of one capacity per pod
-        await until(lambda: replicas_of(kube, "web", ns), 4, within=30)
+        await until(lambda: replicas_of(kube, "web", ns), 4, within=60)
         hza = await kube.get(hza_path)
         assert hza["status"]["desiredReplicas"] == 4
         ups = [e["message"] for e in await events_of(kube, "web", ns) if e["reason"] == "SuccessfulRescale"]
@@ -145,7 +145,7 @@ async def test_load_step_scales_out_and_load_drop_scales_in(
 
         set_rps(CAPACITY)  # one pod is enough now
         dropped = time.monotonic()
-        await until(lambda: replicas_of(kube, "web", ns), 1, within=30)
+        await until(lambda: replicas_of(kube, "web", ns), 1, within=60)
         assert time.monotonic() - dropped >= window - 0.5
         downs = [
             e["message"]
@@ -185,7 +185,7 @@ async def _conditions_match_the_core(kube: KubeClient, adapter: KubeClient, hza_
         able = condition(hza, "AbleToScale")
         return (None if able is None else able["reason"]), hza["status"].get("currentReplicas")
 
-    await until(steady, ("ReadyForNewScale", 1), within=30)
+    await until(steady, ("ReadyForNewScale", 1), within=60)
     hza = await kube.get(hza_path)
     scale = await kube.get(f"/apis/apps/v1/namespaces/{ns}/deployments/web/scale")
     selector = scale["status"]["selector"]

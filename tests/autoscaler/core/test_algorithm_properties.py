@@ -190,10 +190,11 @@ def test_stabilization_never_scales_down_faster_than_the_window(
             )
         )
         if decision.desired_replicas < replicas:
-            # Inside the window: this pass's proposal and anything strictly younger than the window
-            # (the legacy path also keeps one exactly `window` old; the behavior path does not).
+            # Inside the window: this pass's proposal and anything earlier that is strictly younger than
+            # the window (the legacy path also keeps one exactly `window` old; the behavior path does not).
+            # With a zero window nothing earlier counts, not even the seed recorded at this same instant.
             cutoff = now - timedelta(seconds=window_s)
-            highest = max(value for at, value in fed if at > cutoff or at == now)
+            highest = max([fed[-1][1], *(value for at, value in fed[:-1] if at > cutoff)])
             assert decision.desired_replicas >= highest, (fed, cutoff)
         history = decision.history
         the_hpa = replace(the_hpa, status=decision.status)
