@@ -4,7 +4,6 @@ registered with the simulated kube-apiserver's aggregator and called through kub
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,7 +18,7 @@ from adapter.flags import FLAG_GROUPS, parse_flags
 from adapter.server.daemon import AdapterDaemon
 from sim.apiserver.reviews import Decision
 from tests.security.conftest import ADAPTER_USER, DeniedOnSecondLook, Pki
-from tests.security.test_aggregated import apiservice
+from tests.security.test_aggregated import apiservice, available, kubectl_raw
 
 
 @pytest.fixture
@@ -58,36 +57,12 @@ async def daemon(apiserver: Any, pki: Pki, tmp_path: Path) -> AsyncIterator[tupl
         ),
     )
     deadline = time.monotonic() + 15
-    while not await asyncio.to_thread(apiserver.call, lambda: all_available(apiserver)):
+    while not await asyncio.to_thread(available, apiserver):
         assert time.monotonic() < deadline, "the APIServices never became Available"
         await asyncio.to_thread(apiserver.call, apiserver.server.aggregator.probe_all())
     yield adapter, apiserver
     await adapter.stop()
     await security.close()
-
-
-def all_available(apiserver: Any) -> bool:
-    for version in ("v1beta1", "v1beta2"):
-        obj = apiserver.server.store.get_ref(
-            ("apiregistration.k8s.io", "apiservices"), None, f"{version}.custom.metrics.k8s.io"
-        )
-        if not any(c["status"] == "True" for c in (obj.get("status", {}).get("conditions") or [])):
-            return False
-    return True
-
-
-async def kubectl_raw(
-    apiserver: Any, directory: Path, user: str, path: str
-) -> subprocess.CompletedProcess[str]:
-    config = apiserver.write_kubeconfig(directory / f"{user}.kubeconfig", user=user)
-    return await asyncio.to_thread(
-        subprocess.run,
-        ["kubectl", f"--kubeconfig={config}", f"--cache-dir={directory / 'cache'}", "get", "--raw", path],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 async def test_discovery_through_the_aggregator_is_authorized_per_user(daemon: Any, tmp_path: Path) -> None:
