@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shared.quantity import Quantity, format_quantity, parse_quantity
-from tests.shared.conformance import load_conformance
+from tests.conformance import load_conformance
 
 QUANTITY = load_conformance("quantity.json")
 BUILD_QUANTITY = load_conformance("hpa/build_quantity.json")["vectors"]

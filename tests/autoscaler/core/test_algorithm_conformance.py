@@ -1,4 +1,4 @@
-"""Every vector of ../shared/conformance/hpa/*.json against the core's lower-level functions."""
+"""Every vector of tests/data/conformance/hpa/*.json against the core's lower-level functions."""
 
 from __future__ import annotations
 
@@ -16,13 +16,15 @@ from autoscaler.core.requests import RequestError, calculate_requests, pod_reque
 from autoscaler.core.types import ZERO_TIME, LabelSelector, ScalingRules, Tolerances
 from autoscaler.core.utilization import NoMatchingMetricsError, metric_usage_ratio, resource_utilization_ratio
 
+from tests.conformance import HPA_VECTOR_COUNTS, hpa_vectors
+
 from . import vectors as v
 
-VECTORS = v.load_vectors()
+VECTORS = hpa_vectors()
 
 
 def test_all_vectors_are_found() -> None:
-    assert len(VECTORS) >= 193
+    assert len(VECTORS) == sum(HPA_VECTOR_COUNTS.values()) == 193
 
 
 def _ctx(inp: dict[str, Any]) -> rc.CalcContext:

@@ -1,14 +1,12 @@
-"""Reading ../shared/conformance/hpa vectors into the core's data types.
+"""Reading the HPA vectors (tests/data/conformance/hpa) into the core's data types.
 
-The vectors use their own compact format (README there): times relative to a "now" in seconds,
-"zero" for Go's zero time, quantities as milli integers.
+The vectors use a compact format (tests/data/conformance/README.md): times relative to a "now" in
+seconds, "zero" for Go's zero time, quantities as milli integers.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from autoscaler.core.types import (
@@ -30,17 +28,7 @@ from autoscaler.core.types import (
     ScalingRules,
 )
 
-VECTOR_DIR = Path(__file__).resolve().parents[3] / ".." / "shared" / "conformance" / "hpa"
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
-
-
-def load_vectors() -> list[tuple[str, dict[str, Any]]]:
-    """(file stem, vector) for every vector of every file."""
-    vectors = []
-    for path in sorted(VECTOR_DIR.glob("*.json")):
-        for vector in json.loads(path.read_text())["vectors"]:
-            vectors.append((path.stem, vector))
-    return vectors
 
 
 def instant(value: Any) -> datetime | None:
