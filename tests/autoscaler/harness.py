@@ -9,13 +9,10 @@ from typing import Any
 
 import yaml
 
-from autoscaler.controller import Controller, ControllerOptions
-from autoscaler.core.types import ControllerConfig
-from autoscaler.kubeclient import ClusterAccess, KubeClient, Obj
-from autoscaler.metrics import MetricsClient
-from autoscaler.restmapper import RestMapper
-from autoscaler.sources import CRD_SOURCE, Source
-from autoscaler.telemetry import Telemetry
+from autoscaler.controller import Controller
+from autoscaler.daemon import AutoscalerDaemon
+from autoscaler.kubeclient import KubeClient, Obj
+from autoscaler.options import parse_options
 from sim.runner import ServerThread
 from tests.autoscaler.helpers import eventually
 
@@ -133,42 +130,34 @@ async def running_controller(
     kubeconfig: Path,
     metrics_url: str | None,
     *,
-    source: Source = CRD_SOURCE,
+    source: str = "crd",
     workers: int = 4,
-    config: ControllerConfig | None = None,
     reconcile_deadline: float = 10.0,
     selector: str = "",
 ) -> AsyncIterator[Controller]:
-    from autoscaler.kubeclient import load_access
-
-    kube = KubeClient(await load_access(str(kubeconfig)))
-    # None: through the API server's aggregation, as without --metrics-url.
-    metrics_kube = (
-        kube if metrics_url is None else KubeClient(ClusterAccess(base_url=metrics_url, ssl_context=False))
+    """The daemon as `python -m autoscaler` builds it, started in-process; metrics_url None means
+    through the API server's aggregation, as without --metrics-url."""
+    metrics = [] if metrics_url is None else [f"--metrics-url={metrics_url}"]
+    options = parse_options(
+        [
+            f"--kubeconfig={kubeconfig}",
+            *metrics,
+            "--metrics-insecure-skip-tls-verify",  # the tests' adapters serve self-signed certificates
+            f"--source={source}",
+            f"--selector={selector}",
+            f"--workers={workers}",
+            f"--reconcile-deadline={reconcile_deadline}s",
+            "--bind-address=127.0.0.1",
+            "--port=0",
+            "--shutdown-grace-period=5s",
+        ]
     )
-    telemetry = Telemetry()
-    mapper = RestMapper(kube)
-    controller = Controller(
-        kube,
-        source,
-        MetricsClient(metrics_kube, mapper, latency=telemetry),
-        mapper,
-        telemetry,
-        ControllerOptions(
-            workers=workers,
-            reconcile_deadline=reconcile_deadline,
-            label_selector=selector,
-            config=config or ControllerConfig(),
-        ),
-    )
-    await controller.start()
+    daemon = await AutoscalerDaemon.create(options)
     try:
-        yield controller
+        await daemon.start()
+        yield daemon.controller
     finally:
-        await controller.stop(grace=5)
-        await kube.close()
-        if metrics_kube is not kube:
-            await metrics_kube.close()
+        await daemon.stop()
 
 
 __all__ = ["eventually"]

@@ -17,13 +17,8 @@ import pytest
 from adapter.config import parse_config
 from adapter.flags import parse_flags
 from adapter.server.daemon import AdapterDaemon
-from autoscaler.controller import Controller, ControllerOptions
 from autoscaler.core import decide, kube_json
 from autoscaler.kubeclient import ApiError, KubeClient, direct_access, load_access
-from autoscaler.metrics import MetricsClient
-from autoscaler.restmapper import RestMapper
-from autoscaler.sources import CRD_SOURCE
-from autoscaler.telemetry import Telemetry
 from sim.prometheus import PrometheusProcess
 from sim.runner import ServerThread
 from sim.workload import annotations, manifests
@@ -110,21 +105,7 @@ async def test_load_step_scales_out_and_load_drop_scales_in(
     )
     await create_hza(kube, "web", spec, namespace=ns)
 
-    access = await load_access(str(kubeconfig))
-    client = KubeClient(access)
-    metrics_client = KubeClient(direct_access(adapter_url, "", True, access))
-    telemetry = Telemetry()
-    mapper = RestMapper(client)
-    controller = Controller(
-        client,
-        CRD_SOURCE,
-        MetricsClient(metrics_client, mapper, latency=telemetry),
-        mapper,
-        telemetry,
-        ControllerOptions(workers=4),
-    )
-    await controller.start()
-    try:
+    async with running_controller(kubeconfig, adapter_url) as controller:
         hza_path = f"/apis/autoscaling.surge.dev/v1alpha1/namespaces/{ns}/horizontalautoscalers/web"
 
         async def active_reason() -> str | None:
@@ -168,11 +149,11 @@ async def test_load_step_scales_out_and_load_drop_scales_in(
         assert count >= 2  # the scale-out and the scale-in
         assert 0 < total / count <= 5
 
-        await _conditions_match_the_core(kube, metrics_client, hza_path, ns)
-    finally:
-        await controller.stop(grace=5)
-        await client.close()
-        await metrics_client.close()
+        adapter = KubeClient(direct_access(adapter_url, "", True, await load_access(str(kubeconfig))))
+        try:
+            await _conditions_match_the_core(kube, adapter, hza_path, ns)
+        finally:
+            await adapter.close()
 
 
 async def _conditions_match_the_core(kube: KubeClient, adapter: KubeClient, hza_path: str, ns: str) -> None:

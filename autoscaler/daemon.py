@@ -1,0 +1,170 @@
+"""Wiring of the whole autoscaler: cluster access, caches, metrics clients, work queue, leader election,
+and the /metrics and health endpoints.
+
+`AutoscalerDaemon` is what `python -m autoscaler` runs and what tests and benchmarks start in-process,
+always from `AutoscalerOptions` (parsed flags), so there is one way to build it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+
+import structlog
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from autoscaler.controller import Controller, ControllerOptions
+from autoscaler.kubeclient import KubeClient, direct_access, load_access
+from autoscaler.leader import LeaderElector
+from autoscaler.metrics import MetricsClient
+from autoscaler.options import AutoscalerOptions
+from autoscaler.restmapper import RestMapper
+from autoscaler.sources import SOURCES
+from autoscaler.telemetry import Telemetry
+
+log = structlog.get_logger("autoscaler")
+
+
+class StartupError(Exception):
+    """The autoscaler cannot start (no cluster access, port taken)."""
+
+
+class AutoscalerDaemon:
+    """Build with `await AutoscalerDaemon.create(options)`, then `start()`/`stop()` or `run(stop)`."""
+
+    def __init__(self, options: AutoscalerOptions, kube: KubeClient, metrics_kube: KubeClient) -> None:
+        self.options = options
+        self.kube = kube
+        self._metrics_kube = metrics_kube
+        self.telemetry = Telemetry()
+        mapper = RestMapper(kube)
+        self.elector: LeaderElector | None = None
+        if options.lease is not None:
+            self.elector = LeaderElector(
+                kube,
+                options.lease,
+                on_started_leading=self._started_leading,
+                on_stopped_leading=lambda: self.telemetry.is_leader.set(0),
+            )
+        self.controller = Controller(
+            kube,
+            SOURCES[options.source],
+            MetricsClient(metrics_kube, mapper, latency=self.telemetry, timeout=options.metrics.timeout),
+            mapper,
+            self.telemetry,
+            ControllerOptions(
+                workers=options.workers,
+                default_sync_period=options.sync_period,
+                reconcile_deadline=options.reconcile_deadline,
+                readiness_debounce=options.readiness_debounce,
+                react_to_pods=options.react_to_pods,
+                label_selector=options.selector,
+                config=options.config,
+            ),
+            is_leader=self.elector.is_leader if self.elector is not None else lambda: True,
+        )
+        self.port = 0
+        self._runner: web.AppRunner | None = None
+        self._elector_task: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def create(cls, options: AutoscalerOptions) -> AutoscalerDaemon:
+        """Load cluster access (KubeConfigError when it cannot) and build every part; nothing runs yet."""
+        access = await load_access(options.kubeconfig)
+        kube = KubeClient(access, qps=options.qps, burst=options.burst)
+        metrics = options.metrics
+        metrics_kube = (
+            KubeClient(direct_access(metrics.url, metrics.ca_file, metrics.insecure_skip_tls_verify, access))
+            if metrics.url
+            else kube
+        )
+        return cls(options, kube, metrics_kube)
+
+    async def start(self) -> None:
+        """Serve /metrics and health, sync the caches, start the workers and, if asked, leader election."""
+        self._runner = web.AppRunner(self._http_app(), access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.options.bind_address, self.options.port)
+        try:
+            await site.start()
+        except OSError as err:
+            where = f"{self.options.bind_address}:{self.options.port}"
+            raise StartupError(f"cannot listen on {where}: {err}") from err
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        log.info("serving", port=self.port, source=self.options.source, workers=self.options.workers)
+        await self.controller.start()
+        # The caches are long-lived: keep the collector from re-scanning them on every full collection
+        # (with 100k cached pods those scans stall the event loop for hundreds of milliseconds).
+        gc.collect()
+        gc.freeze()
+        log.info(
+            "caches synced",
+            autoscalers=len(self.controller.autoscalers.store),
+            pods=len(self.controller.pods.store),
+        )
+        if self.elector is None:
+            self.telemetry.is_leader.set(1)
+        else:
+            self._elector_task = asyncio.create_task(self.elector.run(), name="leader election")
+
+    async def run(self, stop: asyncio.Event) -> int:
+        """Start, then run until `stop` is set (0) or the lease is lost (1, as client-go's elector ends
+        the process: a restart re-joins cleanly). `stop` also interrupts a start that waits for the API."""
+        stopping = asyncio.create_task(stop.wait())
+        try:
+            starting = asyncio.create_task(self.start())
+            await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not starting.done():
+                starting.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await starting
+                return 0
+            starting.result()
+            elector = () if self._elector_task is None else (self._elector_task,)
+            await asyncio.wait({stopping, *elector}, return_when=asyncio.FIRST_COMPLETED)
+            return 0 if stop.is_set() else 1
+        finally:
+            stopping.cancel()
+            await self.stop()
+
+    async def stop(self) -> None:
+        """Drain in-flight reconciles within the grace period, release the lease, close everything."""
+        log.info("shutting down", grace=self.options.shutdown_grace_period)
+        await self.controller.stop(self.options.shutdown_grace_period)
+        if self._elector_task is not None:
+            self._elector_task.cancel()
+            await asyncio.gather(self._elector_task, return_exceptions=True)
+        if self.elector is not None:
+            await self.elector.release()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self._metrics_kube is not self.kube:
+            await self._metrics_kube.close()
+        await self.kube.close()
+
+    def _started_leading(self) -> None:
+        self.telemetry.is_leader.set(1)
+        # Whatever the previous leader left pending is ours now.
+        self.controller.resync_all()
+
+    def _http_app(self) -> web.Application:
+        async def metrics(_: web.Request) -> web.Response:
+            body = generate_latest(self.telemetry.registry)
+            return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+        async def alive(_: web.Request) -> web.Response:
+            return web.Response(text="ok")
+
+        async def readyz(_: web.Request) -> web.Response:
+            if self.controller.ready:
+                return web.Response(text="ok")
+            return web.Response(status=503, text="caches not synced")
+
+        app = web.Application()
+        app.router.add_get("/metrics", metrics)
+        app.router.add_get("/healthz", alive)
+        app.router.add_get("/livez", alive)
+        app.router.add_get("/readyz", readyz)
+        return app

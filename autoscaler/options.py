@@ -1,0 +1,101 @@
+"""The autoscaler daemon's settings, typed: what `AutoscalerDaemon` is built from.
+
+The command line is their only source (`parse_options`), so the tests, the benchmarks and
+`python -m autoscaler` share one set of defaults: the parser's.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from autoscaler.core.types import ControllerConfig
+from autoscaler.flags import build_parser
+from autoscaler.leader import LeaseConfig
+
+
+@dataclass(frozen=True)
+class MetricsAccess:
+    """Where metrics come from: the API server's aggregation layer, or an adapter queried directly."""
+
+    url: str = ""
+    ca_file: str = ""
+    insecure_skip_tls_verify: bool = False
+    timeout: float = 10.0
+
+
+@dataclass(frozen=True)
+class AutoscalerOptions:
+    kubeconfig: str | None
+    qps: float
+    burst: int
+    source: str
+    selector: str
+    workers: int
+    sync_period: float
+    reconcile_deadline: float
+    readiness_debounce: float
+    react_to_pods: bool
+    config: ControllerConfig
+    metrics: MetricsAccess
+    lease: LeaseConfig | None
+    bind_address: str
+    port: int
+    shutdown_grace_period: float
+    log_level: str
+    log_format: str
+
+
+def options_from_namespace(ns: argparse.Namespace) -> AutoscalerOptions:
+    return AutoscalerOptions(
+        kubeconfig=ns.kubeconfig,
+        qps=ns.qps,
+        burst=ns.burst,
+        source=ns.source,
+        selector=ns.selector,
+        workers=ns.workers,
+        sync_period=ns.sync_period,
+        reconcile_deadline=ns.reconcile_deadline,
+        readiness_debounce=ns.readiness_debounce,
+        react_to_pods=ns.react_to_pods,
+        config=ControllerConfig(
+            tolerance=ns.tolerance,
+            downscale_stabilization_window_s=ns.downscale_stabilization,
+            cpu_initialization_period_s=ns.cpu_initialization_period,
+            initial_readiness_delay_s=ns.initial_readiness_delay,
+        ),
+        metrics=MetricsAccess(
+            url=ns.metrics_url,
+            ca_file=ns.metrics_ca_file,
+            insecure_skip_tls_verify=ns.metrics_insecure_skip_tls_verify,
+            timeout=ns.metrics_timeout,
+        ),
+        lease=(
+            LeaseConfig(
+                namespace=ns.leader_elect_resource_namespace,
+                name=ns.leader_elect_resource_name,
+                identity=ns.leader_elect_identity,
+                lease_duration=ns.leader_elect_lease_duration,
+                renew_deadline=ns.leader_elect_renew_deadline,
+                retry_period=ns.leader_elect_retry_period,
+            )
+            if ns.leader_elect
+            else None
+        ),
+        bind_address=ns.bind_address,
+        port=ns.port,
+        shutdown_grace_period=ns.shutdown_grace_period,
+        log_level=ns.log_level,
+        log_format=ns.log_format,
+    )
+
+
+def parse_options(argv: Sequence[str]) -> AutoscalerOptions:
+    """Options from command-line arguments; a bad flag exits 2 with a one-line message."""
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    try:
+        return options_from_namespace(ns)
+    except ValueError as err:  # only the lease timings are checked across flags
+        parser.error(f"--leader-elect-lease-duration, --leader-elect-renew-deadline, --leader-elect-retry-period: {err}")
