@@ -2,17 +2,18 @@
 PY := .venv/bin/python
 
 setup:
-	./scripts/setup.sh
+	@./scripts/setup.sh
 
 demo: setup
 	$(PY) -m demo
 
-test: setup
-	$(PY) -m ruff check .
+test: setup lint
 	$(PY) -m pytest -q
-
-fuzz: setup
-	SURGE_FUZZ=1 $(PY) -m pytest -q -m fuzz tests
 
 lint: setup
 	$(PY) -m ruff check .
+	$(PY) -m mypy
+	.venv/bin/lint-imports
+
+fuzz: setup
+	SURGE_FUZZ=1 $(PY) -m pytest -q -m fuzz tests

@@ -320,11 +320,13 @@ def parse_config(text: str, source: str = "<config>") -> AdapterConfig:
         return tuple(_rule(reader, item, f"{key}[{i}]") for i, item in enumerate(reader.sequence(node, key)))
 
     resource_node = entries.get("resourceRules")
-    has_resource_rules = resource_node is not None and resource_node.tag != _NULL
+    resource_rules: ResourceRules | None = None
+    if resource_node is not None and resource_node.tag != _NULL:
+        resource_rules = _resource_rules(reader, resource_node)
     return AdapterConfig(
         rules=rule_list("rules"),
         external_rules=rule_list("externalRules"),
-        resource_rules=_resource_rules(reader, resource_node) if has_resource_rules else None,
+        resource_rules=resource_rules,
     )
 
 

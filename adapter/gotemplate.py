@@ -21,6 +21,7 @@ import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from adapter.naming.promql import go_quote
@@ -1108,7 +1109,7 @@ class _State:
         return self.argument(first, dot)
 
     def and_or(self, name: str, nodes: Sequence[Any], dot: Any, final: Any) -> Any:
-        thunks: list[Callable[[], Any]] = [lambda n=n: self.argument(n, dot) for n in nodes]
+        thunks: list[Callable[[], Any]] = [partial(self.argument, n, dot) for n in nodes]
         if final is not _NO_FINAL:
             thunks.append(lambda: final)
         if not thunks:

@@ -22,7 +22,7 @@ from yarl import URL
 
 from adapter.naming.resources import ResourceInfo
 from adapter.prometheus import TokenFile
-from shared.kube import bearer_token, load_configuration
+from shared.kube import bearer_token, load_configuration, server_url
 
 log = structlog.get_logger(__name__)
 
@@ -60,9 +60,10 @@ class KubeConnection:
         Raises KubeConfigError, or OSError/ValueError for unusable TLS files.
         """
         configuration = await load_configuration(path or None)
+        host = server_url(configuration)
         token_file = None if path else TokenFile(_IN_CLUSTER_TOKEN)
         context: ssl.SSLContext | bool = False
-        if configuration.host.startswith("https"):
+        if host.startswith("https"):
             context = ssl.create_default_context(cafile=configuration.ssl_ca_cert or None)
             if not configuration.verify_ssl:
                 context.check_hostname = False
@@ -73,7 +74,7 @@ class KubeConnection:
         token = bearer_token(configuration)
         if token and token_file is None:
             headers["Authorization"] = f"Bearer {token}"
-        return cls(base=URL(configuration.host), ssl_context=context, headers=headers, token_file=token_file)
+        return cls(base=URL(host), ssl_context=context, headers=headers, token_file=token_file)
 
     def _request_headers(self, accept: str | None) -> dict[str, str]:
         headers = {"Accept": accept} if accept else {}

@@ -240,7 +240,7 @@ class SeriesRegistry:
 
     def unresolved_overrides(self) -> list[str]:
         """`resources.overrides` entries the current mapper cannot resolve (the anchor's start-up check)."""
-        problems = []
+        problems: list[str] = []
         for external, rules in ((False, self.config.rules), (True, self.config.external_rules)):
             for index, rule in enumerate(rules):
                 problems.extend(

@@ -21,7 +21,7 @@ from kubernetes_asyncio import client as k8s_client
 
 from autoscaler.http11 import Http11Client
 from autoscaler.workqueue.ratelimit import TokenBucket
-from shared.kube import load_api_client
+from shared.kube import load_api_client, server_url
 
 Obj = dict[str, Any]
 
@@ -97,8 +97,9 @@ def _access_from_configuration(cfg: k8s_client.Configuration, bearer: str | None
         headers["Authorization"] = bearer
     elif cfg.username:
         headers["Authorization"] = aiohttp.BasicAuth(cfg.username, cfg.password or "").encode()
+    host = server_url(cfg)
     ssl_context: ssl.SSLContext | bool = True
-    if cfg.host.startswith("https"):
+    if host.startswith("https"):
         if cfg.verify_ssl:
             ssl_context = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
         else:
@@ -107,7 +108,7 @@ def _access_from_configuration(cfg: k8s_client.Configuration, bearer: str | None
             ssl_context.verify_mode = ssl.CERT_NONE
         if cfg.cert_file:
             ssl_context.load_cert_chain(cfg.cert_file, cfg.key_file)
-    return ClusterAccess(base_url=cfg.host.rstrip("/"), ssl_context=ssl_context, headers=headers)
+    return ClusterAccess(base_url=host.rstrip("/"), ssl_context=ssl_context, headers=headers)
 
 
 def direct_access(url: str, ca_file: str, insecure: bool, cluster: ClusterAccess) -> ClusterAccess:

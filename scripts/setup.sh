@@ -1,24 +1,41 @@
 #!/usr/bin/env bash
 # Installs what Surge's demo and tests need on a Debian machine, each only when missing:
 #   - Debian's `prometheus` package (the real Prometheus the tests and the demo start on free ports);
-#   - kubectl: Debian's `kubernetes-client` package, unless a kubectl is already on PATH;
+#   - kubectl: Debian's `kubectl` package from trixie (1.32), unless a kubectl is already on PATH;
 #   - the Python venv in .venv, rebuilt only when pyproject.toml changed since the last build.
 # Prints nothing when there is nothing to do.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-missing=()
-command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
-command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "setup: installing Debian packages: ${missing[*]}"
-    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+apt_install() {
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >/dev/null
+}
+
+if ! command -v prometheus >/dev/null 2>&1; then
+    echo "setup: installing Debian's prometheus package"
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+    apt_install prometheus
     # The package starts a system Prometheus on :9090; Surge starts its own on free ports.
     if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet prometheus 2>/dev/null; then
         $SUDO systemctl stop prometheus || true
     fi
+fi
+
+if ! command -v kubectl >/dev/null 2>&1; then
+    # Bookworm only has kubernetes-client 1.20, whose `describe hpa` and kustomize predate what the tests
+    # use. Trixie's kubectl package is a Go binary needing libc6 >= 2.34, so it installs on bookworm too;
+    # its file and checksum come from trixie's package index.
+    echo "setup: installing Debian trixie's kubectl package"
+    arch=$(dpkg --print-architecture)
+    stanza=$(curl -fsSL "https://deb.debian.org/debian/dists/trixie/main/binary-$arch/Packages.xz" \
+        | xz -d | awk '/^Package: kubectl$/,/^$/')
+    file=$(sed -n 's/^Filename: //p' <<<"$stanza")
+    sum=$(sed -n 's/^SHA256: //p' <<<"$stanza")
+    deb="$(mktemp -d)/kubectl.deb"
+    curl -fsSL -o "$deb" "https://deb.debian.org/debian/$file"
+    echo "$sum  $deb" | sha256sum -c --quiet
+    apt_install "$deb"
 fi
 
 # The stamp holds the hash of the pyproject.toml the venv was built from.

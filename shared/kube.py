@@ -37,7 +37,8 @@ async def load_configuration(kubeconfig: str | None) -> client.Configuration:
             raise KubeConfigError(f"cannot load kubeconfig {kubeconfig!r}: {err}") from err
     elif in_cluster():
         try:
-            config.load_incluster_config(client_configuration=configuration)
+            # kubernetes_asyncio ships this function (unlike load_kube_config) without annotations.
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except (config.ConfigException, OSError) as err:
             raise KubeConfigError(f"cannot load in-cluster configuration: {err}") from err
     else:
@@ -46,6 +47,17 @@ async def load_configuration(kubeconfig: str | None) -> client.Configuration:
             "(KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT unset); pass --kubeconfig"
         )
     return configuration
+
+
+def server_url(configuration: client.Configuration) -> str:
+    """The API server URL of a loaded configuration. Raises KubeConfigError when there is none.
+
+    The library types `host` as optional; a configuration it loaded always has one.
+    """
+    host = configuration.host
+    if not host:
+        raise KubeConfigError("the cluster configuration names no API server")
+    return host
 
 
 def bearer_token(configuration: client.Configuration) -> str:

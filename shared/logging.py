@@ -13,11 +13,11 @@ LEVELS = ("debug", "info", "warning", "error", "critical")
 FORMATS = ("auto", "json", "console")
 
 
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class _StderrHandler(logging.StreamHandler[TextIO]):
     """Writes to whatever `sys.stderr` is at emit time, so redirections made after configuration apply."""
 
     @property
-    def stream(self) -> TextIO:  # type: ignore[override]
+    def stream(self) -> TextIO:
         return sys.stderr
 
     @stream.setter

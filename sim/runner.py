@@ -50,11 +50,13 @@ class ServerThread(Generic[S]):
 
     def call(self, fn: Callable[[], Any] | Coroutine[Any, Any, T], timeout: float = 30.0) -> Any:
         """Run a coroutine, or a callable (sync or async), on the server's loop and return its result."""
-        if inspect.iscoroutine(fn):
+        coro: Coroutine[Any, Any, Any]
+        if isinstance(fn, Coroutine):
             coro = fn
         else:
+
             async def run() -> Any:
-                result = fn()  # type: ignore[operator]
+                result = fn()
                 return await result if inspect.isawaitable(result) else result
 
             coro = run()

@@ -5,10 +5,9 @@ Kept free of start-up concerns: it gets the authenticator, the authorizer and th
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 import structlog
 from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 
 from adapter.auth import status
 from adapter.auth.attributes import InvalidRequestPath, request_attributes
@@ -20,8 +19,6 @@ from adapter.auth.tls import peer_chain_der
 
 log = structlog.get_logger(__name__)
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
 USER_KEY = web.RequestKey("surge.auth.user", UserInfo)
 """request[USER_KEY]: the authenticated caller, for handlers and logs."""
 

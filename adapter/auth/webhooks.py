@@ -9,7 +9,7 @@ import json
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 from kubernetes_asyncio import client, config
@@ -61,6 +61,22 @@ def _retriable(status: int) -> bool:
     return status == 429 or status >= 500
 
 
+def _raw(
+    method: Callable[..., Awaitable[object]], *args: object
+) -> Callable[[], Awaitable[aiohttp.ClientResponse]]:
+    """A sender for `_call`: `method(*args)` answering with the raw response rather than the decoded model.
+
+    kubernetes_asyncio's stubs give each API method its model as the body and as the result. At run time
+    it also serializes a plain JSON dict body, and `_preload_content=False` makes it return the aiohttp
+    response unread; the `Callable[..., ...]` parameter and the cast say so to the type checker.
+    """
+
+    async def send() -> aiohttp.ClientResponse:
+        return cast(aiohttp.ClientResponse, await method(*args, _preload_content=False))
+
+    return send
+
+
 async def _call(backoff: Backoff, send: Callable[[], Awaitable[aiohttp.ClientResponse]]) -> dict[str, Any]:
     """JSON body of a 2xx answer; retries connection failures, 429 and 5xx; ReviewError otherwise."""
     delays = backoff.delays()
@@ -105,9 +121,7 @@ class TokenReviews:
 
     async def __call__(self, token: str) -> UserInfo | None:
         body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
-        answer = await _call(
-            self._backoff, lambda: self._api.create_token_review(body, _preload_content=False)
-        )
+        answer = await _call(self._backoff, _raw(self._api.create_token_review, body))
         status = answer.get("status") or {}
         if not status.get("authenticated"):
             return None
@@ -122,9 +136,7 @@ class SubjectAccessReviews:
     async def __call__(self, spec: dict[str, Any]) -> Decision:
         body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
         try:
-            answer = await _call(
-                self._backoff, lambda: self._api.create_subject_access_review(body, _preload_content=False)
-            )
+            answer = await _call(self._backoff, _raw(self._api.create_subject_access_review, body))
         except ReviewError as err:
             raise AuthorizationError(str(err)) from None
         status = answer.get("status") or {}
@@ -139,10 +151,7 @@ async def read_authentication_configmap(api: client.ApiClient, backoff: Backoff)
     core = client.CoreV1Api(api)
     try:
         answer = await _call(
-            backoff,
-            lambda: core.read_namespaced_config_map(
-                CONFIGMAP_NAME, CONFIGMAP_NAMESPACE, _preload_content=False
-            ),
+            backoff, _raw(core.read_namespaced_config_map, CONFIGMAP_NAME, CONFIGMAP_NAMESPACE)
         )
     except ReviewError as err:
         if err.status == 404:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 
 import structlog
 from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 
 from adapter.server import documents
 from adapter.server.health import HealthChecks
@@ -18,9 +19,6 @@ from adapter.server.status import StatusError, internal_error, method_not_allowe
 from adapter.server.tls import ServingTLS
 
 log = structlog.get_logger(__name__)
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
 
 
 def _package_version() -> str:

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from adapter.server.status import CUSTOM_GROUP, EXTERNAL_GROUP
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def api_of(path: str) -> str:
@@ -99,7 +97,7 @@ class AdapterMetrics:
         if outcome != "success":
             self.prometheus_errors.labels(path, outcome).inc()
 
-    def middleware(self) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+    def middleware(self) -> Middleware:
         @web.middleware
         async def count_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
             started = time.perf_counter()

@@ -115,12 +115,12 @@ class Informer:
                 self.store.delete(key)
                 self._emit_delete(old)
         for key, obj in fresh.items():
-            old = self.store.get(*key)
+            previous = self.store.get(*key)
             self.store.put(obj)
-            if old is None:
+            if previous is None:
                 self._emit_add(obj)
-            elif _rv(old) != _rv(obj):
-                self._emit_update(old, obj)
+            elif _rv(previous) != _rv(obj):
+                self._emit_update(previous, obj)
 
     async def _watch(self) -> bool:
         """Watch until the stream ends. True when at least one event arrived (the connection was healthy)."""

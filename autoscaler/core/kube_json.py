@@ -436,7 +436,7 @@ def pods_metric_from_json(obj: Json) -> PodsMetricAnswer:
 def object_metric_from_json(obj: Json) -> ObjectMetricAnswer | MetricFetchError:
     """A custom.metrics.k8s.io MetricValue, or a MetricValueList that must hold exactly one."""
     if "items" in obj:
-        items = obj.get("items") or ()
+        items: Sequence[Json] = obj.get("items") or ()
         if len(items) != 1:
             return MetricFetchError(
                 f"the custom metrics API server returned {len(items)} results when we asked for exactly one"
@@ -448,7 +448,7 @@ def object_metric_from_json(obj: Json) -> ObjectMetricAnswer | MetricFetchError:
 
 def external_metrics_from_json(obj: Json) -> ExternalMetricAnswer:
     """An external.metrics.k8s.io ExternalMetricValueList; the first item gives the timestamp."""
-    items = obj.get("items") or ()
+    items: Sequence[Json] = obj.get("items") or ()
     values = tuple(
         milli(_get(item, "value", f"items[{i}]"), f"items[{i}].value") for i, item in enumerate(items)
     )

@@ -428,11 +428,12 @@ def decide(snapshot: Snapshot) -> Decision:
             stabilized = stabilize_recommendation(
                 recommendations, desired, timedelta(seconds=config.downscale_stabilization_window_s), now
             )
+            stabilized_replicas = stabilized.replicas
             stabilized_reason = SCALE_DOWN_STABILIZED
             recommendations = stabilized.recommendations
             limited = convert_desired_replicas_with_rules(
                 current,
-                stabilized.replicas,
+                stabilized_replicas,
                 min_replicas,
                 spec.max_replicas,
                 config.scale_up_limit_factor,
@@ -454,12 +455,12 @@ def decide(snapshot: Snapshot) -> Decision:
                 scale_down.stabilization_window_seconds or 0,
                 now,
             )
-            stabilized = stabilized_b
+            stabilized_replicas = stabilized_b.replicas
             stabilized_reason = stabilized_b.reason, stabilized_b.message
             recommendations = stabilized_b.recommendations
             limited = convert_desired_replicas_with_behavior_rate(
                 current,
-                stabilized_b.replicas,
+                stabilized_replicas,
                 min_replicas,
                 spec.max_replicas,
                 scale_up,
@@ -468,7 +469,7 @@ def decide(snapshot: Snapshot) -> Decision:
                 history.scale_down_events,
                 now,
             )
-        if stabilized.replicas != desired:
+        if stabilized_replicas != desired:
             conditions = set_condition(conditions, ABLE_TO_SCALE, "True", *stabilized_reason, now)
         else:
             conditions = set_condition(
@@ -482,7 +483,7 @@ def decide(snapshot: Snapshot) -> Decision:
         conditions = set_condition(
             conditions,
             SCALING_LIMITED,
-            "False" if limited.replicas == stabilized.replicas else "True",
+            "False" if limited.replicas == stabilized_replicas else "True",
             limited.reason,
             limited.message,
             now,

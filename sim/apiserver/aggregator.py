@@ -15,6 +15,7 @@ import contextlib
 import json
 import ssl
 from pathlib import Path
+from typing import TypedDict
 from urllib.parse import quote
 
 import aiohttp
@@ -42,6 +43,13 @@ _HOP_HEADERS = frozenset(
     {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
      "transfer-encoding", "upgrade", "host", "authorization", "content-length"}
 )
+
+
+class _TlsKwargs(TypedDict, total=False):
+    """The TLS arguments of an aiohttp request to an APIService backend (none for plain http)."""
+
+    ssl: ssl.SSLContext
+    server_hostname: str
 
 
 def _validate_apiservice(obj: Obj) -> None:
@@ -170,7 +178,7 @@ class Aggregator:
             self._contexts[key] = context
         return context
 
-    def _request_kwargs(self, apiservice: Obj) -> dict[str, object]:
+    def _request_kwargs(self, apiservice: Obj) -> _TlsKwargs:
         spec = apiservice["spec"]
         url = apiservice["metadata"].get("annotations", {}).get(URL_ANNOTATION, "")
         if not url.startswith("https://"):

@@ -96,7 +96,7 @@ class ApiServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port, ssl_context=ssl_context)
         await site.start()
-        bound = site._server.sockets[0].getsockname()  # type: ignore[union-attr]
+        bound = self._runner.addresses[0]
         netloc = f"[{bound[0]}]:{bound[1]}" if ":" in bound[0] else f"{bound[0]}:{bound[1]}"
         self._url = f"{'https' if ssl_context else 'http'}://{netloc}"
         log.info("apiserver started", url=self._url)

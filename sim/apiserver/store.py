@@ -10,6 +10,7 @@ the copies: they take ownership of the object given and return the stored one (r
 from __future__ import annotations
 
 import base64
+import builtins
 import contextlib
 import contextvars
 import copy
@@ -482,7 +483,7 @@ class Store:
 
     def page(
         self, gr: GroupResource, selection: Selection, limit: int | None, continue_token: str | None
-    ) -> tuple[list[Obj], str, str | None, int | None]:
+    ) -> tuple[builtins.list[Obj], str, str | None, int | None]:  # `list` here is the method above
         """One list page: (items, list resourceVersion, continue token or None, remainingItemCount)."""
         after: Key | None = None
         rv = str(self._rv)

@@ -37,9 +37,7 @@ class PodMetricsServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self._host, self._port)
         await site.start()
-        server = site._server
-        assert server is not None and server.sockets  # type: ignore[union-attr]
-        self._port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._port = int(self._runner.addresses[0][1])  # the port bound for port 0
 
     async def stop(self) -> None:
         if self._runner is not None:

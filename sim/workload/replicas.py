@@ -229,7 +229,7 @@ class ReplicaControllers:
                     "statefulset.kubernetes.io/pod-name": pod_name,
                     "apps.kubernetes.io/pod-index": str(ordinal),
                 }
-                self._create_pod(sts, template, lambda pod_name=pod_name: pod_name, labels)
+                self._create_pod(sts, template, _fixed_name(pod_name), labels)
                 if ordered:
                     break  # OrderedReady: the next ordinal waits until this one is Ready
             elif ordered and (is_terminating(pod) or not is_ready(pod)):
@@ -246,6 +246,11 @@ class ReplicaControllers:
                     self._store.delete(PODS, namespace, pod["metadata"]["name"])
         active = [p for p in self._owned(PODS, sts) if not is_terminating(p)]
         self._write_status(STATEFULSETS, sts, statefulset_status(sts, active, revision))
+
+
+def _fixed_name(name: str) -> Callable[[], str]:
+    """The name maker of a pod whose name is fixed (a StatefulSet's, by ordinal)."""
+    return lambda: name
 
 
 def _revision(rs: Obj) -> int:
