@@ -6,10 +6,12 @@
 3. relist time and RSS for --series synthetic series (served by a local `/api/v1/series` endpoint,
    through the real client, registry and relist loop).
 
-The adapter runs as a subprocess (`python -m adapter`, HTTPS), against the simulated cluster and a
-real Prometheus, so client and server do not share a core more than the machine forces.
+The adapter runs as a subprocess (`python -m adapter`, HTTPS, delegated authentication and authorization
+against the simulated API server), with a real Prometheus, so client and server do not share a core more
+than the machine forces. If it exits early, the end of its output is the error.
 
     .venv/bin/python bench/bench_adapter.py [--requests 2000] [--concurrency 50] [--series 100000]
+    .venv/bin/python bench/bench_adapter.py --smoke   # tiny sizes, a few seconds (run by the tests)
 """
 
 from __future__ import annotations
@@ -19,14 +21,13 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import aiohttp
 from aiohttp import web
+from bench_common import ServerProcess, parse_args, require
 
 from adapter.config import default_config_yaml, parse_config
 from adapter.discovery import Relister
@@ -135,19 +136,6 @@ async def bench_relist(total: int) -> dict[str, float]:
 # --- latency and throughput against a running adapter ----------------------------------------------
 
 
-async def wait_for(url: str, session: aiohttp.ClientSession, items: int, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            async with session.get(url) as response:
-                if response.status == 200 and len((await response.json())["items"]) == items:
-                    return
-        except aiohttp.ClientError:
-            pass
-        await asyncio.sleep(0.25)
-    raise TimeoutError(f"{url} did not return {items} items in {seconds}s")
-
-
 async def direct_promql(prometheus_url: str, kubeconfig_pods: list[str]) -> str:
     """The exact PromQL the adapter sends for the benchmark request, built by the same registry code."""
     registry = SeriesRegistry(
@@ -162,9 +150,14 @@ async def direct_promql(prometheus_url: str, kubeconfig_pods: list[str]) -> str:
     return registry.custom_query("http_requests", pods, NAMESPACE, kubeconfig_pods).promql
 
 
-async def timed_get(session: aiohttp.ClientSession, url: str, params: dict[str, str] | None = None) -> float:
+async def timed_get(
+    session: aiohttp.ClientSession,
+    url: str,
+    params: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
+) -> float:
     started = time.perf_counter()
-    async with session.get(url, params=params) as response:
+    async with session.get(url, params=params, headers=headers) as response:
         await response.read()
         if response.status != 200:
             raise RuntimeError(f"{url}: {response.status}")
@@ -172,16 +165,16 @@ async def timed_get(session: aiohttp.ClientSession, url: str, params: dict[str, 
 
 
 async def bench_latency(
-    adapter_url: str, prometheus_url: str, promql: str, requests: int
+    adapter_url: str, auth: dict[str, str], prometheus_url: str, promql: str, requests: int
 ) -> dict[str, float]:
     adapter_times: list[float] = []
     direct_times: list[float] = []
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=False, limit=1)) as session:
         for _ in range(50):  # warm up connections and caches
-            await timed_get(session, adapter_url)
+            await timed_get(session, adapter_url, headers=auth)
             await timed_get(session, f"{prometheus_url}/api/v1/query", {"query": promql})
         for _ in range(requests):
-            adapter_times.append(await timed_get(session, adapter_url))
+            adapter_times.append(await timed_get(session, adapter_url, headers=auth))
             direct_times.append(
                 await timed_get(
                     session, f"{prometheus_url}/api/v1/query", {"query": promql, "time": f"{time.time():.3f}"}
@@ -196,7 +189,9 @@ async def bench_latency(
     return result
 
 
-async def bench_throughput(url: str, concurrency: int, duration: float) -> dict[str, float]:
+async def bench_throughput(
+    url: str, auth: dict[str, str], concurrency: int, duration: float
+) -> dict[str, float]:
     done = 0
     errors = 0
     deadline = time.monotonic() + duration
@@ -205,7 +200,7 @@ async def bench_throughput(url: str, concurrency: int, duration: float) -> dict[
         nonlocal done, errors
         while time.monotonic() < deadline:
             try:
-                await timed_get(session, url)
+                await timed_get(session, url, headers=auth)
                 done += 1
             except (aiohttp.ClientError, RuntimeError):
                 errors += 1
@@ -218,11 +213,46 @@ async def bench_throughput(url: str, concurrency: int, duration: float) -> dict[
     return {"requests_per_s": done / elapsed, "requests": float(done), "errors": float(errors)}
 
 
+def start_adapter(kubeconfig: Path, prometheus_url: str, work: Path) -> ServerProcess:
+    """`python -m adapter` over HTTPS with delegated authentication and authorization (TokenReview,
+    SubjectAccessReview) against the simulated API server, as deployed."""
+    config = work / "config.yaml"
+    config.write_text(default_config_yaml(rate_interval=RATE_INTERVAL))
+    port = free_port()
+    return ServerProcess.spawn(
+        "adapter",
+        f"https://127.0.0.1:{port}",
+        work / "adapter.log",
+        f"--config={config}",
+        f"--prometheus-url={prometheus_url}",
+        f"--lister-kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        f"--cert-dir={work / 'certs'}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        "--metrics-relist-interval=10s",
+        "--log-level=warning",
+    )
+
+
+async def serves_items(url: str, auth: dict[str, str], items: int) -> bool:
+    """Whether `url` answers 200 with `items` items (the adapter has discovered every pod's series)."""
+    try:
+        async with (
+            aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=False)) as session,
+            session.get(url, headers=auth) as response,
+        ):
+            return response.status == 200 and len((await response.json())["items"]) == items
+    except aiohttp.ClientError:
+        return False
+
+
 async def bench_serving(args: argparse.Namespace, work: Path) -> tuple[dict[str, float], dict[str, float]]:
     timing = Timing(
         scheduling_seconds=0.05, startup_seconds=0.2, readiness_seconds=0.2, termination_seconds=0.3
     )
-    with ServerThread(SimCluster(workload=WorkloadConfig(timing=timing))) as cluster:  # type: ignore[arg-type]
+    with ServerThread(SimCluster(workload=WorkloadConfig(timing=timing))) as cluster:
         store = cluster.server.store
         cluster.call(lambda: store.create(("", "namespaces"), manifests.namespace(NAMESPACE)))
         deployment = manifests.deployment("web", NAMESPACE, replicas=args.pods, rps=20.0 * args.pods)
@@ -232,38 +262,24 @@ async def bench_serving(args: argparse.Namespace, work: Path) -> tuple[dict[str,
                 f'count(http_requests_total{{namespace="{NAMESPACE}",code="200"}}) == {args.pods}', 60
             )
             kubeconfig = cluster.write_kubeconfig(work / "kubeconfig")
-            config = work / "config.yaml"
-            config.write_text(default_config_yaml(rate_interval=RATE_INTERVAL))
-            port = free_port()
-            process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "adapter",
-                f"--config={config}",
-                f"--prometheus-url={prometheus.url}",
-                f"--lister-kubeconfig={kubeconfig}",
-                f"--cert-dir={work / 'certs'}",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={port}",
-                "--metrics-relist-interval=10s",
-                "--log-level=warning",
-                stderr=subprocess.DEVNULL,
-            )
+            auth = {"Authorization": f"Bearer {cluster.server.apiserver.admin_token}"}
+            adapter = start_adapter(kubeconfig, prometheus.url, work)
             try:
                 url = (
-                    f"https://127.0.0.1:{port}/apis/custom.metrics.k8s.io/v1beta2/namespaces/{NAMESPACE}"
+                    f"{adapter.url}/apis/custom.metrics.k8s.io/v1beta2/namespaces/{NAMESPACE}"
                     "/pods/%2A/http_requests?labelSelector=app%3Dweb"
                 )
-                async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=False)) as session:
-                    await wait_for(url, session, args.pods)
+                await adapter.wait_until(
+                    lambda: serves_items(url, auth, args.pods), 120, f"{args.pods} pods' http_requests"
+                )
                 pods = cluster.call(lambda: store.list(("", "pods"), NAMESPACE, label_selector="app=web"))
                 names = sorted(p["metadata"]["name"] for p in pods)
                 promql = await direct_promql(prometheus.url, names)
-                latency = await bench_latency(url, prometheus.url, promql, args.requests)
-                throughput = await bench_throughput(url, args.concurrency, args.duration)
+                latency = await bench_latency(url, auth, prometheus.url, promql, args.requests)
+                throughput = await bench_throughput(url, auth, args.concurrency, args.duration)
+                adapter.check_running()
             finally:
-                process.terminate()
-                await asyncio.wait_for(process.wait(), 20)
+                adapter.stop()
     return latency, throughput
 
 
@@ -276,7 +292,9 @@ async def main() -> None:
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--pods", type=int, default=10)
     parser.add_argument("--series", type=int, default=100_000)
-    args = parser.parse_args()
+    args = parse_args(
+        parser, {"requests": 50, "concurrency": 4, "duration": 1.0, "pods": 2, "series": 2_000}
+    )
     configure_logging("warning")
 
     relist = await bench_relist(args.series)
@@ -299,6 +317,9 @@ async def main() -> None:
         f"{throughput['requests_per_s']:.0f} requests/s ({throughput['errors']:.0f} errors)"
     )
     print(f"cpus: {os.cpu_count()}")
+    require(relist["metrics"] > 0, "the relist found no metrics")
+    require(throughput["requests"] > 0, "no request served in the throughput run")
+    require(throughput["errors"] == 0, f"{throughput['errors']:.0f} requests failed in the throughput run")
 
 
 if __name__ == "__main__":

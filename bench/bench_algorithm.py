@@ -1,6 +1,7 @@
 """Decisions per second of autoscaler.core.decide for 10/100 pods x 1/3 metrics (single core).
 
 Run: .venv/bin/python bench/bench_algorithm.py [--seconds 1.0]
+     .venv/bin/python bench/bench_algorithm.py --smoke   # a few milliseconds per case (run by the tests)
 """
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 import argparse
 import time
 from datetime import UTC, datetime, timedelta
+
+from bench_common import parse_args, require
 
 from autoscaler.core import History, decide
 from autoscaler.core.types import (
@@ -115,12 +118,13 @@ def measure(snapshot: Snapshot, seconds: float) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=1.0, help="measuring time per case")
-    args = parser.parse_args()
+    args = parse_args(parser, {"seconds": 0.05})
     # The CPU-time rate is what one core sustains; the wall rate drops when other work shares it.
     print(f"{'pods':>5} {'metrics':>7} {'decisions/s':>12} {'per CPU-s':>10}")
     for pods in (10, 100):
         for metrics in (1, 3):
             wall, cpu = measure(build_snapshot(pods, metrics), args.seconds)
+            require(wall > 0 and cpu > 0, f"no decision rate for {pods} pods x {metrics} metrics")
             print(f"{pods:>5} {metrics:>7} {wall:>12,.0f} {cpu:>10,.0f}")
 
 

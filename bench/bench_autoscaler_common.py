@@ -5,18 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
 import yaml
 from aiohttp import web
+from bench_common import ServerProcess
 
 from sim.prometheus import free_port
 
@@ -152,56 +148,42 @@ def metrics_app(pods_each: int, delays: dict[str, float]) -> web.Application:
     return app
 
 
-@dataclass
-class Daemon:
-    proc: subprocess.Popen[bytes]
-    url: str
+class Daemon(ServerProcess):
+    """The autoscaler daemon as a subprocess, and readings of its /metrics."""
 
     @classmethod
     def start(cls, kubeconfig: Path, metrics_url: str, log: Path, *flags: str) -> Daemon:
         port = free_port()
-        with log.open("wb") as out:
-            proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "autoscaler",
-                    f"--kubeconfig={kubeconfig}",
-                    f"--metrics-url={metrics_url}",
-                    "--bind-address=127.0.0.1",
-                    f"--port={port}",
-                    "--log-level=warning",
-                    "--log-format=json",
-                    *flags,
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        return cls(proc, f"http://127.0.0.1:{port}")
+        return cls.spawn(
+            "autoscaler",
+            f"http://127.0.0.1:{port}",
+            log,
+            f"--kubeconfig={kubeconfig}",
+            f"--metrics-url={metrics_url}",
+            "--bind-address=127.0.0.1",
+            f"--port={port}",
+            "--log-level=warning",
+            "--log-format=json",
+            *flags,
+        )
 
     async def wait_ready(self, within: float) -> None:
-        deadline = time.monotonic() + within
-        async with aiohttp.ClientSession() as http:
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"autoscaler exited with {self.proc.returncode}")
-                try:
-                    async with http.get(self.url + "/readyz") as r:
-                        if r.status == 200:
-                            return
-                except aiohttp.ClientError:
-                    pass
-                await asyncio.sleep(0.2)
-        raise RuntimeError("autoscaler not ready in time")
+        async def ready() -> bool:
+            try:
+                async with aiohttp.ClientSession() as http, http.get(self.url + "/readyz") as r:
+                    return r.status == 200
+            except aiohttp.ClientError:
+                return False
+
+        await self.wait_until(ready, within, "/readyz")
 
     async def wait_for(self, check: Callable[[dict[str, float]], bool], within: float) -> None:
         """Poll /metrics until `check` holds."""
-        deadline = time.monotonic() + within
-        while time.monotonic() < deadline:
-            if check(await self.scrape()):
-                return
-            await asyncio.sleep(0.5)
-        raise RuntimeError("condition on the daemon's metrics not met in time")
+
+        async def holds() -> bool:
+            return check(await self.scrape())
+
+        await self.wait_until(holds, within, "the condition on its metrics", every=0.5)
 
     async def scrape(self) -> dict[str, float]:
         """/metrics as {series line without value: value}."""
@@ -213,15 +195,6 @@ class Daemon:
                 name, _, value = line.rpartition(" ")
                 out[name] = float(value)
         return out
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 def cpu_seconds(pid: int) -> float:
@@ -245,8 +218,8 @@ def histogram_quantile(before: dict[str, float], after: dict[str, float], name: 
     buckets: list[tuple[float, float]] = []
     for key, value in after.items():
         if key.startswith(name + "_bucket{"):
-            le = key.split('le="', 1)[1].split('"', 1)[0]
-            buckets.append((float("inf") if le == "+Inf" else float(le), value - before.get(key, 0.0)))
+            bound = key.split('le="', 1)[1].split('"', 1)[0]
+            buckets.append((float("inf") if bound == "+Inf" else float(bound), value - before.get(key, 0.0)))
     buckets.sort()
     count = buckets[-1][1] if buckets else 0.0
     if count <= 0:

@@ -1,10 +1,11 @@
 """Reaction to a load step: the demo's scenario, measured over several runs per profile.
 
     .venv/bin/python bench/bench_autoscaler_reaction.py [--runs 5] [--profiles fast,default]
+    .venv/bin/python bench/bench_autoscaler_reaction.py --smoke   # one run of the fast profile
 
 Per run: seconds from the load step until the step is visible in Prometheus, the first scale write, the
 needed replica count written, and that many pods ready. Targets (fast profile): first write <= 3 s after
-the step is visible in Prometheus; full size <= 10 s after the step.
+the step is visible in Prometheus; the needed size ready <= 10 s after the step.
 """
 
 from __future__ import annotations
@@ -13,14 +14,16 @@ import argparse
 import asyncio
 import statistics
 
-from demo.autoscaling import PROFILES, Timings, run
+from bench_common import parse_args, require
+
+from demo.autoscaling import PROFILES, Outcome, run
 from shared.logging import configure_logging
 
 FIELDS = (
     ("visible", "visible_in_prometheus"),
     ("first write", "first_scale_write"),
-    ("full size written", "full_size_written"),
-    ("full size ready", "full_size_ready"),
+    ("needed size written", "needed_size_written"),
+    ("needed size ready", "needed_size_ready"),
 )
 
 
@@ -34,12 +37,12 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--profiles", default="fast,default")
-    args = parser.parse_args()
+    args = parse_args(parser, {"runs": 1, "profiles": "fast"})
     configure_logging("error", "json")
     for name in args.profiles.split(","):
         profile = PROFILES[name]
         limit = 60.0 if name == "fast" else 150.0
-        results: list[Timings] = []
+        results: list[Outcome] = []
         print(f"profile {name}: seconds after the load step")
         print(f"  {'run':>4}" + "".join(f"{label:>19}" for label, _ in FIELDS) + f"{'write - visible':>17}")
         for i in range(args.runs):
@@ -54,6 +57,7 @@ def main() -> None:
                 f"  {i + 1:>4}" + "".join(f"{fmt(getattr(t, f)):>19}" for _, f in FIELDS) + f"{fmt(lag):>17}",
                 flush=True,
             )
+            require(t.needed_size_ready is not None, f"run {i + 1}: the needed size not ready in {limit:g} s")
         for label, agg in (("median", statistics.median), ("max", max)):
             cells = []
             for _, f in FIELDS:

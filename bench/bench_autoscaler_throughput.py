@@ -2,6 +2,7 @@
 and a fast metrics endpoint, at a 15 s period. Prints reconciles/s, p99 queue wait, CPU and RSS.
 
     .venv/bin/python bench/bench_autoscaler_throughput.py [--autoscalers 1000,10000] [--measure 45]
+    .venv/bin/python bench/bench_autoscaler_throughput.py --smoke   # 20 autoscalers, 1 s period, seconds
 
 The daemon runs as its own process (CPU and RSS are its own). The simulated API server runs in this
 process (plain HTTP) and the metrics endpoint in a child process; all share the machine's cores.
@@ -35,6 +36,7 @@ from bench_autoscaler_common import (
     seed_world,
     total,
 )
+from bench_common import parse_args, require
 
 from sim.apiserver import ApiServer
 from sim.runner import ServerThread
@@ -118,6 +120,8 @@ async def measure(
             print(f"    metrics API CPU     {endpoint_cpu:8.1f} % (on the same cores)")
             print(f"    machine load (1m)   {load:8.2f} on {os.cpu_count()} cores (other jobs included)")
             sys.stdout.flush()
+            require(rate > 0, "no reconcile in the measured window")
+            require(errors == 0, f"{errors:.0f} reconciles failed")
         finally:
             daemon.stop()
             endpoint.terminate()
@@ -134,7 +138,10 @@ def main() -> None:
     parser.add_argument("--measure", type=float, default=45.0, help="seconds of steady state measured")
     parser.add_argument("--workers", type=int, default=32)
     parser.add_argument("--namespaces", type=int, default=100)
-    args = parser.parse_args()
+    args = parse_args(
+        parser,
+        {"autoscalers": "20", "pods": 2, "period": 1.0, "measure": 2.0, "workers": 4, "namespaces": 2},
+    )
     for n in (int(x) for x in args.autoscalers.split(",")):
         asyncio.run(measure(n, args.pods, args.period, args.measure, args.workers, args.namespaces))
 

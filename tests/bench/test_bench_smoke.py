@@ -1,0 +1,64 @@
+"""Every benchmark still runs: `bench/bench_*.py --smoke` (tiny sizes, seconds) exits 0 and prints
+plausible numbers, so a flag or API change that breaks a benchmark fails the suite.
+
+Scripts are found by glob (library modules `*_common.py` excepted): a new benchmark needs a `--smoke` flag
+and an entry in EXPECTED.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+SCRIPTS = sorted(p for p in BENCH.glob("bench_*.py") if not p.name.endswith("_common.py"))
+
+# Per script: (regex whose group 1 is a number in its stdout, lowest plausible value, highest).
+# Bounds are sanity, not performance targets: the machine may be loaded.
+EXPECTED: dict[str, list[tuple[str, float, float]]] = {
+    "bench_adapter": [
+        (r"default rules, ([\d,]+) metrics", 1, 10_000),
+        (r"adapter p50 ([\d.]+) ms", 0.01, 5_000),
+        (r"([\d.]+) requests/s", 1, 1e6),
+        (r"\((\d+) errors\)", 0, 0),
+    ],
+    "bench_algorithm": [(r"^\s+100\s+3\s+([\d,]+)", 1, 1e9)],
+    "bench_autoscaler_isolation": [
+        (r"^reconciles/s\s+([\d.]+)", 0.5, 1_000),
+        (r"^reconciles/s\s+[\d.]+\s+([\d.]+)", 0.5, 1_000),
+    ],
+    # The median row's fourth column: seconds from the load step until full size is ready.
+    "bench_autoscaler_reaction": [(r"^\s+median\s+(?:[\d.]+\s+){3}([\d.]+)", 0.1, 60)],
+    "bench_autoscaler_throughput": [
+        (r"reconciles/s\s+([\d.]+)", 0.5, 1_000),
+        (r"failed reconciles\s+(\d+)", 0, 0),
+    ],
+}
+
+
+def test_every_benchmark_has_expectations() -> None:
+    assert {s.stem for s in SCRIPTS} == set(EXPECTED)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
+def test_smoke(script: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, str(script), "--smoke"],
+        cwd=BENCH.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    output = f"stdout:\n{result.stdout}\nstderr (end):\n{result.stderr[-3000:]}"
+    assert result.returncode == 0, output
+    assert EXPECTED.get(script.stem), f"no expected numbers for {script.name} in EXPECTED"
+    for pattern, low, high in EXPECTED[script.stem]:
+        match = re.search(pattern, result.stdout, re.MULTILINE)
+        assert match, f"{pattern!r} not in the output\n{output}"
+        value = float(match[1].replace(",", ""))
+        assert low <= value <= high, f"{pattern!r}: {value} not in [{low}, {high}]\n{output}"
