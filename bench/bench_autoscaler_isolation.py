@@ -6,7 +6,7 @@ Runs the same world twice, once with every backend fast and once with the backen
     .venv/bin/python bench/bench_autoscaler_isolation.py [--autoscalers 200] [--slow 5] [--measure 20]
     .venv/bin/python bench/bench_autoscaler_isolation.py --smoke   # 10 autoscalers, 2 s measured per run
 
-The controller runs in this process (so each reconcile can be timed per autoscaler); the simulated API
+The daemon runs in this process (so each reconcile can be timed per autoscaler); the simulated API
 server runs in a thread, the metrics endpoint in a child process.
 """
 
@@ -26,12 +26,8 @@ from aiohttp import web
 from bench_autoscaler_common import free_port, metrics_app, seed_world
 from bench_common import parse_args, require
 
-from autoscaler.controller import Controller, ControllerOptions
-from autoscaler.kubeclient import ClusterAccess, KubeClient, load_access
-from autoscaler.metrics import MetricsClient
-from autoscaler.restmapper import RestMapper
-from autoscaler.sources import CRD_SOURCE
-from autoscaler.telemetry import Telemetry
+from autoscaler.daemon import AutoscalerDaemon
+from autoscaler.options import parse_options
 from autoscaler.workqueue import Outcome
 from shared.logging import configure_logging
 from sim.apiserver import ApiServer
@@ -70,18 +66,19 @@ async def run(
             )
         )
         kubeconfig = api.write_kubeconfig(Path(tempfile.mkdtemp()) / "kubeconfig")
-        kube = KubeClient(await load_access(str(kubeconfig)))
-        metrics_kube = KubeClient(ClusterAccess(f"http://127.0.0.1:{port}", ssl_context=False))
-        telemetry = Telemetry()
-        mapper = RestMapper(kube)
-        controller = Controller(
-            kube,
-            CRD_SOURCE,
-            MetricsClient(metrics_kube, mapper, latency=telemetry),
-            mapper,
-            telemetry,
-            ControllerOptions(workers=workers),
+        daemon = await AutoscalerDaemon.create(
+            parse_options(
+                [
+                    f"--kubeconfig={kubeconfig}",
+                    f"--metrics-url=http://127.0.0.1:{port}",
+                    f"--workers={workers}",
+                    "--bind-address=127.0.0.1",
+                    "--port=0",
+                    "--shutdown-grace-period=5s",
+                ]
+            )
         )
+        controller = daemon.controller
         durations: list[float] = []
         runs: dict[str, list[float]] = {}
         measuring = False
@@ -96,15 +93,14 @@ async def run(
                 runs.setdefault(name, []).append(time.monotonic())
             return outcome
 
+        # Wrapped before start: the workers bind the controller's reconcile when they start.
         controller.reconcile = timed  # type: ignore[method-assign]
-        await controller.start()
+        await daemon.start()
         await asyncio.sleep(3 * period)  # past the start-up burst
         measuring = True
         await asyncio.sleep(seconds)
         measuring = False
-        await controller.stop(grace=5)
-        await kube.close()
-        await metrics_kube.close()
+        await daemon.stop()
     endpoint.terminate()
     endpoint.join()
     require(
