@@ -1,6 +1,6 @@
 """prometheus-adapter's `--config` YAML: strict loading, validation, and the default rule sets.
 
-The file format is the anchor's, unchanged: `rules`, `externalRules`, `resourceRules`. Loading is
+The file format is prometheus-adapter's, unchanged: `rules`, `externalRules`, `resourceRules`. Loading is
 strict like Go's `yaml.UnmarshalStrict`: an unknown or duplicate key is an error naming its line.
 Regexes are RE2 (google-re2); `metricsQuery`, `resources.template`, `containerQuery` and
 `nodeQuery` are parsed as Go templates with `<<` `>>` delimiters at load time, so template errors

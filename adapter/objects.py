@@ -131,7 +131,7 @@ def collection_path(info: ResourceInfo) -> str:
 
 
 def api_version(info: ResourceInfo) -> str:
-    """`v1` for core, `apps/v1` otherwise (the correct form; the anchor writes `/v1` for core)."""
+    """`v1` for core, `apps/v1` otherwise (the correct form; prometheus-adapter writes `/v1` for core)."""
     return f"{info.group}/{info.version}" if info.group else info.version
 
 

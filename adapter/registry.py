@@ -96,7 +96,7 @@ class _ExternalEntry:
 
 
 def _merge(by_rule: dict[int, dict[_K, _V]]) -> dict[_K, _V]:
-    """All rules' entries; a later rule wins a collision, as in the anchor (rules run in order)."""
+    """All rules' entries; a later rule wins a collision, as in prometheus-adapter (rules run in order)."""
     merged: dict[_K, _V] = {}
     for index in sorted(by_rule):
         merged.update(by_rule[index])
@@ -171,7 +171,7 @@ class SeriesRegistry:
         label_resources: dict[str, ResourceInfo | None] = {}
         # (series name, label-name set) → the entries such a series yields. Series of one metric
         # mostly share their label names, so the per-series work is a frozenset, one dict lookup
-        # and one dict.update (the last series still wins a collision, as in the anchor).
+        # and one dict.update (the last series still wins a collision, as in prometheus-adapter).
         shapes: dict[tuple[str, frozenset[str]], dict[_CustomKey, _CustomEntry]] = {}
         entries: dict[_CustomKey, _CustomEntry] = {}
         count = 0
@@ -239,7 +239,7 @@ class SeriesRegistry:
         return self._stats
 
     def unresolved_overrides(self) -> list[str]:
-        """`resources.overrides` entries the current mapper cannot resolve (the anchor's start-up check)."""
+        """`resources.overrides` entries the mapper cannot resolve (prometheus-adapter's start-up check)."""
         problems: list[str] = []
         for external, rules in ((False, self.config.rules), (True, self.config.external_rules)):
             for index, rule in enumerate(rules):

@@ -1,7 +1,7 @@
 """Kubernetes `resource.Quantity`: exact parsing and canonical formatting.
 
-Follows apimachinery's rules as written down in ../shared/specs/wire-contract.md §3.8: values are held as
-exact `Decimal`s rounded away from zero to nano, and `str()` emits the canonical form a Go server would.
+Follows apimachinery's pkg/api/resource (quantity.go, suffix.go): values are held as exact `Decimal`s
+rounded away from zero to nano, and `str()` emits the canonical form a Go server would.
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ class Quantity:
     def from_decimal(cls, value: Decimal | int, format: QuantityFormat = "DecimalSI") -> Quantity:
         """Build from an exact number. Floats are refused: build the Decimal from `repr(x)` or round first."""
         if isinstance(value, float):
-            raise TypeError("Quantity.from_decimal needs a Decimal or int, not a float (wire-contract §3.8)")
+            raise TypeError("Quantity.from_decimal needs a Decimal or int, not a float: Quantities are exact decimals")
         return cls(Decimal(value), format)
 
     @classmethod

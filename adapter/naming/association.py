@@ -61,7 +61,7 @@ class ResourceAssociation:
             return None
 
     def unresolved_overrides(self, mapper: ResourceMapper) -> list[str]:
-        """Override entries whose resource discovery does not know (the anchor refuses to start)."""
+        """Override entries whose resource discovery does not know (prometheus-adapter refuses to start)."""
         return [
             f"{label}: {gr}"
             for label, gr in self.overrides.items()

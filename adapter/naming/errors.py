@@ -1,7 +1,7 @@
 """Errors raised while turning discovery rules and requests into PromQL.
 
 The server maps them to HTTP statuses: `InvalidSelectorError` → 400, `MetricNotFoundError` → 404,
-`QueryBuildError` → 404 for custom metrics / 500 for external ones (the anchor's codes).
+`QueryBuildError` → 404 for custom metrics / 500 for external ones (prometheus-adapter's codes).
 """
 
 

@@ -133,7 +133,7 @@ def _check_key(key: str) -> None:
 
 
 def requirement_matcher(requirement: SelectorRequirement) -> Matcher:
-    """Turn one selector requirement into a PromQL matcher (spec §1.4's operator table)."""
+    """Turn one selector requirement into a PromQL matcher, per operator as prometheus-adapter does."""
     key = requirement.key
     _check_key(key)
     op = operator_name(requirement.operator)
@@ -153,7 +153,7 @@ def requirement_matcher(requirement: SelectorRequirement) -> Matcher:
 
 
 def selector_matchers(requirements: Iterable[SelectorRequirement]) -> list[Matcher]:
-    """Matchers for a metric selector, sorted by key (stable), as the anchor orders them."""
+    """Matchers for a metric selector, sorted by key (stable), as prometheus-adapter orders them."""
     return sorted((requirement_matcher(r) for r in requirements), key=lambda m: m.key)
 
 

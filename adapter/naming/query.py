@@ -1,9 +1,10 @@
 """The data a rule's `metricsQuery` template sees, and rendering it into PromQL.
 
-`.LabelMatchers` order is the anchor's: metric-selector matchers sorted by key, then the namespace
-matcher, then (custom metrics) the object matcher. `.LabelValuesByName` maps a label to its values
-as a regex alternation (`a|b`, each value regex-escaped) that is also string-escaped, so it can be
-placed between quotes; `.GroupBy` / `.GroupBySlice` are the object label plus extra labels.
+`.LabelMatchers` order is that of prometheus-adapter's `naming` package (metrics_query.go):
+metric-selector matchers sorted by key, then the namespace matcher, then (custom metrics) the object
+matcher. `.LabelValuesByName` maps a label to its values as a regex alternation (`a|b`, each value
+regex-escaped) that is also string-escaped, so it can be placed between quotes; `.GroupBy` /
+`.GroupBySlice` are the object label plus extra labels.
 """
 
 from collections.abc import Iterable, Sequence

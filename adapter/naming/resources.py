@@ -43,7 +43,7 @@ class ResourceInfo:
 
     @property
     def api_version(self) -> str:
-        """`group/version` as the anchor writes it in describedObject (core → `/v1`)."""
+        """`group/version` as prometheus-adapter writes it in describedObject (core → `/v1`)."""
         return f"{self.group}/{self.version}"
 
 

@@ -1,8 +1,8 @@
 """Mapping Prometheus instant-vector samples back to the objects they describe.
 
 The object's name is the value of the rule's object label (`pod`, `kube_service`, …): samples
-without it are ignored, and when several samples name the same object the last one wins (the
-anchor's behaviour).
+without it are ignored, and when several samples name the same object the last one wins (as in
+prometheus-adapter).
 """
 
 from collections.abc import Iterable, Mapping

@@ -1,4 +1,4 @@
-"""`MetricValueList` (v1beta1 / v1beta2) and `ExternalMetricValueList` bodies (wire-contract §3). Pure."""
+"""k8s.io/metrics' `MetricValueList` (v1beta1 / v1beta2) and `ExternalMetricValueList` bodies. Pure."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ _MILLI = Decimal("0.001")
 def sample_quantity(text: str) -> str | None:
     """Canonical Quantity for a Prometheus sample value, or None for NaN/±Inf (no usable value).
 
-    Prometheus sends values as decimal text; we round that text (never a float) to milli, the
-    anchor's precision, so `0.30000000000000004` becomes `300m` and not `300000001n` (301 at the HPA).
+    Prometheus sends values as decimal text; we round that text (never a float) to milli, the precision
+    of prometheus-adapter's `NewMilliQuantity`, so `0.30000000000000004` becomes `300m` and not
+    `300000001n` (301 at the HPA).
     """
     try:
         value = Decimal(text)

@@ -39,8 +39,8 @@ class StartupError(Exception):
 
 
 async def prometheus_settings(options: AdapterOptions) -> PrometheusSettings:
-    """Prometheus connection settings from the flags, with the anchor's precedence: a CA file wins over
-    --prometheus-auth-config / --prometheus-auth-incluster, and a token file applies on top of any."""
+    """Prometheus connection settings from the flags, with prometheus-adapter's precedence: a CA file wins
+    over --prometheus-auth-config / --prometheus-auth-incluster, and a token file applies on top of any."""
     settings = PrometheusSettings(
         url=options.prometheus_url,
         verb=options.prometheus_verb,

@@ -1,4 +1,4 @@
-"""Discovery, OpenAPI and version documents (wire-contract §2 and §5). Pure functions."""
+"""Discovery, OpenAPI and version documents, as k8s.io/apiserver serves them to the aggregator. Pure."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`/healthz`, `/livez`, `/readyz` in k8s.io/apiserver's text format (wire-contract §5.3)."""
+"""`/healthz`, `/livez`, `/readyz` in k8s.io/apiserver's text format (`ok`, `?verbose` check lists)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Accept-header negotiation: we answer JSON only (wire-contract §2.7)."""
+"""Accept-header negotiation: we answer JSON only, with k8s.io/apiserver's 406 rules otherwise."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The metrics backend behind the HTTP routes: registry → PromQL → Prometheus → values.
 
-Every failure becomes the anchor's StatusError (prometheus-adapter spec §3.6): unknown metric or
+Every failure becomes the `metav1.Status` error prometheus-adapter returns: unknown metric or
 resource, or no object matched → 404; bad selectors → 400; Prometheus or object-cache trouble → 500
 with a fixed cause (backend details go to the log, not to the caller).
 """
@@ -132,7 +132,7 @@ class PrometheusMetricsProvider:
             log.warning("object cache unavailable", resource=str(info.group_resource), error=repr(err))
             raise internal_error(LIST_FAILED) from None
         if not objects:
-            # The anchor answers 404 when no object matches the selector (spec §3.6).
+            # prometheus-adapter answers 404 when no object matches the selector.
             raise metric_not_found(request.metric, str(info.group_resource))
         return [obj.name for obj in objects]
 

@@ -1,7 +1,8 @@
-"""Request parsing and dispatch for custom.metrics.k8s.io and external.metrics.k8s.io (wire-contract §1).
+"""Request parsing and dispatch for custom.metrics.k8s.io and external.metrics.k8s.io.
 
 Paths are parsed by hand from the decoded tail after `/apis/<group>/<version>/` so that `%2A` and `*`
-are the same name and the anchor's 400-vs-404 rules for malformed paths can be reproduced exactly.
+are the same name and prometheus-adapter's 400-vs-404 rules for malformed paths (those of its
+custom-metrics-apiserver library) can be reproduced exactly.
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ class MetricRoutes:
     def add_routes(self, app: web.Application) -> None:
         custom, external = CUSTOM_GROUP, EXTERNAL_GROUP
         router = app.router
-        # Only `/apis`: the library answers 404 for `/apis/` (prometheus-adapter spec §5.9).
+        # Only `/apis`: custom-metrics-apiserver answers 404 for `/apis/` (its installer tests check it).
         router.add_get("/apis", self.apis)
         for group in (custom, external):
             router.add_get(f"/apis/{{group:{group.replace('.', '[.]')}}}", self.group)

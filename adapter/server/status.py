@@ -1,4 +1,4 @@
-"""`metav1.Status` error bodies, with prometheus-adapter's codes and messages (wire-contract §4)."""
+"""`metav1.Status` error bodies, with prometheus-adapter's codes and messages."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class StatusError(Exception):
         return status
 
     def response(self) -> web.Response:
-        # Never a Retry-After header: client-go would retry and stall the HPA worker (wire-contract §4.4).
+        # Never a Retry-After header: client-go (rest/with_retry.go) would retry and stall the HPA worker.
         return web.json_response(self.body(), status=self.code)
 
 
@@ -62,7 +62,7 @@ def not_acceptable(supported: str = "application/json") -> StatusError:
 
 
 def internal_error(cause: str) -> StatusError:
-    # The anchor hides backend details behind a fixed cause; the message format is k8s.io/apiserver's.
+    # prometheus-adapter hides backend details behind a fixed cause; the message format is k8s.io/apiserver's.
     return StatusError(
         500, "InternalError", f"Internal error occurred: {cause}", {"causes": [{"message": cause}]}
     )

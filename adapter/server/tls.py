@@ -1,6 +1,6 @@
 """Serving TLS: certificate files (reloaded when they change) or a self-signed pair in --cert-dir.
 
-Self-signing follows k8s.io/apiserver (wire-contract §7): look for `<cert-dir>/apiserver.crt`/`.key`,
+Self-signing follows k8s.io/apiserver (server/options/serving.go): look for `<cert-dir>/apiserver.crt`/`.key`,
 otherwise generate a CA and a serving certificate for localhost/127.0.0.1 and write them there.
 """
 

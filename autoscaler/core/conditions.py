@@ -1,4 +1,4 @@
-"""The status condition list as the controller maintains it (spec §8).
+"""The status condition list as the HPA controller (horizontal.go, setCondition) maintains it.
 
 Conditions keep their position; ``lastTransitionTime`` moves only when the status changes.
 """

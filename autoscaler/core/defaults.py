@@ -1,4 +1,4 @@
-"""API defaulting of autoscaling/v2 that the algorithm depends on (spec §1)."""
+"""API defaulting of autoscaling/v2 (pkg/apis/autoscaling/v2/defaults.go) that the algorithm depends on."""
 
 from __future__ import annotations
 

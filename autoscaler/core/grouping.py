@@ -1,4 +1,4 @@
-"""groupPods: sort the target's pods into ready / unready / missing / ignored (spec §3.1)."""
+"""groupPods (replica_calculator.go): sort the target's pods into ready / unready / missing / ignored."""
 
 from __future__ import annotations
 

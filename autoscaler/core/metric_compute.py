@@ -1,4 +1,4 @@
-"""computeReplicasForMetric(s): dispatch each metric spec to its calculator (spec §5.2, §5.3).
+"""computeReplicasForMetric(s) of horizontal.go: dispatch each metric spec to its calculator.
 
 Produces the proposal, the name used in messages, the ``currentMetrics`` entry, and on failure
 the condition reason and the exact texts of the event, the condition and the returned error.

@@ -1,4 +1,7 @@
-"""From a metric proposal to the replica count to apply: stabilization and rate limits (spec §6, §7).
+"""From a metric proposal to the replica count to apply: stabilization and rate limits.
+
+Ports horizontal.go's normalizeDesiredReplicas (no ``behavior``) and
+normalizeDesiredReplicasWithBehaviors (stabilization windows and scaling policies).
 
 Functions take the carried history as data and return the updated history; nothing is mutated.
 """

@@ -1,4 +1,4 @@
-"""``decide``: one reconcile pass of the HPA controller as a pure function (spec §5.1, §5.4).
+"""``decide``: one pass of the HPA controller's reconcileAutoscaler (horizontal.go) as a pure function.
 
 The daemon reads everything into a ``Snapshot``, calls ``decide`` and then acts on the
 ``Decision``: update the scale if ``rescale``, emit ``events``, write ``status`` if
@@ -188,7 +188,7 @@ class _SelectorProblem(Exception):
 def validate_selector(
     hpa_key: str, selector: str, pods: tuple[Pod, ...], other_selectors: dict[str, str]
 ) -> None:
-    """Raise ``_SelectorProblem`` for a missing, unparsable or ambiguous scale selector (§5.1)."""
+    """validateAndParseSelector: raise ``_SelectorProblem`` if the selector is missing, bad or ambiguous."""
     if not selector:
         raise _SelectorProblem(
             "SelectorRequired",
@@ -570,7 +570,7 @@ def decide(snapshot: Snapshot) -> Decision:
 
 
 def scale_unavailable(hpa: HPA, history: History, error: str, now: datetime) -> Decision:
-    """Reading the scale subresource failed: only AbleToScale and an event change (§5.4)."""
+    """Reading the scale subresource failed: only AbleToScale and an event change, as upstream."""
     conditions = set_condition(
         hpa.status.conditions,
         ABLE_TO_SCALE,

@@ -1,4 +1,4 @@
-"""Replica proposals for each metric source and target type (spec §4).
+"""Replica proposals for each metric source and target type, ported from the HPA's replica_calculator.go.
 
 Every function is pure: the pods (the pod lister's answer for the scale selector) and the metrics
 API answer come in as data. A failure raises ``ReplicaCalcError`` carrying the upstream text.
@@ -73,7 +73,7 @@ def get_resource_replicas(
     pods: Sequence[Pod],
     answer: MetricAnswer,
 ) -> Proposal:
-    """Resource/ContainerResource metric with an ``averageUtilization`` target (§4.1)."""
+    """GetResourceReplicas: Resource/ContainerResource metric, ``averageUtilization`` target."""
     try:
         metrics, timestamp = resource_samples(answer, resource, container)
     except MetricsClientError as err:
@@ -112,7 +112,7 @@ def get_raw_resource_replicas(
     pods: Sequence[Pod],
     answer: MetricAnswer,
 ) -> Proposal:
-    """Resource/ContainerResource metric with an ``averageValue`` target (§4.2)."""
+    """GetRawResourceReplicas: Resource/ContainerResource metric, ``averageValue`` target."""
     try:
         metrics, timestamp = resource_samples(answer, resource, container)
     except MetricsClientError as err:
@@ -129,7 +129,7 @@ def get_metric_replicas(
     pods: Sequence[Pod],
     answer: MetricAnswer,
 ) -> Proposal:
-    """Pods metric with an ``averageValue`` target (§4.3); readiness plays no role."""
+    """GetMetricReplicas: Pods metric, ``averageValue`` target; readiness plays no role."""
     try:
         metrics, timestamp = pods_metric_samples(answer)
     except MetricsClientError as err:
@@ -146,7 +146,10 @@ def calc_plain_metric_replicas(
     resource: str,
     pods: Sequence[Pod],
 ) -> tuple[int, int]:
-    """The §4.1 shape for average-value targets: no requests; missing pods count as the target."""
+    """calcPlainMetricReplicas: GetResourceReplicas' shape for average-value targets.
+
+    No requests are involved; missing pods count as the target.
+    """
     groups = _group_and_filter(ctx, metrics, resource, pods)
     ratio, usage = metric_usage_ratio(metrics, target_usage)
 
@@ -223,7 +226,10 @@ def _group_and_filter(
 def usage_ratio_replica_count(
     tolerances: Tolerances, current_replicas: int, ratio: float, pods: Sequence[Pod]
 ) -> int:
-    """Replicas for a whole-target ratio (§4.5); from zero replicas tolerance and pods are ignored."""
+    """getUsageRatioReplicaCount: replicas for a whole-target ratio.
+
+    From zero replicas the tolerance and the pods are ignored.
+    """
     if current_replicas == 0:
         return ceil_int32(ratio)
     if tolerances.is_within(ratio):
@@ -248,7 +254,7 @@ def get_object_metric_replicas(
     pods: Sequence[Pod],
     answer: MetricAnswer,
 ) -> Proposal:
-    """Object metric with a ``value`` target (§4.6). The timestamp is dropped, as upstream."""
+    """GetObjectMetricReplicas: Object metric, ``value`` target. The timestamp is dropped, as upstream."""
     usage = _object_usage(metric_name, namespace, described_object, answer)[0]
     ratio = fdiv(usage, target_usage)
     replicas = usage_ratio_replica_count(ctx.tolerances, current_replicas, ratio, pods)
@@ -264,7 +270,7 @@ def get_object_per_pod_metric_replicas(
     described_object: CrossVersionObjectReference,
     answer: MetricAnswer,
 ) -> Proposal:
-    """Object metric with an ``averageValue`` target (§4.7); uses the status replica count."""
+    """GetObjectPerPodMetricReplicas: Object metric, ``averageValue`` target; uses the status replicas."""
     usage, timestamp = _object_usage(metric_name, namespace, described_object, answer)
     replicas = status_replicas
     ratio = fdiv(usage, float(target_average_usage) * float(status_replicas))
@@ -295,7 +301,7 @@ def get_external_metric_replicas(
     pods: Sequence[Pod],
     answer: MetricAnswer,
 ) -> Proposal:
-    """External metric with a ``value`` target (§4.8): the sum of the values, saturated at int64."""
+    """GetExternalMetricReplicas: External metric, ``value`` target; the values' sum, saturated at int64."""
     values = _external_values(metric_name, namespace, metric_selector, answer)[0]
     usage = 0
     for v in values:
@@ -317,7 +323,7 @@ def get_external_per_pod_metric_replicas(
     metric_selector: LabelSelector | None,
     answer: MetricAnswer,
 ) -> Proposal:
-    """External metric with an ``averageValue`` target (§4.9); uses the status replica count."""
+    """GetExternalPerPodMetricReplicas: External metric, ``averageValue`` target; uses the status replicas."""
     values, timestamp = _external_values(metric_name, namespace, metric_selector, answer)
     usage = 0
     for v in values:

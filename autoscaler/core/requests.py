@@ -1,4 +1,4 @@
-"""calculateRequests: each pod's request for a resource, the denominator of utilization (spec §3.2)."""
+"""calculateRequests (replica_calculator.go): each pod's request for a resource, utilization's denominator."""
 
 from __future__ import annotations
 

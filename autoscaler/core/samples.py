@@ -1,4 +1,4 @@
-"""What the upstream metrics clients make of the metrics APIs' answers (spec §3.4).
+"""What the HPA controller's metrics clients (metrics/client.go) make of the metrics APIs' answers.
 
 The daemon hands over raw answers (or the error of the call); these functions turn them into the
 per-pod samples and the exact error texts the replica calculator sees.

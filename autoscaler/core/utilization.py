@@ -1,4 +1,4 @@
-"""Utilization and usage ratios over per-pod samples (spec §3.3)."""
+"""Utilization and usage ratios over per-pod samples, as the HPA controller's metrics/utilization.go."""
 
 from __future__ import annotations
 

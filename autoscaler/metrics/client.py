@@ -1,4 +1,4 @@
-"""Clients of the three metrics APIs, called exactly as the HPA calls them (wire-contract §1.8).
+"""Clients of the three metrics APIs, called exactly as the HPA's metrics/client.go calls them.
 
 Each call returns the algorithm core's answer, or `MetricFetchError` carrying the client error text (the
 core wraps it as upstream does). The same paths work through the API server's aggregation or straight

@@ -1,4 +1,4 @@
-"""Metrics API bodies -> the algorithm core's answers (pure; wire-contract §3)."""
+"""`MetricValueList`, `ExternalMetricValueList` and `PodMetricsList` bodies -> the core's answers (pure)."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def pods_metric(body: Obj) -> PodsMetricAnswer:
 def object_metric(body: Obj) -> ObjectMetricAnswer:
     items = body.get("items") or []
     if len(items) != 1:
-        # The Go client's own words (wire-contract §1.2).
+        # The words of the Go client k8s.io/metrics/pkg/client/custom_metrics (versioned_client.go).
         raise DecodeError(
             f"the custom metrics API server returned {len(items)} results when we asked for exactly one"
         )

@@ -1,6 +1,7 @@
 """A metric spec's label selector -> the string Go's `LabelSelectorAsSelector(...).String()` prints.
 
-A nil or empty selector prints as "" and the parameter is then left out (wire-contract §1.4).
+A nil or empty selector prints as "" and the parameter is then left out, as client-go's parameter codec
+omits empty `labelSelector`/`metricLabelSelector` values.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ ALWAYS_ALLOWED_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
 
 
 def attributes(method: str, path: str, query: Mapping[str, str]) -> Obj:
-    """`resourceAttributes` or `nonResourceAttributes` of a request (wire-contract §6.6)."""
+    """`resourceAttributes` or `nonResourceAttributes` of a request, as k8s.io/apiserver's requestinfo.go."""
     parts = [p for p in path.split("/") if p]
     verb = _VERBS.get(method, method.lower())
     is_api = (len(parts) >= 3 and parts[0] == "api") or (len(parts) >= 4 and parts[0] == "apis")

@@ -100,7 +100,7 @@ class MetricsBackend:
                 "timestamp": now,
                 "value": str(Quantity.from_milli(round(value * 1000))),
             }
-            # The versions differ in where the metric name and the window go (wire-contract §3.2).
+            # custom.metrics.k8s.io v1beta1 and v1beta2 differ in where the metric name and the window go.
             if version == "v1beta2":
                 item.update(metric={"name": metric, "selector": None}, windowSeconds=60)
             else:

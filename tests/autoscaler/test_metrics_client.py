@@ -1,4 +1,4 @@
-"""The metrics clients call exactly what the HPA calls (wire-contract §1.8) and decode the answers."""
+"""The metrics clients call exactly what the HPA's metrics/client.go calls and decode the answers."""
 
 from __future__ import annotations
 

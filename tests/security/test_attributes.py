@@ -1,4 +1,4 @@
-"""Request attributes and SubjectAccessReview specs, per the wire contract's §6.6 table."""
+"""Request attributes (k8s.io/apiserver's RequestInfoFactory) and SubjectAccessReview specs."""
 
 import pytest
 

@@ -173,7 +173,7 @@ async def test_error_statuses(static_prometheus: PrometheusProcess, start_adapte
 
 
 async def test_library_http_cases(static_prometheus: PrometheusProcess, start_adapter: Any) -> None:
-    """custom-metrics-apiserver's installer tests (prometheus-adapter spec §5.9), as black-box cases."""
+    """custom-metrics-apiserver's installer tests (pkg/apiserver/installer), as black-box cases."""
     adapter = await start_adapter(static_prometheus.url)
     cases = {
         "/apis/": 404,
@@ -205,7 +205,7 @@ async def test_library_http_cases(static_prometheus: PrometheusProcess, start_ad
     assert len(body["items"]) == 1
 
 
-# Root-scoped resources for the §5.9 `nodes/*` cases: the scraped `pod` label names Node objects here.
+# Root-scoped resources for the installer's `nodes/*` cases: the scraped `pod` label names Node objects here.
 NODE_CONFIG_YAML = """
 rules:
 - seriesQuery: '{__name__="queue_length"}'
@@ -221,7 +221,7 @@ async def test_library_http_root_scoped_cases(
     kubeconfig_path: Path,
     adapter_factory: Any,
 ) -> None:
-    """§5.9's `nodes/*/<metric>` (with and without labelSelector) and `nodes/<name>/<metric>` cases."""
+    """The installer's `nodes/*/<metric>` (with and without labelSelector) and `nodes/<name>/<metric>`."""
     for name, labels in NODE_LABELS.items():
         node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}
         apiserver.call(lambda n=node: apiserver.server.store.create(("", "nodes"), n))
@@ -285,7 +285,8 @@ async def test_discovery_documents(static_prometheus: PrometheusProcess, start_a
                 "verbs": ["get"],
             }
             assert entries["namespaces/queue_length"]["namespaced"] is False
-            # Scope consistency: one `namespaced` per parent resource (wire-contract §2.2).
+            # Scope consistency: one `namespaced` per parent resource, or the aggregator's
+            # discovery conversion fails.
             scopes: dict[str, set[bool]] = {}
             for resource in body["resources"]:
                 scopes.setdefault(resource["name"].split("/")[0], set()).add(resource["namespaced"])

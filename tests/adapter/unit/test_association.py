@@ -1,4 +1,4 @@
-"""Resource ↔ label association (spec §1.5) and the static resource mapper."""
+"""Resource ↔ label association (prometheus-adapter's overrides/template) and the static resource mapper."""
 
 import pytest
 
@@ -94,7 +94,7 @@ def test_template_with_group_both_ways() -> None:
     assert association.resource_for_label("kube_apps_deployment", MAPPER) == deployments
     ingresses = MAPPER.resolve("networking.k8s.io", "ingresses")
     assert ingresses is not None
-    # The group is sanitised one way only: dotted groups cannot be found back (the anchor's quirk).
+    # The group is sanitised one way only: dotted groups cannot be found back (prometheus-adapter's quirk).
     assert association.label_for_resource(ingresses, MAPPER) == "kube_networking_k8s_io_ingress"
     assert association.resource_for_label("kube_networking_k8s_io_ingress", MAPPER) is None
 

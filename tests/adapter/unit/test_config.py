@@ -1,4 +1,4 @@
-"""Strict loading and validation of prometheus-adapter's config file (spec §1.1, §1.2, §1.8, §1.9)."""
+"""Strict loading and validation of prometheus-adapter's config file: rules, resourceRules, default rules."""
 
 from pathlib import Path
 
@@ -140,7 +140,7 @@ def test_yaml_one_one_booleans_and_empty_sections() -> None:
     assert parse_config("").rules == ()
 
 
-def test_default_rules_match_the_anchor_table() -> None:
+def test_default_rules_match_prometheus_adapters_defaults() -> None:
     config = default_config()
     assert len(config.rules) == 6
     queries = [rule.series_query for rule in config.rules]

@@ -1,4 +1,5 @@
-"""Series filters (spec §5.2) and `name.matches`/`name.as` with Go `regexp.Expand` semantics (§1.2)."""
+"""Series filters (prometheus-adapter's regex_matcher_test.go) and `name.matches`/`name.as`
+(Go `regexp.Expand` semantics)."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Escaping and selector → matcher conversion (spec §1.4 and the escaping rules of the issue)."""
+"""Escaping, and selector → matcher conversion as prometheus-adapter's metrics_query.go does it."""
 
 import enum
 

@@ -1,4 +1,4 @@
-"""`metricsQuery` template data: prometheus-adapter's metrics_query_test cases (spec §5.3)."""
+"""`metricsQuery` template data: prometheus-adapter's pkg/naming/metrics_query_test.go cases."""
 
 import pytest
 
@@ -7,7 +7,7 @@ from adapter.naming.errors import QueryBuildError
 from adapter.naming.query import custom_query_data, external_query_data, render_query
 from tests.adapter.unit.requirements import Req, req
 
-# The anchor's mock converter labels a resource with the resource string itself, so the
+# prometheus-adapter's mock converter labels a resource with the resource string itself, so the
 # namespace label is literally `namespaces` and the object label is `resource`.
 NS_LABEL = "namespaces"
 

@@ -1,5 +1,5 @@
-"""The series registry: prometheus-adapter's series_registry and provider cases (spec §5.4, §5.5),
-the worked examples of §1.10, and our per-rule update semantics."""
+"""The series registry: prometheus-adapter's series_registry_test.go and provider_test.go cases,
+worked examples with its default rules, and our per-rule update semantics."""
 
 import pytest
 
@@ -14,8 +14,8 @@ from adapter.naming.resources import (
 from adapter.registry import RuleId, SeriesRegistry, series_query_groups
 from tests.adapter.unit.requirements import Req, req
 
-# §5.4's RESTMapper: core pods, services, nodes, persistentvolumes, namespaces; ingresses and
-# deployments in `extensions`.
+# series_registry_test.go's RESTMapper: core pods, services, nodes, persistentvolumes, namespaces;
+# ingresses and deployments in `extensions`.
 MAPPER_54 = StaticResourceMapper(
     [
         ResourceInfo("", "v1", "pods", "pod", "Pod", True),
@@ -222,7 +222,7 @@ def test_series_registry_lists_all_metrics(registry_54: SeriesRegistry) -> None:
 
 
 def test_provider_relist_with_default_rules() -> None:
-    """§5.5: default rules (window 1m, no prefix), one relist, exactly 10 entries."""
+    """provider_test.go: default rules (window 1m, no prefix), one relist, exactly 10 entries."""
     config = default_config("1m")
     registry = SeriesRegistry(config, MAPPER_54)
     assert registry.custom_metrics() == []

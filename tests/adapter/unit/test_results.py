@@ -1,4 +1,4 @@
-"""Mapping Prometheus samples back to objects (spec §1.6) and parsing a vector result."""
+"""Mapping Prometheus samples back to objects, as prometheus-adapter does, and parsing a vector result."""
 
 from adapter.naming.results import Sample, parse_vector, samples_by_object
 
