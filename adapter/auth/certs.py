@@ -1,7 +1,7 @@
 """Client-certificate chain verification against one CA bundle, with Go's crypto/x509 leniency.
 
-The TLS handshake only proves the peer chains to *some* CA we loaded (the union of all bundles);
-each authenticator then re-verifies the presented chain against its own bundle here.
+The TLS handshake accepts any client certificate (tls.py, handshake.py); each authenticator verifies the
+presented chain against its own bundle here, per request, as k8s.io/apiserver's x509 authenticators do.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import datetime as dt
 from collections.abc import Sequence
 
 from cryptography import x509
-from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from cryptography.x509.verification import (
     Criticality,
@@ -76,9 +75,6 @@ class CertificateAuthority:
     def from_pem(cls, pem: bytes) -> CertificateAuthority:
         return cls(load_pem_bundle(pem))
 
-    def pem(self) -> str:
-        return "".join(cert.public_bytes(Encoding.PEM).decode() for cert in self.certificates)
-
     def verify(self, chain: Sequence[x509.Certificate]) -> x509.Certificate:
         """Return the verified leaf or raise CertificateRejected."""
         if not chain:
@@ -86,17 +82,17 @@ class CertificateAuthority:
         key = tuple(chain)
         outcome = self._outcomes.get(key)
         if outcome is None:
-            outcome = self._verify(chain)
-            now = dt.datetime.now(dt.UTC)
-            self._outcomes.put(
-                key, outcome, min(_REMEMBER_SECONDS, (chain[0].not_valid_after_utc - now).total_seconds())
-            )
+            outcome, until = self._verify(chain)
+            remaining = (until - dt.datetime.now(dt.UTC)).total_seconds()
+            self._outcomes.put(key, outcome, min(_REMEMBER_SECONDS, remaining))
         if outcome:
             raise CertificateRejected(outcome)
         return chain[0]
 
-    def _verify(self, chain: Sequence[x509.Certificate]) -> str:
-        """ "" when the chain verifies, else why not."""
+    def _verify(self, chain: Sequence[x509.Certificate]) -> tuple[str, dt.datetime]:
+        """("", the earliest expiry on the verified path) when the chain verifies, else (why not, the
+        leaf's expiry): the handshake checks no dates, so a remembered success must not outlive an
+        intermediate or the CA."""
         verifier = (
             PolicyBuilder()
             .store(self._store)
@@ -104,10 +100,10 @@ class CertificateAuthority:
             .build_client_verifier()
         )
         try:
-            verifier.verify(chain[0], list(chain[1:]))
+            verified = verifier.verify(chain[0], list(chain[1:]))
         except VerificationError as err:
-            return f"x509: {err}"
-        return ""
+            return f"x509: {err}", chain[0].not_valid_after_utc
+        return "", min(cert.not_valid_after_utc for cert in verified.chain)
 
 
 def parse_der_chain(chain_der: Sequence[bytes]) -> list[x509.Certificate]:

@@ -35,11 +35,9 @@ def make_middleware(
             return web.json_response(
                 status.internal_error(f"failed to create RequestInfo: {err}"), status=500
             )
-        if not attributes.resource_request and always_allow.allows(attributes.path):
-            # Not even authenticated (upstream would reject bad credentials here): health probes must
-            # not depend on the kube-apiserver answering TokenReviews.
-            return await handler(request)
-
+        # Every request is authenticated, always-allowed paths included (upstream's WithAuthentication
+        # wraps the whole handler chain): credentials that fail are a 401 there too. A probe without
+        # credentials is anonymous and asks the kube-apiserver nothing.
         ssl_object = request.transport.get_extra_info("ssl_object") if request.transport else None
         try:
             user = await authenticator.authenticate(
@@ -48,7 +46,10 @@ def make_middleware(
         except (AuthenticationFailed, ValueError) as err:
             log.info("unauthenticated request", path=request.path, error=str(err))
             return web.json_response(status.unauthorized(), status=401)
+        request[USER_KEY] = user
 
+        if not attributes.resource_request and always_allow.allows(attributes.path):
+            return await handler(request)  # the path authorizer allows anyone, no review
         try:
             decision = await authorizer.authorize(user, attributes)
         except AuthorizationError as err:
@@ -57,7 +58,6 @@ def make_middleware(
         if not decision.allowed:
             log.info("forbidden", path=request.path, user=user.name, reason=decision.reason)
             return web.json_response(status.forbidden(user.name, attributes, decision.reason), status=403)
-        request[USER_KEY] = user
         return await handler(request)
 
     return delegated_auth

@@ -71,15 +71,6 @@ def _flag_sources(options: AuthOptions) -> AuthenticationSources:
     return AuthenticationSources(client_ca=client_ca, request_header=request_header)
 
 
-def _ca_pems(sources: AuthenticationSources) -> list[str]:
-    pems = []
-    if sources.client_ca is not None:
-        pems.append(sources.client_ca.pem())
-    if sources.request_header is not None:
-        pems.append(sources.request_header.ca.pem())
-    return pems
-
-
 class Security:
     def __init__(
         self,
@@ -123,7 +114,7 @@ class Security:
             self._sources = await self._initial_sources()
         except (OSError, ValueError, ConfigException) as err:
             raise SecurityStartupError(f"delegated authentication: {err}") from err
-        self._tls.trust_client_cas(_ca_pems(self._sources))
+        self._request_client_certificates_if_due()
         token_reviewer = CachingTokenReviewer(
             TokenReviews(self._authn_api, self._backoff),
             self._options.token_cache_ttl,
@@ -177,7 +168,13 @@ class Security:
             return
         log.info("client CAs or front-proxy settings changed")
         self._sources = sources
-        self._tls.trust_client_cas(_ca_pems(sources))
+        self._request_client_certificates_if_due()
+
+    def _request_client_certificates_if_due(self) -> None:
+        """Handshakes ask for a client certificate once a client CA or front-proxy CA is known, as upstream
+        (whose serving ClientCA is then set); the authenticators verify what is presented."""
+        if self._sources.client_ca is not None or self._sources.request_header is not None:
+            self._tls.request_client_certificates()
 
     def configure_tls(self, context: ssl.SSLContext) -> None:
         """Hook for the serving context (after start()): request client certificates, add SNI pairs."""

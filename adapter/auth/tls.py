@@ -1,12 +1,11 @@
 """Client certificates and SNI on the serving TLS context, as k8s.io/apiserver configures them.
 
 The adapter server builds the serving context (certificate reloads, --tls-min-version,
---tls-cipher-suites); this module adds what delegated authentication needs: a client certificate is
-requested but not required, and `--tls-sni-cert-key` certificates are chosen by server name.
-
-Python's `ssl.CERT_OPTIONAL` verifies a presented certificate during the handshake against the loaded
-CAs, so the contexts trust the union of every client-certificate bundle; which bundle actually vouches
-for the peer is decided per request by the authenticators (certs.py).
+--tls-cipher-suites); this module adds what delegated authentication needs: once a client CA or the
+front-proxy CA is configured, a client certificate is requested but neither required nor verified in the
+handshake (Go's tls.RequestClientCert, see handshake.py), and `--tls-sni-cert-key` certificates are chosen
+by server name. Whether a CA vouches for the presented chain is decided per request by the
+authenticators (certs.py), so CA bundles never reach the contexts and can change freely.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from cryptography import x509
 
 from adapter.auth.certs import common_name
+from adapter.auth.handshake import request_any_client_certificate
 
 
 @dataclass(frozen=True)
@@ -77,15 +77,17 @@ def _mirror(context: ssl.SSLContext, cert_file: str, key_file: str) -> ssl.SSLCo
 
 
 class ClientCertificateTLS:
-    """Configures serving contexts; remembers them so CAs added later reach new handshakes."""
+    """Configures serving contexts; remembers them so a client CA configured later reaches them too."""
 
     def __init__(self, sni_certificates: Iterable[SNICertificate]) -> None:
         self._sni_certificates = tuple(sni_certificates)
         self._contexts: list[ssl.SSLContext] = []
-        self._pems: tuple[str, ...] = ()
+        self._requesting = False
 
     def configure(self, context: ssl.SSLContext) -> None:
-        """Add SNI certificates and the client CAs known so far to a serving context."""
+        """Add SNI certificates to a serving context, and request client certificates if already due."""
+        # SNI contexts get the client-certificate mode too, so the one chosen mid-handshake never matters.
+        added = [context]
         by_name: dict[str, ssl.SSLContext] = {}
         for sni in self._sni_certificates:
             mirrored = _mirror(context, sni.cert_file, sni.key_file)
@@ -95,7 +97,7 @@ class ClientCertificateTLS:
                     names = certificate_names(x509.load_pem_x509_certificate(handle.read()))
             for name in names:
                 by_name.setdefault(name.lower(), mirrored)
-            self._contexts.append(mirrored)
+            added.append(mirrored)
         if by_name:
 
             def select(ssl_object: ssl.SSLObject, server_name: str | None, _: ssl.SSLContext) -> None:
@@ -104,25 +106,21 @@ class ClientCertificateTLS:
                     ssl_object.context = chosen
 
             context.sni_callback = select
-        self._contexts.append(context)
-        self._load(self._pems)
+        self._contexts.extend(added)
+        if self._requesting:
+            for each in added:
+                request_any_client_certificate(each)
 
-    def trust_client_cas(self, pems: Iterable[str]) -> None:
-        """Request client certificates (never require them) and accept chains to these CAs.
+    def request_client_certificates(self) -> None:
+        """From now on ask every client for a certificate (as upstream does once a client CA is set).
 
-        CAs can be added while serving but never removed (OpenSSL stores are append-only); a CA
-        that left the bundles no longer authenticates anyone, because authenticators re-verify.
+        Never withdrawn: a certificate no configured CA vouches for authenticates nobody anyway.
         """
-        self._pems = tuple(pems)
-        self._load(self._pems)
-
-    def _load(self, pems: tuple[str, ...]) -> None:
-        pem = "".join(pems)
-        if not pem:
+        if self._requesting:
             return
+        self._requesting = True
         for context in self._contexts:
-            context.load_verify_locations(cadata=pem)
-            context.verify_mode = ssl.CERT_OPTIONAL
+            request_any_client_certificate(context)
 
 
 def peer_chain_der(ssl_object: ssl.SSLObject | None) -> list[bytes]:

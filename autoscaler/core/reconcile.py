@@ -570,7 +570,12 @@ def decide(snapshot: Snapshot) -> Decision:
 
 
 def scale_unavailable(hpa: HPA, history: History, error: str, now: datetime) -> Decision:
-    """Reading the scale subresource failed: only AbleToScale and an event change, as upstream."""
+    """Reading the scale subresource failed: only AbleToScale and an event change, as upstream.
+
+    `error` is the failure's own text (upstream's `err.Error()`, e.g. the Status message of the GET): the
+    event carries it as is, the condition after its sentence, and only the returned error gets the
+    `failed to query scale subresource for <Kind/namespace/name>: ` prefix. Callers pass it unprefixed.
+    """
     conditions = set_condition(
         hpa.status.conditions,
         ABLE_TO_SCALE,

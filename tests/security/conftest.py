@@ -183,11 +183,16 @@ class SecuredAdapter:
         path: str,
         cert: Issued | None = None,
         headers: list[tuple[str, str]] | None = None,
+        server_name: str | None = None,
     ) -> tuple[int, Any]:
+        """(status, JSON or text body) of a GET over a new TLS connection presenting `cert`, if any;
+        `server_name` is sent as SNI (and checked against the serving certificate)."""
         connector = aiohttp.TCPConnector(ssl=self.pki.client_context(cert), force_close=True)
         async with (
             aiohttp.ClientSession(connector=connector) as session,
-            session.get(self.url + path, headers=CIMultiDict(headers or [])) as response,
+            session.get(
+                self.url + path, headers=CIMultiDict(headers or []), server_hostname=server_name
+            ) as response,
         ):
             body = (
                 await response.json()

@@ -50,7 +50,8 @@ class Issued:
 class TestCA:
     __test__ = False  # not a pytest class
 
-    def __init__(self, cn: str, parent: TestCA | None = None) -> None:
+    def __init__(self, cn: str, parent: TestCA | None = None, expires: dt.datetime | None = None) -> None:
+        """A root CA, or an intermediate when `parent` signs it; valid for two days unless `expires`."""
         self.key = ec.generate_private_key(ec.SECP256R1())
         builder = (
             x509.CertificateBuilder()
@@ -59,7 +60,7 @@ class TestCA:
             .public_key(self.key.public_key())
             .serial_number(x509.random_serial_number())
             .not_valid_before(_NOW - dt.timedelta(hours=1))
-            .not_valid_after(_NOW + dt.timedelta(days=2))
+            .not_valid_after(expires or _NOW + dt.timedelta(days=2))
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .add_extension(
                 x509.KeyUsage(True, False, False, False, False, True, False, False, False), critical=True

@@ -71,7 +71,7 @@ async def aggregated(apiserver: Any, pki: Pki, tmp_path: Path) -> AsyncIterator[
             ]
         ),
     )
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60
     while not await asyncio.to_thread(available, apiserver):
         assert time.monotonic() < deadline, "the APIServices never became Available"
         await asyncio.to_thread(apiserver.call, server.aggregator.probe_all())

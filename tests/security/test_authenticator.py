@@ -1,5 +1,8 @@
 """Authenticator order and failure rules (front proxy → client cert → token → anonymous)."""
 
+import asyncio
+import datetime as dt
+
 import pytest
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from multidict import CIMultiDict
@@ -77,6 +80,28 @@ async def test_certificate_from_another_ca_fails() -> None:
         await Authenticator(sources, Reviews()).authenticate(
             [OTHER_CA.issue("front-proxy-client").cert], PROXY_HEADERS
         )
+
+
+async def test_certificate_from_another_ca_with_a_valid_token_is_the_token_user() -> None:
+    # Upstream's union: the failed x509 authenticators are forgotten once the bearer token succeeds.
+    headers = CIMultiDict([*PROXY_HEADERS.items(), ("Authorization", "Bearer good")])
+    stranger = [OTHER_CA.issue("front-proxy-client").cert]
+    user = await Authenticator(sources, Reviews()).authenticate(stranger, headers)
+    assert user.name == "system:serviceaccount:ns:sa"
+
+
+async def test_remembered_verdict_does_not_outlive_the_intermediate() -> None:
+    expires = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1)
+    intermediate = TestCA("short-lived-intermediate", parent=CLIENT_CA, expires=expires)
+    chain = [intermediate.issue("carol").cert, intermediate.cert]
+    same_cas = sources(allowed=())  # one CertificateAuthority throughout, so its remembered verdicts count
+    authn = Authenticator(lambda: same_cas, Reviews())
+    assert (await authn.authenticate(chain, CIMultiDict())).name == "carol"
+    # X.509 times have whole seconds and the last one is still valid.
+    end = intermediate.cert.not_valid_after_utc + dt.timedelta(seconds=1)
+    await asyncio.sleep((end - dt.datetime.now(dt.UTC)).total_seconds() + 0.05)
+    with pytest.raises(AuthenticationFailed, match=r"client certificate: .* not valid at validation time"):
+        await authn.authenticate(chain, CIMultiDict())
 
 
 async def test_server_only_certificate_is_not_a_client_certificate() -> None:

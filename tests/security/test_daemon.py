@@ -56,7 +56,7 @@ async def daemon(apiserver: Any, pki: Pki, tmp_path: Path) -> AsyncIterator[tupl
             [apiservice(v, url, pki.serving_ca.pem, p) for v, p in (("v1beta1", 100), ("v1beta2", 200))]
         ),
     )
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60
     while not await asyncio.to_thread(available, apiserver):
         assert time.monotonic() < deadline, "the APIServices never became Available"
         await asyncio.to_thread(apiserver.call, apiserver.server.aggregator.probe_all())

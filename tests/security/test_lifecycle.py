@@ -7,7 +7,6 @@ import ssl
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from cryptography import x509
 
@@ -32,9 +31,30 @@ async def test_rotated_front_proxy_ca_is_picked_up_on_refresh(pki: Pki, kube: tu
         )
         await adapter.security.refresh()
         new = rotated.issue("front-proxy-client")
-        assert (await adapter.get(METRIC_PATH, new, HEADERS))[0] == 200  # new CA trusted in the handshake
+        assert (await adapter.get(METRIC_PATH, new, HEADERS))[0] == 200  # the new CA vouches at once
         status, body = await adapter.get(METRIC_PATH, old, HEADERS)
         assert (status, body["reason"]) == (401, "Unauthorized")  # the old CA no longer vouches
+    finally:
+        await runner.cleanup()
+        await adapter.security.close()
+
+
+async def test_client_certificates_are_requested_once_a_ca_is_published(
+    pki: Pki, kube: tuple[SimKube, Path]
+) -> None:
+    sim, kubeconfig = kube
+    sim.allow(lambda spec: spec["user"] == "alice")
+    sim.set_configmap({})
+    adapter, runner = await start_secured(pki, sim, kubeconfig)
+    try:
+        proxy = pki.front_proxy_ca.issue("front-proxy-client")
+        # No CA yet: the handshake asks for no certificate (as upstream), so the caller is anonymous.
+        status, body = await adapter.get(METRIC_PATH, proxy, HEADERS)
+        assert (status, body["reason"]) == (403, "Forbidden")
+        assert [r["spec"]["user"] for r in sim.access_reviews] == ["system:anonymous"]
+        sim.set_configmap(front_proxy_configmap(pki))
+        await adapter.security.refresh()
+        assert (await adapter.get(METRIC_PATH, proxy, HEADERS))[0] == 200
     finally:
         await runner.cleanup()
         await adapter.security.close()
@@ -58,10 +78,9 @@ async def test_flag_given_request_header_ca_replaces_the_configmap(
     try:
         assert (await adapter.get(METRIC_PATH, own.issue("proxy"), HEADERS))[0] == 200
         assert (await adapter.get(METRIC_PATH, own.issue("front-proxy-client"), HEADERS))[0] == 401
-        # The ConfigMap's front-proxy CA is not trusted any more (only its client CA is read): the
-        # handshake itself refuses its certificates.
-        with pytest.raises((aiohttp.ClientError, ssl.SSLError, ConnectionError)):
-            await adapter.get(METRIC_PATH, pki.front_proxy_ca.issue("front-proxy-client"), HEADERS)
+        # The ConfigMap's front-proxy CA is not trusted any more (only its client CA is read).
+        status, body = await adapter.get(METRIC_PATH, pki.front_proxy_ca.issue("front-proxy-client"), HEADERS)
+        assert (status, body["reason"]) == (401, "Unauthorized")
     finally:
         await runner.cleanup()
         await adapter.security.close()
@@ -108,6 +127,14 @@ async def test_sni_certificate_is_served_for_its_name(
         port = int(adapter.url.rsplit(":", 1)[1])
         assert await served_name(pki, port, "other.example.com") == "other.example.com"
         assert await served_name(pki, port, "localhost") == "localhost"
+        # Client certificates are requested, and verified per request, whichever certificate is served.
+        sim.allow(lambda spec: spec["user"] == "alice")
+        proxy = pki.front_proxy_ca.issue("front-proxy-client")
+        status, _ = await adapter.get(METRIC_PATH, proxy, HEADERS, server_name="other.example.com")
+        assert status == 200
+        stranger = pki.other_ca.issue("front-proxy-client")
+        status, _ = await adapter.get(METRIC_PATH, stranger, HEADERS, server_name="other.example.com")
+        assert status == 401
     finally:
         await runner.cleanup()
         await adapter.security.close()

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import ssl
-
-import aiohttp
 import pytest
 
 from tests.security.conftest import METRIC_PATH, SecuredAdapter
@@ -24,6 +21,15 @@ EXPECTED_HPA_SAR_SPEC = {
     "user": HPA_USER,
     "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"],
     "extra": {"authentication.kubernetes.io/credential-id": ["JTI=abc"]},
+}
+UNAUTHORIZED = {
+    "kind": "Status",
+    "apiVersion": "v1",
+    "metadata": {},
+    "status": "Failure",
+    "message": "Unauthorized",
+    "reason": "Unauthorized",
+    "code": 401,
 }
 AGGREGATOR_HEADERS = [
     ("X-Remote-User", HPA_USER),
@@ -59,22 +65,43 @@ async def test_forged_identity_headers_without_certificate_are_not_trusted(adapt
     assert adapter.kube.access_reviews[0]["spec"]["groups"] == ["system:unauthenticated"]
 
 
-async def test_certificate_from_another_ca_is_rejected(adapter: SecuredAdapter) -> None:
+async def test_certificate_from_another_ca_alone_is_unauthorized(adapter: SecuredAdapter) -> None:
+    # The handshake takes any certificate (upstream's tls.RequestClientCert); no authenticator takes
+    # this one, so the request (not the connection) fails, with a Status.
     stranger = adapter.pki.other_ca.issue("front-proxy-client")
-    with pytest.raises((aiohttp.ClientError, ssl.SSLError, ConnectionError)):
-        await adapter.get(METRIC_PATH, stranger, AGGREGATOR_HEADERS)
-    assert adapter.kube.access_reviews == []
+    status, body = await adapter.get(METRIC_PATH, stranger, AGGREGATOR_HEADERS)
+    assert (status, body) == (401, UNAUTHORIZED)
+    assert adapter.kube.access_reviews == [] and adapter.kube.token_reviews == []
+
+
+async def test_certificate_from_another_ca_leaves_a_valid_token_in_charge(adapter: SecuredAdapter) -> None:
+    adapter.kube.add_token("good-token", "reader")
+    adapter.kube.allow(allow_user("reader"))
+    stranger = adapter.pki.other_ca.issue("front-proxy-client")
+    status, body = await adapter.get(
+        METRIC_PATH, stranger, [*AGGREGATOR_HEADERS, ("Authorization", "Bearer good-token")]
+    )
+    assert status == 200, body
+    # The token's user, not the identity headers the unverified certificate came with.
+    assert [r["spec"]["token"] for r in adapter.kube.token_reviews] == ["good-token"]
+    assert [r["spec"]["user"] for r in adapter.kube.access_reviews] == ["reader"]
+
+
+async def test_client_certificate_is_verified_per_request(adapter: SecuredAdapter) -> None:
+    adapter.kube.allow(allow_user("jane"))
+    status, _ = await adapter.get(METRIC_PATH, adapter.pki.client_ca.issue("jane", orgs=("sre",)))
+    assert status == 200
+    assert adapter.kube.access_reviews[0]["spec"]["groups"] == ["sre", "system:authenticated"]
+    # The handshake checks no dates either: an expired certificate gets as far as the authenticators.
+    status, body = await adapter.get(METRIC_PATH, adapter.pki.client_ca.issue("jane", expired=True))
+    assert (status, body) == (401, UNAUTHORIZED)
+    assert len(adapter.kube.access_reviews) == 1
 
 
 async def test_wrong_common_name_with_allowed_list_is_unauthorized(adapter: SecuredAdapter) -> None:
     impostor = adapter.pki.front_proxy_ca.issue("not-the-aggregator")
     status, body = await adapter.get(METRIC_PATH, impostor, AGGREGATOR_HEADERS)
-    assert (status, body["reason"], body["message"], body["code"]) == (
-        401,
-        "Unauthorized",
-        "Unauthorized",
-        401,
-    )
+    assert (status, body) == (401, UNAUTHORIZED)
     assert adapter.kube.access_reviews == []
 
 
@@ -155,6 +182,19 @@ async def test_health_paths_need_no_credentials(adapter: SecuredAdapter, path: s
     status, body = await adapter.get(path)
     assert (status, body) == (200, "ok")
     assert adapter.kube.access_reviews == [] and adapter.kube.token_reviews == []
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/livez", "/readyz"])
+async def test_health_paths_still_check_the_credentials_presented(adapter: SecuredAdapter, path: str) -> None:
+    # Always-allowed paths skip authorization only: upstream authenticates every request.
+    status, body = await adapter.get(path, None, [("Authorization", "Bearer forged")])
+    assert (status, body) == (401, UNAUTHORIZED)
+    status, body = await adapter.get(path, adapter.pki.other_ca.issue("prober"))
+    assert (status, body) == (401, UNAUTHORIZED)
+    adapter.kube.add_token("good-token", "prober")
+    assert await adapter.get(path, None, [("Authorization", "Bearer good-token")]) == (200, "ok")
+    assert [r["spec"]["token"] for r in adapter.kube.token_reviews] == ["forged", "good-token"]
+    assert adapter.kube.access_reviews == []
 
 
 async def test_metrics_endpoint_is_protected_by_default(adapter: SecuredAdapter) -> None:
