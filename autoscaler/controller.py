@@ -3,7 +3,8 @@
 One code path for both sources (CRD / HPA). Workers are independent tasks; every reconcile fetches its
 metrics concurrently under one deadline, so a slow metrics backend only delays the autoscalers using it.
 Event-driven: a spec change (new generation) is reconciled at once; pods of a target appearing,
-disappearing or changing readiness trigger a debounced reconcile.
+disappearing or changing readiness trigger a debounced reconcile. Sync periods, the debounce, the reconcile
+deadline and the decisions' "now" all read one injectable `Clock`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 import aiohttp
 import structlog
@@ -56,6 +56,7 @@ from autoscaler.workqueue import (
     start_workers,
     sync_period,
 )
+from shared.clock import LOOP_CLOCK, Clock
 
 log = structlog.get_logger(__name__)
 _decision_logger = logging.getLogger(__name__)
@@ -93,6 +94,8 @@ class Controller:
         telemetry: Telemetry,
         options: ControllerOptions,
         is_leader: Callable[[], bool] = _default_leader,
+        *,
+        clock: Clock = LOOP_CLOCK,
     ) -> None:
         self.source = source
         self.options = options
@@ -101,10 +104,14 @@ class Controller:
         self._metrics = metrics
         self._mapper = mapper
         self._is_leader = is_leader
+        self._clock = clock
         self._events = EventRecorder(client)
         self.queue = WorkQueue(
-            rate_limiter=MaxOf(ItemExponentialBackoff(0.25, 60.0), TokenBucket(qps=100.0, burst=1000)),
+            rate_limiter=MaxOf(
+                ItemExponentialBackoff(0.25, 60.0), TokenBucket(qps=100.0, burst=1000, clock=clock)
+            ),
             metrics=telemetry,
+            clock=clock,
         )
         self.autoscalers = Informer(client, source.list_path(), label_selector=options.label_selector)
         self.pods = Informer(client, "/api/v1/pods", transform=slim_pod)
@@ -261,7 +268,7 @@ class Controller:
             self.telemetry.reconciles.labels(outcome="invalid_spec").inc()
             return Outcome(failed=False, resync_after=period)
         try:
-            async with asyncio.timeout(self.options.reconcile_deadline):
+            async with self._clock.timeout(self.options.reconcile_deadline):
                 outcome = await self._reconcile(key, obj, hpa)
         except TimeoutError:
             log.warning(
@@ -292,14 +299,11 @@ class Controller:
             scale_obj = await read_scale(self._client, path)
         except ScaleError as err:
             return await self._act(
-                key, obj, hpa, scale_unavailable(hpa, history, str(err), _now()), None, None
+                key, obj, hpa, scale_unavailable(hpa, history, str(err), self._clock.wall()), None, None
             )
         except ApiError as err:
-            message = (
-                f"failed to query scale subresource for {ref.kind}/{hpa.namespace}/{ref.name}: {err.message}"
-            )
             return await self._act(
-                key, obj, hpa, scale_unavailable(hpa, history, message, _now()), None, None
+                key, obj, hpa, scale_unavailable(hpa, history, err.message, self._clock.wall()), None, None
             )
         scale = scale_from_json(scale_obj)
         self._selectors.setdefault(hpa.namespace, {})[key] = scale.selector
@@ -326,7 +330,7 @@ class Controller:
             scale=scale,
             pods=pods,
             metric_answers=answers,
-            now=_now(),
+            now=self._clock.wall(),
             history=history,
             config=self.options.config,
             other_selectors=self._sharing_pods(key, pod_keys),
@@ -361,7 +365,9 @@ class Controller:
                 _, attempts = await update_replicas(self._client, path, scale_obj, decision.desired_replicas)
                 self.telemetry.scale_writes.labels(result="ok").inc()
                 if decision.metric_timestamp is not None:
-                    self.telemetry.sample_age.observe((_now() - decision.metric_timestamp).total_seconds())
+                    self.telemetry.sample_age.observe(
+                        (self._clock.wall() - decision.metric_timestamp).total_seconds()
+                    )
                 outcome = "scaled"
                 if attempts > 1:
                     self.telemetry.scale_conflicts.inc(attempts - 1)
@@ -422,7 +428,3 @@ def _pod_key(slim: Obj) -> Key:
 
 def _ready(pod: Pod) -> str | None:
     return None if pod.ready_condition is None else pod.ready_condition.status
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)

@@ -23,6 +23,7 @@ from autoscaler.options import AutoscalerOptions
 from autoscaler.restmapper import RestMapper
 from autoscaler.sources import SOURCES
 from autoscaler.telemetry import Telemetry
+from shared.clock import LOOP_CLOCK, Clock
 
 log = structlog.get_logger("autoscaler")
 
@@ -34,7 +35,13 @@ class StartupError(Exception):
 class AutoscalerDaemon:
     """Build with `await AutoscalerDaemon.create(options)`, then `start()`/`stop()` or `run(stop)`."""
 
-    def __init__(self, options: AutoscalerOptions, kube: KubeClient, metrics_kube: KubeClient) -> None:
+    def __init__(
+        self,
+        options: AutoscalerOptions,
+        kube: KubeClient,
+        metrics_kube: KubeClient,
+        clock: Clock = LOOP_CLOCK,
+    ) -> None:
         self.options = options
         self.kube = kube
         self._metrics_kube = metrics_kube
@@ -64,14 +71,16 @@ class AutoscalerDaemon:
                 config=options.config,
             ),
             is_leader=self.elector.is_leader if self.elector is not None else lambda: True,
+            clock=clock,
         )
         self.port = 0
         self._runner: web.AppRunner | None = None
         self._elector_task: asyncio.Task[None] | None = None
 
     @classmethod
-    async def create(cls, options: AutoscalerOptions) -> AutoscalerDaemon:
-        """Load cluster access (KubeConfigError when it cannot) and build every part; nothing runs yet."""
+    async def create(cls, options: AutoscalerOptions, clock: Clock = LOOP_CLOCK) -> AutoscalerDaemon:
+        """Load cluster access (KubeConfigError when it cannot) and build every part; nothing runs yet.
+        Tests pass a FakeClock to drive the controller's periods, debounce and deadlines."""
         access = await load_access(options.kubeconfig)
         kube = KubeClient(access, qps=options.qps, burst=options.burst)
         metrics = options.metrics
@@ -80,7 +89,7 @@ class AutoscalerDaemon:
             if metrics.url
             else kube
         )
-        return cls(options, kube, metrics_kube)
+        return cls(options, kube, metrics_kube, clock)
 
     async def start(self) -> None:
         """Serve /metrics and health, sync the caches, start the workers and, if asked, leader election."""

@@ -7,6 +7,8 @@
   debounce into one).
 * `add_rate_limited` delays by the rate limiter; `forget` resets the key's back-off.
 * `shutdown` refuses new adds and wakes getters; `shutdown_with_drain` also waits for in-flight keys.
+
+Delays and waits are timed on an injectable `Clock` (the event loop's by default).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Hashable
 from typing import Protocol
 
 from autoscaler.workqueue.ratelimit import RateLimiter, default_controller_rate_limiter
+from shared.clock import LOOP_CLOCK, Clock, TimerHandle
 
 _EARLY_FIRE_SLACK = 0.001
 
@@ -47,8 +50,15 @@ class _NoMetrics:
 
 
 class WorkQueue:
-    def __init__(self, rate_limiter: RateLimiter | None = None, metrics: QueueMetrics | None = None) -> None:
-        self._limiter = rate_limiter or default_controller_rate_limiter()
+    def __init__(
+        self,
+        rate_limiter: RateLimiter | None = None,
+        metrics: QueueMetrics | None = None,
+        *,
+        clock: Clock = LOOP_CLOCK,
+    ) -> None:
+        self._clock = clock
+        self._limiter = rate_limiter or default_controller_rate_limiter(clock=clock)
         self._metrics = metrics or _NoMetrics()
         self._queue: deque[Hashable] = deque()
         self._dirty: set[Hashable] = set()
@@ -64,7 +74,7 @@ class WorkQueue:
         self._heap: list[tuple[float, int, Hashable]] = []
         self._waiting: dict[Hashable, float] = {}
         self._seq = itertools.count()
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: TimerHandle | None = None
 
     # ---- adding
 
@@ -184,9 +194,8 @@ class WorkQueue:
 
     # ---- internals
 
-    @staticmethod
-    def _now() -> float:
-        return asyncio.get_running_loop().time()
+    def _now(self) -> float:
+        return self._clock.now()
 
     def _wake_one(self) -> None:
         while self._getters:
@@ -201,7 +210,7 @@ class WorkQueue:
             if self._timer.when() <= ready_at:
                 return
             self._timer.cancel()
-        self._timer = asyncio.get_running_loop().call_at(ready_at, self._fire_due)
+        self._timer = self._clock.call_at(ready_at, self._fire_due)
 
     def _fire_due(self) -> None:
         self._timer = None

@@ -6,9 +6,10 @@ success (`forget`) and tells how often a key has been retried (`num_requeues`).
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from typing import Protocol
+
+from shared.clock import LOOP_CLOCK, Clock
 
 
 class RateLimiter(Protocol):
@@ -51,18 +52,21 @@ class TokenBucket:
     `Reserve().Delay()`), so a burst of retries is spread out instead of refused.
     """
 
-    def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, qps: float, burst: int, *, clock: Clock = LOOP_CLOCK) -> None:
         if qps <= 0 or burst < 1:
             raise ValueError("need qps > 0 and burst >= 1")
         self._qps = qps
         self._burst = float(burst)
         self._clock = clock
         self._tokens = float(burst)
-        self._last = clock()
+        # Read at the first `when`: the loop clock can only be read inside the running loop, and a
+        # bucket may be built before it runs (a full bucket refills nothing meanwhile anyway).
+        self._last: float | None = None
 
     def when(self, key: Hashable) -> float:
-        now = self._clock()
-        self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
+        now = self._clock.now()
+        if self._last is not None:
+            self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
         self._last = now
         self._tokens -= 1.0
         return 0.0 if self._tokens >= 0 else -self._tokens / self._qps
@@ -93,6 +97,6 @@ class MaxOf:
         return max(limiter.num_requeues(key) for limiter in self._limiters)
 
 
-def default_controller_rate_limiter(max_delay: float = 1000.0) -> MaxOf:
+def default_controller_rate_limiter(max_delay: float = 1000.0, *, clock: Clock = LOOP_CLOCK) -> MaxOf:
     """client-go's DefaultControllerRateLimiter: 5 ms..max per key, and 10 qps / burst 100 overall."""
-    return MaxOf(ItemExponentialBackoff(0.005, max_delay), TokenBucket(qps=10.0, burst=100))
+    return MaxOf(ItemExponentialBackoff(0.005, max_delay), TokenBucket(qps=10.0, burst=100, clock=clock))

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from autoscaler.kubeclient import KubeClient, load_access
+from shared.clock import FakeClock
 from tests.autoscaler.metrics_backend import MetricsBackend
 
 
@@ -24,3 +25,11 @@ async def backend() -> AsyncIterator[MetricsBackend]:
     server = await MetricsBackend().start()
     yield server
     await server.stop()
+
+
+@pytest.fixture
+def fake_clock() -> FakeClock:
+    """A clock for `running_controller(..., clock=fake_clock)`: the controller's sync periods, readiness
+    debounce and reconcile deadline pass only when the test advances it (the API server and the metrics
+    API stay real)."""
+    return FakeClock()

@@ -13,6 +13,7 @@ from autoscaler.controller import Controller
 from autoscaler.daemon import AutoscalerDaemon
 from autoscaler.kubeclient import KubeClient, Obj
 from autoscaler.options import parse_options
+from shared.clock import LOOP_CLOCK, Clock
 from sim.runner import ServerThread
 from tests.autoscaler.helpers import eventually
 
@@ -134,6 +135,7 @@ async def running_controller(
     workers: int = 4,
     reconcile_deadline: float = 10.0,
     selector: str = "",
+    clock: Clock = LOOP_CLOCK,
 ) -> AsyncIterator[Controller]:
     """The daemon as `python -m autoscaler` builds it, started in-process; metrics_url None means
     through the API server's aggregation, as without --metrics-url."""
@@ -152,7 +154,7 @@ async def running_controller(
             "--shutdown-grace-period=5s",
         ]
     )
-    daemon = await AutoscalerDaemon.create(options)
+    daemon = await AutoscalerDaemon.create(options, clock)
     try:
         await daemon.start()
         yield daemon.controller

@@ -37,7 +37,8 @@ class MetricsBackend:
         app.router.add_get(
             f"/apis/{GROUP}/{{version}}/namespaces/{{ns}}/pods/{{name}}/{{metric}}", self._pods
         )
-        self._runner = web.AppRunner(app, access_log=None)
+        # Cancelled handlers let the server stop without waiting out a slowed answer.
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()

@@ -1,15 +1,21 @@
-"""The reconcile shell against the simulated API server and a metrics API it controls."""
+"""The reconcile shell against the simulated API server and a metrics API it controls.
+
+Tests about timing (periods, debounce, stabilization, deadline) run the controller on a `FakeClock`: time
+passes only when the test advances it, while the API server and the metrics API answer for real (waited
+for with generous deadlines).
+"""
 
 from __future__ import annotations
 
 import asyncio
-import time
+import functools
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from autoscaler.kubeclient import KubeClient
+from shared.clock import FakeClock
 from sim.runner import ServerThread
 from tests.autoscaler.harness import (
     autoscaler_spec,
@@ -21,7 +27,7 @@ from tests.autoscaler.harness import (
     running_controller,
     workload,
 )
-from tests.autoscaler.helpers import eventually, until
+from tests.autoscaler.helpers import advance, eventually, reconciles, until
 from tests.autoscaler.metrics_backend import MetricsBackend
 
 HZA = "/apis/autoscaling.surge.dev/v1alpha1/namespaces/default/horizontalautoscalers"
@@ -64,6 +70,26 @@ async def test_pods_metric_above_target_scales_up_and_reports(
     path, query = backend.requests[0]
     assert path.startswith("/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/%2A/http_requests")
     assert query == {"labelSelector": "app=web"}
+
+
+async def test_missing_target_reports_failed_get_scale_once_prefixed(
+    cluster: KubeClient, kubeconfig_path: Path, backend: MetricsBackend
+) -> None:
+    await create_hza(cluster, "gone", autoscaler_spec("gone", "http_requests", "100", syncPeriodSeconds=1))
+    async with running_controller(kubeconfig_path, backend.url):
+
+        async def able_reason() -> str | None:
+            found = condition(await cluster.get(f"{HZA}/gone"), "AbleToScale")
+            return None if found is None else str(found["reason"])
+
+        await until(able_reason, "FailedGetScale")
+        able = condition(await cluster.get(f"{HZA}/gone"), "AbleToScale")
+        assert able is not None and able["message"] == (
+            'the HPA controller was unable to get the target\'s current scale: deployments.apps "gone" not found'
+        )
+        failed = [e for e in await events_of(cluster, "gone") if e["reason"] == "FailedGetScale"]
+        assert failed and failed[0]["type"] == "Warning"
+        assert failed[0]["message"] == 'deployments.apps "gone" not found'
 
 
 async def test_metrics_api_failure_does_not_scale_and_reports_upstream_reason(
@@ -112,50 +138,76 @@ async def test_conflicting_write_on_scale_is_retried_with_a_fresh_read(
 
 
 async def test_spec_change_is_reconciled_at_once_not_after_the_period(
-    cluster: KubeClient, apiserver: ServerThread, kubeconfig_path: Path, backend: MetricsBackend
+    cluster: KubeClient,
+    apiserver: ServerThread,
+    kubeconfig_path: Path,
+    backend: MetricsBackend,
+    fake_clock: FakeClock,
 ) -> None:
     pods = workload(apiserver, "web", 2)
     backend.pod_values[("default", "http_requests")] = dict.fromkeys(pods, 100.0)
     await create_hza(cluster, "web", autoscaler_spec("web", "http_requests", "100", syncPeriodSeconds=600))
-    async with running_controller(kubeconfig_path, backend.url):
+    async with running_controller(kubeconfig_path, backend.url, clock=fake_clock) as controller:
         await until(lambda: _condition_reason(cluster, "web", "ScalingActive"), "ValidMetricFound")
+        await eventually(lambda: reconciles(controller) == 1)
         assert await replicas_of(cluster, "web") == 2
-        started = time.monotonic()
         await cluster.request(
             "PATCH",
             f"{HZA}/web",
             content_type="application/merge-patch+json",
             body={"spec": {"metrics": autoscaler_spec("web", "http_requests", "50")["metrics"]}},
         )
-        await until(lambda: replicas_of(cluster, "web"), 4, within=3)
-        assert time.monotonic() - started < 3
+        # The clock stands still, so no period can pass: only the edit can trigger this reconcile.
+        await until(lambda: replicas_of(cluster, "web"), 4)
+        await eventually(lambda: reconciles(controller) == 2)
+        assert controller.queue.waiting_count() == 1  # the next period is still ahead
 
 
 async def test_pod_readiness_change_triggers_a_debounced_reconcile(
-    cluster: KubeClient, apiserver: ServerThread, kubeconfig_path: Path, backend: MetricsBackend
+    cluster: KubeClient,
+    apiserver: ServerThread,
+    kubeconfig_path: Path,
+    backend: MetricsBackend,
+    fake_clock: FakeClock,
 ) -> None:
     pods = workload(apiserver, "web", 2)
     backend.pod_values[("default", "http_requests")] = dict.fromkeys(pods, 100.0)
     await create_hza(cluster, "web", autoscaler_spec("web", "http_requests", "100", syncPeriodSeconds=600))
-    async with running_controller(kubeconfig_path, backend.url):
-        await eventually(lambda: len(backend.requests) == 1)
+    async with running_controller(kubeconfig_path, backend.url, clock=fake_clock) as controller:
+        await eventually(lambda: reconciles(controller) == 1)
+        assert len(backend.requests) == 1
         store = apiserver.server.store
 
-        def flap_readiness() -> None:
+        def flap_readiness() -> str:
             # Several changes in a burst: one reconcile, not one per change.
             for ready in ("False", "True", "False"):
                 pod = store.get(("", "pods"), "default", pods[0])
                 pod["status"]["conditions"][0]["status"] = ready
-                store.update(("", "pods"), pod, subresource="status")
+                pod = store.update(("", "pods"), pod, subresource="status")
+            return str(pod["metadata"]["resourceVersion"])
 
-        apiserver.call(flap_readiness)
-        await eventually(lambda: len(backend.requests) == 2, within=3)
-        await asyncio.sleep(0.5)
+        last = apiserver.call(flap_readiness)
+
+        def cached_version() -> str | None:
+            cached = controller.pods.store.get("default", pods[0])
+            return None if cached is None else str(cached["metadata"]["resourceVersion"])
+
+        # All three changes have reached the controller; debounced, none has reconciled yet.
+        await eventually(lambda: cached_version() == last)
+        assert reconciles(controller) == 1 and len(controller.queue) == 0
+        await advance(fake_clock, controller, controller.options.readiness_debounce)
         assert len(backend.requests) == 2
+        # Nothing else is queued, and only the 600 s period waits: the burst made one reconcile.
+        assert reconciles(controller) == 2
+        assert len(controller.queue) == 0 and controller.queue.waiting_count() == 1
 
 
 async def test_load_drop_scales_down_after_the_stabilization_window(
-    cluster: KubeClient, apiserver: ServerThread, kubeconfig_path: Path, backend: MetricsBackend
+    cluster: KubeClient,
+    apiserver: ServerThread,
+    kubeconfig_path: Path,
+    backend: MetricsBackend,
+    fake_clock: FakeClock,
 ) -> None:
     pods = workload(apiserver, "web", 4)
     backend.pod_values[("default", "http_requests")] = dict.fromkeys(pods, 50.0)
@@ -168,11 +220,16 @@ async def test_load_drop_scales_down_after_the_stabilization_window(
         behavior={"scaleDown": {"stabilizationWindowSeconds": window}},
     )
     await create_hza(cluster, "web", spec)
-    async with running_controller(kubeconfig_path, backend.url):
-        started = time.monotonic()
-        await until(lambda: replicas_of(cluster, "web"), 2, within=10)
-        # The first recommendation (4, the current size) holds the size for the window.
-        assert time.monotonic() - started >= window - 0.5
+    async with running_controller(kubeconfig_path, backend.url, clock=fake_clock) as controller:
+        await eventually(lambda: reconciles(controller) == 1)
+        elapsed = 0
+        while await replicas_of(cluster, "web") == 4 and elapsed <= window:
+            await advance(fake_clock, controller, 1.0)
+            elapsed += 1
+        assert await replicas_of(cluster, "web") == 2
+        # The first recommendation (4, the current size) holds the size for the window; the first
+        # period past it scales down.
+        assert window <= elapsed <= window + 1
 
         async def able_to_scale_reason() -> str | None:
             able = condition(await cluster.get(f"{HZA}/web"), "AbleToScale")
@@ -182,28 +239,40 @@ async def test_load_drop_scales_down_after_the_stabilization_window(
             events = await events_of(cluster, "web")
             return [e["message"] for e in events if e["reason"] == "SuccessfulRescale"]
 
-        # Status and event are written just after the scale (well before the next 1 s period).
-        await until(able_to_scale_reason, "SucceededRescale", within=0.5, poll=0.01)
-        expected = ["New size: 2; reason: All metrics below target"]
-        await until(rescale_messages, expected, within=0.5, poll=0.01)
+        # Status and event were written by the reconcile that scaled (the clock has not moved since).
+        assert await able_to_scale_reason() == "SucceededRescale"
+        assert await rescale_messages() == ["New size: 2; reason: All metrics below target"]
 
 
 async def test_slow_metrics_backend_does_not_delay_other_autoscalers(
-    cluster: KubeClient, apiserver: ServerThread, kubeconfig_path: Path, backend: MetricsBackend
+    cluster: KubeClient,
+    apiserver: ServerThread,
+    kubeconfig_path: Path,
+    backend: MetricsBackend,
+    fake_clock: FakeClock,
 ) -> None:
     for app in ("slow", "fast"):
         pods = workload(apiserver, app, 2)
         backend.pod_values[("default", f"{app}_requests")] = dict.fromkeys(pods, 100.0)
         await create_hza(cluster, app, autoscaler_spec(app, f"{app}_requests", "100", syncPeriodSeconds=1))
-    backend.delays[("default", "slow_requests")] = 5.0
-    async with running_controller(kubeconfig_path, backend.url, reconcile_deadline=3.0) as controller:
-        await asyncio.sleep(3.5)
-        fast = [p for p, _ in backend.requests if "fast_requests" in p]
-        slow = [p for p, _ in backend.requests if "slow_requests" in p]
+    # Real seconds, far more than the test takes: the slow fetch hangs until the (fake) deadline.
+    backend.delays[("default", "slow_requests")] = 60.0
+
+    def fetches(app: str) -> int:
+        return sum(f"{app}_requests" in p for p, _ in backend.requests)
+
+    async with running_controller(
+        kubeconfig_path, backend.url, reconcile_deadline=3.0, clock=fake_clock
+    ) as controller:
+        await eventually(lambda: fetches("slow") == 1 and reconciles(controller) == 1)
         # The fast one keeps its 1 s period while the slow one hangs in its first fetch.
-        assert len(fast) >= 3
-        assert len(slow) <= 2
-        assert controller.telemetry.reconciles.labels(outcome="deadline")._value.get() >= 1
+        for _ in range(2):
+            await advance(fake_clock, controller, 1.0)
+        assert fetches("fast") == 3 and fetches("slow") == 1
+        # At 3 s both the fast one's period and the slow one's deadline are due.
+        await advance(fake_clock, controller, 1.0, reconciled=2)
+        assert fetches("fast") == 4 and fetches("slow") == 1
+        assert controller.telemetry.reconciles.labels(outcome="deadline")._value.get() == 1
 
 
 async def test_kubectl_get_and_describe_show_the_decision(
@@ -232,7 +301,7 @@ async def _condition_reason(kube: KubeClient, name: str, type_: str) -> str | No
 async def test_source_hpa_reconciles_plain_hpas_selected_by_label(
     kube: KubeClient, apiserver: ServerThread, kubeconfig_path: Path, backend: MetricsBackend
 ) -> None:
-    from autoscaler.sources import HPA_SOURCE, SYNC_PERIOD_ANNOTATION
+    from autoscaler.sources import SYNC_PERIOD_ANNOTATION
 
     hpas = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers"
     for app, managed in (("web", "true"), ("other", "false")):
@@ -253,7 +322,9 @@ async def test_source_hpa_reconciles_plain_hpas_selected_by_label(
             "spec": autoscaler_spec(app, "http_requests", "100"),
         }
         await kube.request("POST", hpas, body=body)
-    async with running_controller(kubeconfig_path, backend.url, source=HPA_SOURCE, selector="surge=true"):
+    async with running_controller(
+        kubeconfig_path, backend.url, source="hpa", selector="surge=true"
+    ) as controller:
         await until(lambda: replicas_of(kube, "web"), 3)
         hpa = await kube.get(f"{hpas}/web")
         assert hpa["status"]["desiredReplicas"] == 3
@@ -263,8 +334,8 @@ async def test_source_hpa_reconciles_plain_hpas_selected_by_label(
         messages = [e["message"] for e in await events_of(kube, "web") if e["reason"] == "SuccessfulRescale"]
         assert messages == ["New size: 3; reason: pods metric http_requests above target"]
         assert (await events_of(kube, "web"))[0]["involvedObject"]["kind"] == "HorizontalPodAutoscaler"
-        await asyncio.sleep(1.5)
-        # Not selected: left to someone else.
+        # Not selected: never even cached, so never reconciled; left to someone else.
+        assert controller.autoscalers.store.get("default", "other") is None
         assert await replicas_of(kube, "other") == 2
         other = await kube.get(f"{hpas}/other")
         assert not (other.get("status") or {}).get("conditions")
@@ -279,7 +350,8 @@ async def test_two_autoscalers_on_the_same_pods_are_reported_ambiguous(
         await create_hza(cluster, name, autoscaler_spec("web", "http_requests", "100", syncPeriodSeconds=1))
     async with running_controller(kubeconfig_path, backend.url):
         for name in ("first", "second"):
-            await until(lambda n=name: _condition_reason(cluster, n, "ScalingActive"), "AmbiguousSelector")
+            reason = functools.partial(_condition_reason, cluster, name, "ScalingActive")
+            await until(reason, "AmbiguousSelector")
         active = condition(await cluster.get(f"{HZA}/second"), "ScalingActive")
         assert active is not None
         assert active["message"] == (

@@ -64,7 +64,7 @@ async def start(kube: KubeClient) -> tuple[Informer, Recorder, asyncio.Task[None
     recorder = Recorder()
     informer.add_handlers(recorder.handlers())
     task = asyncio.create_task(informer.run())
-    await asyncio.wait_for(informer.synced.wait(), 5)
+    await asyncio.wait_for(informer.synced.wait(), 30)
     return informer, recorder, task
 
 
@@ -154,6 +154,6 @@ async def test_bookmarks_advance_the_resource_version(kube: KubeClient) -> None:
             "/api/v1/namespaces/default/secrets",
             body={"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default"}},
         )
-        await eventually(lambda: int(informer.resource_version) > before, within=3)
+        await eventually(lambda: int(informer.resource_version) > before)
     finally:
         await stop(task)

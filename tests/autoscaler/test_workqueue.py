@@ -1,9 +1,13 @@
-"""Work queue semantics: dedup, no concurrent processing of one key, back-off, delayed adds, shutdown."""
+"""Work queue semantics: dedup, no concurrent processing of one key, back-off, delayed adds, shutdown.
+
+Time is a `FakeClock` the tests advance, and tasks are given loop turns (never wall-clock time), so every
+timing assertion is exact and independent of how loaded the machine is.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import itertools
+from collections.abc import Callable
 
 import pytest
 
@@ -17,6 +21,20 @@ from autoscaler.workqueue import (
     start_workers,
     sync_period,
 )
+from shared.clock import FakeClock
+
+
+async def spin(check: Callable[[], bool], turns: int = 1000) -> None:
+    """Let the other tasks run until `check()` holds (no clock time passes); fail if it never does."""
+    for _ in range(turns):
+        if check():
+            return
+        await asyncio.sleep(0)
+    assert check(), f"not reached within {turns} loop turns"
+
+
+def ran(times: list[float], count: int) -> Callable[[], bool]:
+    return lambda: len(times) == count
 
 
 class RecordingMetrics:
@@ -71,7 +89,9 @@ async def test_workers_never_process_one_key_concurrently() -> None:
             overlaps += 1
         active.add(key)
         runs += 1
-        await asyncio.sleep(0.005)
+        # A reconcile spans several loop turns, an add round one: adds land during processing.
+        for _ in range(5):
+            await asyncio.sleep(0)
         active.discard(key)
         return Outcome(failed=False, resync_after=None)
 
@@ -79,8 +99,7 @@ async def test_workers_never_process_one_key_concurrently() -> None:
     for _ in range(20):
         for key in ("x", "y"):
             queue.add(key)
-        await asyncio.sleep(0.001)
-    await asyncio.sleep(0.05)
+        await asyncio.sleep(0)
     await queue.shutdown_with_drain()
     await asyncio.gather(*workers)
     assert overlaps == 0
@@ -100,20 +119,19 @@ def test_exponential_backoff_grows_caps_and_resets() -> None:
 
 
 def test_token_bucket_allows_burst_then_spaces_requests() -> None:
-    now = [100.0]
-    bucket = TokenBucket(qps=10.0, burst=3, clock=lambda: now[0])
+    clock = FakeClock()
+    bucket = TokenBucket(qps=10.0, burst=3, clock=clock)
     assert [bucket.when(i) for i in range(3)] == [0.0, 0.0, 0.0]
     assert bucket.when("x") == pytest.approx(0.1)
     assert bucket.when("y") == pytest.approx(0.2)
-    now[0] += 1.0  # refills to the burst, not beyond it
+    clock.advance(1.0)  # refills to the burst, not beyond it
     assert [bucket.when(i) for i in range(3)] == [0.0, 0.0, 0.0]
     assert bucket.when("z") == pytest.approx(0.1)
 
 
 def test_max_of_takes_longest_delay_and_forgets_everywhere() -> None:
-    now = [0.0]
     backoff = ItemExponentialBackoff(0.001, 10.0)
-    limiter = MaxOf(backoff, TokenBucket(qps=1.0, burst=1, clock=lambda: now[0]))
+    limiter = MaxOf(backoff, TokenBucket(qps=1.0, burst=1, clock=FakeClock()))
     assert limiter.when("k") == 0.001
     assert limiter.when("k") == pytest.approx(1.0)  # the bucket is empty: its delay dominates
     assert limiter.num_requeues("k") == 2
@@ -122,106 +140,130 @@ def test_max_of_takes_longest_delay_and_forgets_everywhere() -> None:
 
 
 async def test_delayed_adds_come_out_in_time_order() -> None:
-    queue = WorkQueue()
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    queue.add_after("late", 0.06)
-    queue.add_after("early", 0.02)
-    queue.add_after("middle", 0.04)
+    clock = FakeClock()
+    queue = WorkQueue(clock=clock)
+    queue.add_after("late", 1.5)
+    queue.add_after("early", 0.5)
+    queue.add_after("middle", 1.0)
     assert len(queue) == 0
     assert queue.waiting_count() == 3
     got = []
-    for _ in range(3):
-        got.append((await queue.get(), loop.time() - start))
-    assert [key for key, _ in got] == ["early", "middle", "late"]
-    assert got[0][1] >= 0.02 - 0.002
-    assert got[2][1] >= 0.06 - 0.002
+    for due in (0.5, 1.0, 1.5):
+        clock.advance(due - 0.125 - clock.now())
+        assert len(queue) == 0, f"a key came out before {due}"
+        clock.advance(0.125)
+        assert len(queue) == 1
+        got.append((await queue.get(), clock.now()))
+    assert got == [("early", 0.5), ("middle", 1.0), ("late", 1.5)]
+    assert queue.waiting_count() == 0
 
 
 async def test_delayed_add_keeps_the_earlier_time() -> None:
-    queue = WorkQueue()
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    queue.add_after("k", 0.5)
-    queue.add_after("k", 0.02)  # earlier wins
-    queue.add_after("k", 0.3)  # later is ignored
-    assert await asyncio.wait_for(queue.get(), 0.3) == "k"
-    assert loop.time() - start < 0.3
+    clock = FakeClock()
+    queue = WorkQueue(clock=clock)
+    queue.add_after("k", 2.0)
+    queue.add_after("k", 0.5)  # earlier wins
+    queue.add_after("k", 1.0)  # later is ignored
+    assert queue.waiting_count() == 1
+    clock.advance(0.5)
+    assert len(queue) == 1
+    assert await queue.get() == "k"
     queue.done("k")
-    await asyncio.sleep(0.6)
+    clock.advance(10.0)
     assert len(queue) == 0  # the superseded entries did not fire again
+    assert queue.waiting_count() == 0
 
 
 async def test_rate_limited_add_backs_off_and_forget_resets() -> None:
-    queue = WorkQueue(rate_limiter=ItemExponentialBackoff(0.02, 1.0))
+    clock = FakeClock()
+    queue = WorkQueue(rate_limiter=ItemExponentialBackoff(0.5, 10.0), clock=clock)
     queue.add_rate_limited("k")
-    queue.add_rate_limited("k")  # 0.04 later than the pending 0.02: ignored
+    queue.add_rate_limited("k")  # 1.0 later than the pending 0.5: ignored
     assert queue.num_requeues("k") == 2
-    await queue.get()
+    clock.advance(0.25)
+    assert len(queue) == 0  # backing off
+    clock.advance(0.25)
+    assert await queue.get() == "k"
     queue.done("k")
     queue.forget("k")
     assert queue.num_requeues("k") == 0
+    clock.advance(10.0)
+    assert len(queue) == 0  # the ignored later try did not come out
 
 
 async def test_failed_reconcile_retries_with_growing_delay_then_success_resets() -> None:
-    queue = WorkQueue(rate_limiter=ItemExponentialBackoff(0.01, 1.0))
-    loop = asyncio.get_running_loop()
+    clock = FakeClock()
+    queue = WorkQueue(rate_limiter=ItemExponentialBackoff(0.25, 10.0), clock=clock)
     times: list[float] = []
-    fourth_run = asyncio.Event()
 
     async def reconcile(key: object) -> Outcome:
-        times.append(loop.time())
-        if len(times) == 4:
-            fourth_run.set()
+        times.append(clock.now())
         return Outcome(failed=len(times) < 4, resync_after=None)
 
     workers = start_workers(queue, 2, reconcile)
     queue.add("k")
-    await asyncio.wait_for(fourth_run.wait(), 2.0)
-    await asyncio.sleep(0)  # let the worker record the success
-    gaps = [b - a for a, b in itertools.pairwise(times)]
-    assert gaps[0] >= 0.01 - 0.002
-    assert gaps[1] >= 0.02 - 0.002
-    assert gaps[2] >= 0.04 - 0.002
-    assert queue.num_requeues("k") == 0
+    await spin(lambda: len(times) == 1)
+    for runs, backoff in enumerate((0.25, 0.5, 1.0), start=2):
+        clock.advance(backoff - 0.125)
+        assert len(queue) == 0, "retried before its back-off"
+        clock.advance(0.125)
+        await spin(ran(times, runs))
+    assert times == [0.0, 0.25, 0.75, 1.75]
+    await spin(lambda: queue.num_requeues("k") == 0)  # the success reset the back-off
+    clock.advance(100.0)
+    assert len(queue) == 0 and len(times) == 4  # and nothing retries a success
     queue.shutdown()
     await asyncio.gather(*workers)
 
 
 async def test_success_resyncs_at_the_objects_period() -> None:
-    queue = WorkQueue()
-    loop = asyncio.get_running_loop()
+    clock = FakeClock()
+    queue = WorkQueue(clock=clock)
     times: list[float] = []
 
     async def reconcile(key: object) -> Outcome:
-        times.append(loop.time())
-        return Outcome(failed=False, resync_after=0.05 if len(times) < 3 else None)
+        times.append(clock.now())
+        return Outcome(failed=False, resync_after=2.0 if len(times) < 3 else None)
 
     workers = start_workers(queue, 1, reconcile)
     queue.add("k")
-    await asyncio.sleep(0.3)
-    assert len(times) == 3  # stops once the reconcile says the object is gone
-    assert all(b - a >= 0.05 - 0.002 for a, b in itertools.pairwise(times))
+    await spin(lambda: len(times) == 1)
+    for runs in (2, 3):
+        await spin(lambda: queue.waiting_count() == 1)
+        clock.advance(1.5)
+        assert len(queue) == 0, "resynced before its period"
+        clock.advance(0.5)
+        await spin(ran(times, runs))
+    assert times == [0.0, 2.0, 4.0]
+    # Stops once the reconcile says the object is gone.
+    await spin(lambda: queue.waiting_count() == 0)
+    clock.advance(100.0)
+    assert len(times) == 3 and len(queue) == 0
     queue.shutdown()
     await asyncio.gather(*workers)
 
 
 async def test_period_counts_from_when_the_key_became_due_not_from_the_end_of_its_reconcile() -> None:
-    queue = WorkQueue()
-    loop = asyncio.get_running_loop()
+    clock = FakeClock()
+    queue = WorkQueue(clock=clock)
     times: list[float] = []
 
     async def reconcile(key: object) -> Outcome:
-        times.append(loop.time())
-        await asyncio.sleep(0.1)
-        return Outcome(failed=False, resync_after=0.15 if len(times) < 3 else None)
+        times.append(clock.now())
+        clock.advance(0.5)  # the reconcile takes 0.5 s
+        return Outcome(failed=False, resync_after=2.0 if len(times) < 3 else None)
 
     workers = start_workers(queue, 1, reconcile)
     queue.add("k")
-    await asyncio.sleep(0.6)
-    assert len(times) == 3
-    # Counted from the end of each reconcile, the starts would be 0.25 s apart.
-    assert all(0.15 - 0.002 <= b - a < 0.2 for a, b in itertools.pairwise(times))
+    await spin(lambda: len(times) == 1)
+    for runs in (2, 3):
+        await spin(lambda: queue.waiting_count() == 1)
+        clock.advance(1.5 - 0.125)
+        assert len(queue) == 0
+        clock.advance(0.125)
+        await spin(ran(times, runs))
+    # Counted from the end of each reconcile, the starts would be 2.5 s apart.
+    assert times == [0.0, 2.0, 4.0]
     queue.shutdown()
     await asyncio.gather(*workers)
 
@@ -248,21 +290,32 @@ async def test_shutdown_wakes_getters_and_refuses_adds() -> None:
 
 
 async def test_shutdown_with_drain_waits_for_in_flight_keys() -> None:
-    queue = WorkQueue()
+    clock = FakeClock()
+    queue = WorkQueue(clock=clock)
+    started: list[str] = []
     finished: list[str] = []
+    release = asyncio.Event()
 
     async def reconcile(key: object) -> Outcome:
-        await asyncio.sleep(0.05)
+        started.append(str(key))
+        await release.wait()
         finished.append(str(key))
         return Outcome(failed=False, resync_after=10.0)
 
     workers = start_workers(queue, 4, reconcile)
     for key in "abc":
         queue.add(key)
-    await asyncio.sleep(0.01)
-    await queue.shutdown_with_drain()
+    await spin(lambda: len(started) == 3)
+    drain = asyncio.create_task(queue.shutdown_with_drain())
+    await spin(lambda: queue.shutting_down)
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert not drain.done()  # three keys are still in flight
+    release.set()
+    await drain
     assert sorted(finished) == ["a", "b", "c"]
     await asyncio.gather(*workers)
+    assert queue.waiting_count() == 0  # no resync is scheduled after shutdown
 
 
 async def test_queued_keys_left_at_shutdown_are_still_handed_out() -> None:
@@ -281,18 +334,20 @@ async def test_cancelled_getter_does_not_swallow_a_wake_up() -> None:
     await asyncio.sleep(0)
     queue.add("k")
     first.cancel()  # woken but cancelled before it ran: the wake-up must pass to `second`
-    assert await asyncio.wait_for(second, 1.0) == "k"
+    await spin(second.done)
+    assert second.result() == "k"
 
 
 async def test_metrics_hooks_report_depth_wait_and_work() -> None:
+    clock = FakeClock()
     metrics = RecordingMetrics()
-    queue = WorkQueue(metrics=metrics)
+    queue = WorkQueue(metrics=metrics, clock=clock)
     queue.add("a")
     queue.add("b")
-    await asyncio.sleep(0.02)
+    clock.advance(0.5)
     key = await queue.get()
-    await asyncio.sleep(0.01)
+    clock.advance(0.25)
     queue.done(key)
     assert metrics.depths[:3] == [1, 2, 1]
-    assert metrics.waits[0] >= 0.02 - 0.002
-    assert metrics.works[0] >= 0.01 - 0.002
+    assert metrics.waits == [0.5]
+    assert metrics.works == [0.25]

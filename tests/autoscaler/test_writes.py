@@ -1,5 +1,9 @@
 """Writes, counted at the simulated API server: the status only when it changed, `/scale` only when the
-decision changes replicas. Steady metrics over several 1 s sync periods must cause no further writes."""
+decision changes replicas. Steady metrics over several 1 s sync periods must cause no further writes.
+
+The controller runs on a `FakeClock`: each period passes when the test advances it, and the counts are
+read once the reconcile it triggered has finished (writes included).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from autoscaler.controller import Controller
 from autoscaler.kubeclient import KubeClient, Obj
+from shared.clock import FakeClock
 from sim.apiserver.faults import Fault
 from sim.runner import ServerThread
 from tests.autoscaler.harness import (
@@ -22,7 +28,7 @@ from tests.autoscaler.harness import (
     running_controller,
     workload,
 )
-from tests.autoscaler.helpers import eventually, until
+from tests.autoscaler.helpers import advance, eventually, reconciles, until
 from tests.autoscaler.metrics_backend import MetricsBackend
 
 HZA = "/apis/autoscaling.surge.dev/v1alpha1/namespaces/default/horizontalautoscalers"
@@ -91,10 +97,12 @@ async def _reason(kube: KubeClient, type_: str) -> str | None:
     return None if found is None else str(found["reason"])
 
 
-async def _steady_for_periods(backend: MetricsBackend) -> None:
-    """Let PERIODS more reconciles (one metrics fetch each) happen at the 1 s sync period."""
+async def _steady_for_periods(clock: FakeClock, controller: Controller, backend: MetricsBackend) -> None:
+    """Let PERIODS more 1 s sync periods pass, each with its reconcile (and its one metrics fetch)."""
     seen = len(backend.requests)
-    await eventually(lambda: len(backend.requests) >= seen + PERIODS, within=PERIODS * 5)
+    for _ in range(PERIODS):
+        await advance(clock, controller, 1.0)
+    assert len(backend.requests) == seen + PERIODS
 
 
 async def test_at_target_one_status_write_and_no_scale_write(
@@ -103,15 +111,17 @@ async def test_at_target_one_status_write_and_no_scale_write(
     kubeconfig_path: Path,
     backend: MetricsBackend,
     counter: WriteCounter,
+    fake_clock: FakeClock,
 ) -> None:
     await install_crd(kube)
     pods = workload(apiserver, "web", 2)
     backend.pod_values[METRIC] = dict.fromkeys(pods, 100.0)
     await create_hza(kube, "web", autoscaler_spec("web", "http_requests", "100", syncPeriodSeconds=1))
-    async with running_controller(kubeconfig_path, backend.url):
+    async with running_controller(kubeconfig_path, backend.url, clock=fake_clock) as controller:
         await until(lambda: _reason(kube, "ScalingActive"), "ValidMetricFound")
+        await eventually(lambda: reconciles(controller) == 1)
         first = counter.counts()
-        await _steady_for_periods(backend)
+        await _steady_for_periods(fake_clock, controller, backend)
         assert counter.counts() == first
     scale_writes, status_writes, object_writes, deployment_commits, hza_commits = first
     assert (scale_writes, deployment_commits) == (0, 0)
@@ -127,26 +137,31 @@ async def test_scale_is_written_once_per_replica_change_and_status_only_on_chang
     kubeconfig_path: Path,
     backend: MetricsBackend,
     counter: WriteCounter,
+    fake_clock: FakeClock,
 ) -> None:
     await install_crd(kube)
     pods = workload(apiserver, "web", 2)
     backend.pod_values[METRIC] = dict.fromkeys(pods, 150.0)  # 2 pods at 1.5x the target: 3 replicas
     await create_hza(kube, "web", autoscaler_spec("web", "http_requests", "100", syncPeriodSeconds=1))
-    async with running_controller(kubeconfig_path, backend.url):
-        await until(lambda: replicas_of(kube, "web"), 3)
-        # The first steady decision: the count matches the recommendation.
-        await until(lambda: _reason(kube, "AbleToScale"), "ReadyForNewScale")
+    async with running_controller(kubeconfig_path, backend.url, clock=fake_clock) as controller:
+        await eventually(lambda: reconciles(controller) == 1)
+        assert await replicas_of(kube, "web") == 3
+        # The first steady decision, a period later: the count matches the recommendation.
+        await advance(fake_clock, controller, 1.0)
+        assert await _reason(kube, "AbleToScale") == "ReadyForNewScale"
         steady = counter.counts()
-        await _steady_for_periods(backend)
+        await _steady_for_periods(fake_clock, controller, backend)
         assert counter.counts() == steady
         assert counter.writes("scale") == 1 and counter.commits(DEPLOYMENTS, "web") == 1
 
-        # A new load: one more scale write, then quiet again.
+        # A new load: one more scale write at the next period, then quiet again.
         backend.pod_values[METRIC] = dict.fromkeys(pods, 250.0)  # 2 pods at 2.5x: 5 replicas
-        await until(lambda: replicas_of(kube, "web"), 5)
-        await until(lambda: _reason(kube, "AbleToScale"), "ReadyForNewScale")
+        await advance(fake_clock, controller, 1.0)
+        assert await replicas_of(kube, "web") == 5
+        await advance(fake_clock, controller, 1.0)
+        assert await _reason(kube, "AbleToScale") == "ReadyForNewScale"
         steady = counter.counts()
-        await _steady_for_periods(backend)
+        await _steady_for_periods(fake_clock, controller, backend)
         assert counter.counts() == steady
     assert counter.writes("scale") == 2 and counter.commits(DEPLOYMENTS, "web") == 2
     assert counter.writes("object") == 0
