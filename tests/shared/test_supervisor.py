@@ -1,0 +1,127 @@
+"""shared.supervisor on a FakeClock: crashes are logged, counted, restarted with back-off, shown as down."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from prometheus_client import CollectorRegistry
+from structlog.testing import capture_logs
+
+from shared.clock import FakeClock
+from shared.supervisor import Backoff, Supervisor
+
+
+async def settle() -> None:
+    """Let every ready task run until it blocks again."""
+    for _ in range(10):
+        await asyncio.sleep(0)
+
+
+class Flaky:
+    """A loop that crashes `crashes` times, then blocks until released."""
+
+    def __init__(self, crashes: int) -> None:
+        self.crashes = crashes
+        self.starts = 0
+        self.release = asyncio.Event()
+
+    async def __call__(self) -> None:
+        self.starts += 1
+        if self.starts <= self.crashes:
+            raise RuntimeError(f"crash {self.starts}")
+        await self.release.wait()
+
+
+def make(clock: FakeClock) -> tuple[Supervisor, CollectorRegistry]:
+    registry = CollectorRegistry()
+    return Supervisor(registry, "test", backoff=Backoff(1.0, 8.0), clock=clock), registry
+
+
+async def test_a_crash_is_logged_counted_shown_down_and_restarted_after_the_backoff() -> None:
+    clock = FakeClock()
+    supervisor, registry = make(clock)
+    loop = Flaky(crashes=1)
+    with capture_logs() as logs:
+        supervisor.start("informer", loop)
+        await settle()
+    assert loop.starts == 1
+    assert supervisor.down() == ["informer"]
+    assert registry.get_sample_value("test_background_task_crashes_total", {"task": "informer"}) == 1
+    assert registry.get_sample_value("test_background_task_up", {"task": "informer"}) == 0
+    (crash,) = [entry for entry in logs if entry["event"] == "background task crashed"]
+    assert crash["task"] == "informer" and crash["restart_in"] == 1.0 and crash["exc_info"] is True
+
+    clock.advance(0.9)
+    await settle()
+    assert loop.starts == 1  # still in its back-off
+    clock.advance(0.1)
+    await settle()
+    assert loop.starts == 2
+    assert supervisor.down() == []
+    assert registry.get_sample_value("test_background_task_up", {"task": "informer"}) == 1
+    await supervisor.stop()
+
+
+async def test_backoff_doubles_up_to_its_maximum_and_resets_after_a_long_run() -> None:
+    clock = FakeClock()
+    supervisor, _ = make(clock)
+    delays: list[float] = []
+    crash_now = asyncio.Event()
+
+    async def loop() -> None:
+        await crash_now.wait()
+        crash_now.clear()
+        raise RuntimeError("boom")
+
+    with capture_logs() as logs:
+        supervisor.start("relist", loop)
+        for _ in range(5):
+            crash_now.set()
+            await settle()
+            delays.append(logs[-1]["restart_in"])
+            clock.advance(delays[-1])
+            await settle()
+        clock.advance(8.0)  # runs for the maximum back-off: the next crash starts over
+        crash_now.set()
+        await settle()
+        delays.append(logs[-1]["restart_in"])
+    assert delays == [1.0, 2.0, 4.0, 8.0, 8.0, 1.0]
+    await supervisor.stop()
+
+
+async def test_a_loop_that_returns_is_not_restarted_nor_down() -> None:
+    clock = FakeClock()
+    supervisor, _ = make(clock)
+    runs = 0
+
+    async def once() -> None:
+        nonlocal runs
+        runs += 1
+
+    supervisor.start("once", once)
+    await settle()
+    clock.advance(100)
+    await settle()
+    assert runs == 1 and supervisor.down() == []
+    await supervisor.stop()
+
+
+async def test_stop_cancels_running_and_backing_off_tasks() -> None:
+    clock = FakeClock()
+    supervisor, _ = make(clock)
+    running, crashing = Flaky(crashes=0), Flaky(crashes=5)
+    supervisor.start("running", running)
+    supervisor.start("crashing", crashing)
+    await settle()
+    assert supervisor.down() == ["crashing"]
+    await asyncio.wait_for(supervisor.stop(), 5)
+    assert running.starts == 1 and crashing.starts == 1
+
+
+async def test_names_are_unique() -> None:
+    supervisor, _ = make(FakeClock())
+    supervisor.start("a", Flaky(crashes=0))
+    with pytest.raises(ValueError, match="already supervised"):
+        supervisor.start("a", Flaky(crashes=0))
+    await supervisor.stop()
