@@ -8,6 +8,7 @@ The daemon reads everything into a ``Snapshot``, calls ``decide`` and then acts 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -43,8 +44,11 @@ from autoscaler.core.types import (
     Snapshot,
     Tolerances,
 )
+from autoscaler.core.validation import Violation
 from shared.selectors import parse_selector
 
+# Surge's own reason (no upstream counterpart) for a spec the API would refuse: see spec_invalid.
+INVALID_SPEC = "InvalidSpec"
 ABOVE_MAX = "Current number of replicas above Spec.MaxReplicas"
 BELOW_MIN = "Current number of replicas below Spec.MinReplicas"
 ALL_BELOW_TARGET = "All metrics below target"
@@ -596,4 +600,35 @@ def scale_unavailable(hpa: HPA, history: History, error: str, now: datetime) -> 
         history=history,
         error=f"failed to query scale subresource for {reference_of(hpa)}: {error}",
         error_label="internal",
+    )
+
+
+def spec_invalid(
+    status: HPAStatus, history: History, violations: Sequence[Violation], now: datetime
+) -> Decision:
+    """The spec breaks the API's rules (validation.py): act on nothing, say why.
+
+    Called instead of reading the scale, like ``scale_unavailable``: decide() reproduces upstream's
+    reconcile, which trusts the API to have validated the spec. Takes the autoscaler's current status
+    only, as a spec whose metric sources do not match their types may not parse. ScalingActive turns
+    False with reason ``InvalidSpec`` and the message ``the HPA spec is invalid: <field>: <problem>[; ...]``;
+    one Warning event ``InvalidSpec`` lists the violations; the scale is neither read nor written. No
+    error: only an edit of the spec (a watch event) can change the outcome, so there is nothing to retry.
+    """
+    detail = "; ".join(str(v) for v in violations)
+    message = f"the HPA spec is invalid: {detail}"
+    new_status = replace(
+        status,
+        conditions=set_condition(status.conditions, SCALING_ACTIVE, "False", INVALID_SPEC, message, now),
+    )
+    return Decision(
+        desired_replicas=status.current_replicas,
+        rescale=False,
+        reason="",
+        status=new_status,
+        status_changed=new_status != status,
+        events=(Event("Warning", INVALID_SPEC, detail),),
+        history=history,
+        error=None,
+        error_label="spec",
     )

@@ -52,7 +52,7 @@ class _TlsKwargs(TypedDict, total=False):
     server_hostname: str
 
 
-def _validate_apiservice(obj: Obj) -> None:
+def _validate_apiservice(obj: Obj, _old: Obj | None) -> None:
     spec = obj.get("spec", {})
     name = obj["metadata"]["name"]
     expected = f"{spec.get('version', '')}.{spec.get('group', '')}"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from sim.apiserver import errors
+from sim.apiserver.cel import RuleError, compile_schema
 from sim.apiserver.resources import GroupResource, Obj, PrinterColumn, Registry, ResourceType, ScaleSpec
 from sim.apiserver.schema import CrdSchema
 from sim.apiserver.store import Store, now_rfc3339
@@ -46,6 +48,20 @@ def crd_initial_status(crd: Obj) -> None:
     }
 
 
+def validate_crd(crd: Obj, _old: Obj | None) -> None:
+    """Refuse a CRD whose x-kubernetes-validations rules cannot be compiled (or name no field), as
+    kube-apiserver does; compiling them here also fills the rule cache its custom resources use."""
+    for i, version in enumerate(crd.get("spec", {}).get("versions") or []):
+        schema = (version.get("schema") or {}).get("openAPIV3Schema")
+        if not isinstance(schema, dict):
+            continue
+        try:
+            compile_schema(schema, f"spec.versions[{i}].schema.openAPIV3Schema")
+        except RuleError as err:
+            raise errors.invalid_fields("CustomResourceDefinition", CRDS[0], crd["metadata"]["name"],
+                                        [err.error]) from None
+
+
 def resource_types(crd: Obj) -> list[ResourceType]:
     spec = crd.get("spec", {})
     names = spec.get("names", {})
@@ -84,6 +100,7 @@ def resource_types(crd: Obj) -> list[ResourceType]:
                 fields=frozenset(f["jsonPath"].lstrip(".") for f in version.get("selectableFields") or []),
                 defaulter=checker.default if checker else None,
                 validator=checker.validate if checker else None,
+                status_validator=checker.validate_status if checker else None,
                 custom=True,
                 storage_version=storage or version["name"],
             )
@@ -100,6 +117,7 @@ class CrdSync:
         crd_type = registry.storage_type(CRDS)
         assert crd_type is not None
         crd_type.on_create = crd_initial_status
+        crd_type.validator = validate_crd
 
     def __call__(self, event_type: str, gr: GroupResource, obj: Obj) -> None:
         if gr != CRDS:

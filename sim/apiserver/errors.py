@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 
 def qualified(group: str, plural: str) -> str:
@@ -72,16 +72,34 @@ def conflict(group: str, plural: str, name: str, why: str) -> ApiError:
 MODIFIED = "the object has been modified; please apply your changes to the latest version and try again"
 
 
-def invalid(kind: str, group: str, name: str, field: str, message: str) -> ApiError:
-    """422 Invalid: `Deployment.apps "x" is invalid: spec.replicas: Invalid value: ...`."""
+class FieldError(NamedTuple):
+    """One apimachinery `field.Error`: the field path, its type (a Status cause's `reason`) and its text."""
+
+    field: str
+    reason: str  # FieldValueInvalid, FieldValueRequired, FieldValueNotSupported, FieldValueTooMany, ...
+    message: str  # the error body, e.g. `Invalid value: 0: must be greater than 0`
+
+
+def invalid_fields(kind: str, group: str, name: str, errs: list[FieldError]) -> ApiError:
+    """422 Invalid listing every cause; the message aggregates them like apimachinery's ErrorList
+    (one error as is, several in brackets, repeated texts once)."""
     gk = f"{kind}.{group}" if group else kind
+    texts = list(dict.fromkeys(f"{e.field}: {e.message}" for e in errs))
+    summary = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
     details = {
         "name": name,
         **({"group": group} if group else {}),
         "kind": kind,
-        "causes": [{"reason": "FieldValueInvalid", "message": message, "field": field}],
+        "causes": [{"reason": e.reason, "message": e.message, "field": e.field} for e in errs],
     }
-    return ApiError(422, "Invalid", f'{gk} "{name}" is invalid: {field}: {message}', details)
+    return ApiError(422, "Invalid", f'{gk} "{name}" is invalid: {summary}', details)
+
+
+def invalid(
+    kind: str, group: str, name: str, field: str, message: str, reason: str = "FieldValueInvalid"
+) -> ApiError:
+    """422 Invalid: `Deployment.apps "x" is invalid: spec.replicas: Invalid value: ...`."""
+    return invalid_fields(kind, group, name, [FieldError(field, reason, message)])
 
 
 def bad_request(message: str) -> ApiError:
@@ -107,3 +125,8 @@ def unsupported_media_type(accepted: tuple[str, ...]) -> ApiError:
 
 def expired(message: str) -> ApiError:
     return ApiError(410, "Expired", message)
+
+
+def request_entity_too_large(limit: int) -> ApiError:
+    """413 for a request body over kube-apiserver's limit (its --max-request-bytes)."""
+    return ApiError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}")

@@ -33,6 +33,7 @@ DEFAULT_WATCH_TIMEOUT = 1800.0
 PODS = ("", "pods")
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 EVENT_LINE_CACHE = 4096
+MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's --max-request-bytes default
 
 
 def dumps(body: Any) -> str:
@@ -96,8 +97,18 @@ def partial_metadata(obj: Obj) -> Obj:
     return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]}
 
 
-async def read_body(request: web.Request) -> Any:
+async def read_raw(request: web.Request) -> bytes:
+    """The request body; over MAX_REQUEST_BODY_BYTES it is refused with 413 like kube-apiserver."""
+    if (request.content_length or 0) > MAX_REQUEST_BODY_BYTES:
+        raise errors.request_entity_too_large(MAX_REQUEST_BODY_BYTES)
     raw = await request.read()
+    if len(raw) > MAX_REQUEST_BODY_BYTES:
+        raise errors.request_entity_too_large(MAX_REQUEST_BODY_BYTES)
+    return raw
+
+
+async def read_body(request: web.Request) -> Any:
+    raw = await read_raw(request)
     content_type = request.headers.get("Content-Type", "application/json").split(";")[0].strip()
     if content_type == PROTOBUF:
         return protobuf.decode(raw)
@@ -387,7 +398,7 @@ class ResourceHandlers:
         rt = target.rt
         options: Obj = {}
         if request.can_read_body:
-            raw = await request.read()
+            raw = await read_raw(request)
             if raw.strip():
                 try:
                     options = json.loads(raw)

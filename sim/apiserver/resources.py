@@ -73,8 +73,11 @@ class ResourceType:
     # Names need only be valid URL path segments, not DNS-1123 subdomains (kube-apiserver's rule for
     # RBAC kinds, whose built-in objects are called e.g. "system:auth-delegator").
     path_segment_names: bool = False
-    # Rejects an invalid object (raises ApiError), after defaulting, on create and update.
-    validator: Callable[[Obj], None] | None = None
+    # Rejects an invalid object (raises ApiError), after defaulting, on create and update; it gets the new
+    # object and the stored one (None on create).
+    validator: Callable[[Obj, Obj | None], None] | None = None
+    # Checks status writes instead, when set (a CRD's status schema: the rest of the object is unchanged).
+    status_validator: Callable[[Obj, Obj | None], None] | None = None
     # Sets a new object's initial status (kube-apiserver drops what the client sent), e.g. a pod's
     # Pending phase or a CRD's Established condition.
     on_create: Callable[[Obj], None] | None = None

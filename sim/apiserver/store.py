@@ -183,8 +183,9 @@ class Store:
             rt.on_create(obj)
         if rt.defaulter is not None:
             rt.defaulter(obj)
+        _validate_annotations(rt, obj)
         if rt.validator is not None:
-            rt.validator(obj)
+            rt.validator(obj, None)
         return self._commit("ADDED", gr, key, obj, None)
 
     def update(self, gr: GroupResource, obj: Obj, *, subresource: str | None = None) -> Obj:
@@ -233,8 +234,12 @@ class Store:
             new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
             if rt.defaulter is not None:
                 rt.defaulter(new)
-        if rt.validator is not None:
-            rt.validator(new)
+        if subresource == "status" and rt.status_validator is not None:
+            rt.status_validator(new, old)
+        else:
+            _validate_annotations(rt, new)
+            if rt.validator is not None:
+                rt.validator(new, old)
         if subresource != "status" and _outside_meta_status(new) != _outside_meta_status(old):
             new["metadata"]["generation"] = old["metadata"].get("generation", 0) + 1
         if _without_rv(new) == _without_rv(old):
@@ -510,6 +515,16 @@ def _parse_rv(value: str) -> int:
 
 
 _NAME_CHARS = set(string.ascii_lowercase + string.digits + "-.")
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024  # bytes of keys and values together (apimachinery's limit)
+
+
+def _validate_annotations(rt: ResourceType, obj: Obj) -> None:
+    annotations = obj["metadata"].get("annotations") or {}
+    size = sum(len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items())
+    if size > TOTAL_ANNOTATION_SIZE_LIMIT:
+        message = f"Too long: must have at most {TOTAL_ANNOTATION_SIZE_LIMIT} bytes"
+        name = obj["metadata"].get("name", "")
+        raise errors.invalid(rt.kind, rt.group, name, "metadata.annotations", message, "FieldValueTooLong")
 
 
 def _validate_name(rt: ResourceType, name: str) -> None:

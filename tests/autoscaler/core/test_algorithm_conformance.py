@@ -15,7 +15,6 @@ from autoscaler.core.metric_compute import build_quantity
 from autoscaler.core.requests import RequestError, calculate_requests, pod_requests_from_containers
 from autoscaler.core.types import ZERO_TIME, LabelSelector, ScalingRules, Tolerances
 from autoscaler.core.utilization import NoMatchingMetricsError, metric_usage_ratio, resource_utilization_ratio
-
 from tests.conformance import HPA_VECTOR_COUNTS, hpa_vectors
 
 from . import vectors as v

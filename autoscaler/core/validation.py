@@ -1,0 +1,205 @@
+"""The API's rules for an autoscaler spec, so the daemon never acts on a spec the API would refuse.
+
+The HorizontalAutoscaler CRD enforces these rules at the API (OpenAPI bounds and CEL rules in
+manifests/crd-horizontalautoscaler.yaml); a spec can still reach the daemon without them (stored under
+an older CRD, or from a server that skipped validation). They are autoscaling/v2's API validation
+(k8s pkg/apis/autoscaling/validation) with one addition: a metric target sets exactly the value its
+type names, and that type is one its source supports (Resource and ContainerResource: Utilization or
+AverageValue; Pods: AverageValue; Object and External: Value or AverageValue). Kubernetes checks only
+which values are set, so it accepts a few specs refused here (say, type Utilization with only an
+averageValue, which the HPA algorithm then reads as an average-value target).
+
+Messages are the CRD's CEL messages where a CEL rule states the rule, kube's wording otherwise.
+`spec_violations` checks the parsed spec (kube_json); parsing keeps only the metric source the type
+names, so `metric_source_violations` checks the JSON for the rest. The CRD's maxItems on metrics and
+maxLength on quantities only bound the cost of its CEL rules and are not checked here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from autoscaler.core.types import (
+    CONTAINER_RESOURCE,
+    EXTERNAL,
+    OBJECT,
+    PODS,
+    RESOURCE,
+    HPASpec,
+    MetricSpec,
+    MetricTarget,
+    ScalingRules,
+)
+
+MAX_BELOW_MIN = "maxReplicas must be greater than or equal to minReplicas"
+MAX_STABILIZATION_WINDOW_SECONDS = 3600
+MAX_PERIOD_SECONDS = 1800
+
+SOURCE_FIELDS = {
+    RESOURCE: "resource",
+    CONTAINER_RESOURCE: "containerResource",
+    PODS: "pods",
+    OBJECT: "object",
+    EXTERNAL: "external",
+}
+_SOURCE_TARGET_TYPES = {
+    RESOURCE: ("Utilization", "AverageValue"),
+    CONTAINER_RESOURCE: ("Utilization", "AverageValue"),
+    PODS: ("AverageValue",),
+    OBJECT: ("Value", "AverageValue"),
+    EXTERNAL: ("Value", "AverageValue"),
+}
+_TARGET_TYPE_MESSAGES = {
+    RESOURCE: "the target type of a Resource metric must be Utilization or AverageValue",
+    CONTAINER_RESOURCE: "the target type of a ContainerResource metric must be Utilization or AverageValue",
+    PODS: "the target type of a Pods metric must be AverageValue",
+    OBJECT: "the target type of an Object metric must be Value or AverageValue",
+    EXTERNAL: "the target type of an External metric must be Value or AverageValue",
+}
+# (target type, MetricTarget attribute, JSON field) of the three target values.
+_TARGET_VALUES = (
+    ("Utilization", "average_utilization", "averageUtilization"),
+    ("Value", "value", "value"),
+    ("AverageValue", "average_value", "averageValue"),
+)
+_TYPES = ("Utilization", "Value", "AverageValue")
+_SELECT_POLICIES = ("Max", "Min", "Disabled")
+_POLICY_TYPES = ("Pods", "Percent")
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One broken rule: the JSON path of the field (e.g. ``spec.metrics[0].pods``) and what is wrong."""
+
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+def _unsupported(value: str, supported: Sequence[str]) -> str:
+    return f'unsupported value "{value}": supported values: ' + ", ".join(f'"{s}"' for s in supported)
+
+
+def _non_empty(value: str, field: str, out: list[Violation]) -> None:
+    if not value:
+        out.append(Violation(field, "must not be empty"))
+
+
+def _target_violations(target: MetricTarget, kind: str, where: str) -> list[Violation]:
+    out = []
+    if target.type not in _TYPES:
+        out.append(Violation(f"{where}.type", _unsupported(target.type, _TYPES)))
+    elif target.type not in _SOURCE_TARGET_TYPES[kind]:
+        out.append(Violation(f"{where}.type", _TARGET_TYPE_MESSAGES[kind]))
+    for type_, attribute, name in _TARGET_VALUES:
+        is_set = getattr(target, attribute) is not None
+        if target.type == type_ and not is_set:
+            out.append(Violation(f"{where}.{name}", f"{name} must be set when type is {type_}"))
+        if is_set and target.type != type_:
+            out.append(Violation(f"{where}.{name}", f"{name} may only be set when type is {type_}"))
+    if target.average_utilization is not None and target.average_utilization < 1:
+        out.append(Violation(f"{where}.averageUtilization", "must be greater than or equal to 1"))
+    if target.value is not None and target.value <= 0:
+        out.append(Violation(f"{where}.value", "value must be positive"))
+    if target.average_value is not None and target.average_value <= 0:
+        out.append(Violation(f"{where}.averageValue", "averageValue must be positive"))
+    return out
+
+
+def _metric_violations(metric: MetricSpec, where: str) -> list[Violation]:
+    if metric.type not in SOURCE_FIELDS:
+        return [Violation(f"{where}.type", _unsupported(metric.type, tuple(SOURCE_FIELDS)))]
+    here = f"{where}.{SOURCE_FIELDS[metric.type]}"
+    out: list[Violation] = []
+    if metric.type in (RESOURCE, CONTAINER_RESOURCE):
+        _non_empty(metric.name, f"{here}.name", out)
+        if metric.type == CONTAINER_RESOURCE:
+            _non_empty(metric.container, f"{here}.container", out)
+    elif metric.metric is not None:
+        _non_empty(metric.metric.name, f"{here}.metric.name", out)
+    if metric.described_object is not None:
+        _non_empty(metric.described_object.kind, f"{here}.describedObject.kind", out)
+        _non_empty(metric.described_object.name, f"{here}.describedObject.name", out)
+    return out + _target_violations(metric.target, metric.type, f"{here}.target")
+
+
+def _rules_violations(rules: ScalingRules, where: str) -> list[Violation]:
+    out = []
+    window = rules.stabilization_window_seconds
+    if window is not None and window < 0:
+        out.append(Violation(f"{where}.stabilizationWindowSeconds", "must be greater than or equal to zero"))
+    if window is not None and window > MAX_STABILIZATION_WINDOW_SECONDS:
+        out.append(
+            Violation(
+                f"{where}.stabilizationWindowSeconds",
+                f"must be less than or equal to {MAX_STABILIZATION_WINDOW_SECONDS}",
+            )
+        )
+    if rules.select_policy is not None and rules.select_policy not in _SELECT_POLICIES:
+        out.append(Violation(f"{where}.selectPolicy", _unsupported(rules.select_policy, _SELECT_POLICIES)))
+    if rules.policies is not None and not rules.policies:
+        out.append(Violation(f"{where}.policies", "must specify at least one Policy"))
+    for i, policy in enumerate(rules.policies or ()):
+        here = f"{where}.policies[{i}]"
+        if policy.type not in _POLICY_TYPES:
+            out.append(Violation(f"{here}.type", _unsupported(policy.type, _POLICY_TYPES)))
+        if policy.value < 1:
+            out.append(Violation(f"{here}.value", "must be greater than zero"))
+        if policy.period_seconds < 1:
+            out.append(Violation(f"{here}.periodSeconds", "must be greater than zero"))
+        if policy.period_seconds > MAX_PERIOD_SECONDS:
+            message = f"must be less than or equal to {MAX_PERIOD_SECONDS}"
+            out.append(Violation(f"{here}.periodSeconds", message))
+    if rules.tolerance is not None and rules.tolerance < 0:
+        out.append(Violation(f"{where}.tolerance", "tolerance must be greater than or equal to zero"))
+    return out
+
+
+def spec_violations(
+    spec: HPASpec, *, scale_to_zero: bool = False, where: str = "spec"
+) -> tuple[Violation, ...]:
+    """Every rule `spec` breaks, in field order; empty when the API would accept it.
+
+    ``scale_to_zero`` is kube's HPAScaleToZero gate: it lets minReplicas be 0, which like in kube also
+    needs an Object or External metric (the CRD has no such gate: its minReplicas is at least 1).
+    """
+    out: list[Violation] = []
+    _non_empty(spec.scale_target_ref.kind, f"{where}.scaleTargetRef.kind", out)
+    _non_empty(spec.scale_target_ref.name, f"{where}.scaleTargetRef.name", out)
+    lower = 0 if scale_to_zero else 1
+    if spec.min_replicas is not None and spec.min_replicas < lower:
+        out.append(Violation(f"{where}.minReplicas", f"must be greater than or equal to {lower}"))
+    if spec.max_replicas < 1:
+        out.append(Violation(f"{where}.maxReplicas", "must be greater than or equal to 1"))
+    if spec.min_replicas is not None and spec.max_replicas < spec.min_replicas:
+        out.append(Violation(f"{where}.maxReplicas", MAX_BELOW_MIN))
+    for i, metric in enumerate(spec.metrics):
+        out += _metric_violations(metric, f"{where}.metrics[{i}]")
+    if spec.min_replicas == 0 and not any(m.type in (OBJECT, EXTERNAL) for m in spec.metrics):
+        message = "must specify at least one Object or External metric to support scaling to zero replicas"
+        out.append(Violation(f"{where}.metrics", message))
+    behavior = spec.behavior
+    if behavior is not None:
+        for name, rules in (("scaleUp", behavior.scale_up), ("scaleDown", behavior.scale_down)):
+            if rules is not None:
+                out += _rules_violations(rules, f"{where}.behavior.{name}")
+    return tuple(out)
+
+
+def metric_source_violations(spec: Mapping[str, Any], where: str = "spec") -> tuple[Violation, ...]:
+    """The metric sources of a JSON spec that do not match their metric's type: exactly the one the
+    type names must be set (the parsed spec keeps only that one, so check before parsing)."""
+    out = []
+    for i, metric in enumerate(spec.get("metrics") or ()):
+        for type_, field in SOURCE_FIELDS.items():
+            if (metric.get(field) is not None) != (metric.get("type") == type_):
+                out.append(
+                    Violation(
+                        f"{where}.metrics[{i}].{field}", f"{field} must be set if and only if type is {type_}"
+                    )
+                )
+    return tuple(out)
