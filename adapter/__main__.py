@@ -11,8 +11,9 @@ import structlog
 
 from adapter.auth import Security, SecurityStartupError, add_auth_flags, auth_options_from_namespace
 from adapter.config import ConfigError, load_config
-from adapter.flags import FLAG_GROUPS, AdapterOptions, parse_flags
+from adapter.flags import FLAG_GROUPS, PROG, AdapterOptions, parse_flags
 from adapter.server.daemon import AdapterDaemon, StartupError
+from shared.cli import usage_error
 from shared.logging import configure_logging
 
 log = structlog.get_logger("adapter")
@@ -45,14 +46,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     options, namespace, warnings = parse_flags(
         sys.argv[1:] if argv is None else argv, (*FLAG_GROUPS, add_auth_flags)
     )
-    configure_logging(options.log_level, options.log_format)
-    for warning in warnings:
-        log.warning(warning)
     try:
         auth_options = auth_options_from_namespace(namespace)
     except ValueError as err:
-        log.error("invalid flags", error=str(err))
-        sys.exit(2)
+        usage_error(PROG, str(err))
+    configure_logging(options.log_level, options.log_format)
+    for warning in warnings:
+        log.warning(warning)
     sys.exit(asyncio.run(run(options, Security(auth_options))))
 
 

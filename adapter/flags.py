@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapter.server.tls import openssl_cipher_list
-from shared.cli import OneLineErrorParser
-from shared.durations import parse_go_duration
+from shared.cli import OneLineErrorParser, add_version_flag, go_duration, http_url, port_number
 from shared.logging import add_logging_flags
 
 FlagGroup = Callable[[argparse.ArgumentParser], None]
+
+PROG = "surge-adapter"
 
 # klog verbosity flags: still valid upstream, meaningless here (we log via --log-level).
 _KLOG_FLAGS = frozenset({"v", "vmodule", "log-flush-frequency"})
@@ -57,6 +58,7 @@ _BOOL_COMPAT_FLAGS = frozenset(
     | {"disable-http2", "profiling", "contention-profiling", "permit-port-sharing", "permit-address-sharing"}
 )
 
+
 def parse_go_bool(text: str) -> bool:
     """Go's strconv.ParseBool."""
     if text in {"1", "t", "T", "TRUE", "true", "True"}:
@@ -66,12 +68,8 @@ def parse_go_bool(text: str) -> bool:
     raise ValueError(f"invalid boolean {text!r}")
 
 
-def duration_arg(text: str) -> float:
-    """argparse type for a Go duration flag (`30s`, `1m30s`); seconds."""
-    try:
-        return parse_go_duration(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
+# argparse type of the Go duration flags here and in adapter/auth/flags.py: seconds, never negative.
+duration_arg = go_duration()
 
 
 def _bool(text: str) -> bool:
@@ -79,13 +77,6 @@ def _bool(text: str) -> bool:
         return parse_go_bool(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
-
-
-def _port(text: str) -> int:
-    port = int(text)
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"port {port} must be between 0 and 65535")
-    return port
 
 
 def add_bool_flag(group: argparse._ActionsContainer, flag: str, help_text: str) -> None:
@@ -115,7 +106,12 @@ def parse_header_args(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
 
 def add_prometheus_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("prometheus")
-    group.add_argument("--prometheus-url", default="https://localhost", help="Prometheus base URL")
+    group.add_argument(
+        "--prometheus-url",
+        type=http_url,
+        default="https://localhost",
+        help="Prometheus base URL (http or https)",
+    )
     group.add_argument(
         "--prometheus-verb",
         default="GET",
@@ -183,7 +179,7 @@ def add_discovery_flags(parser: argparse.ArgumentParser) -> None:
 def add_serving_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("serving")
     group.add_argument("--bind-address", default="0.0.0.0", help="address to serve on")
-    group.add_argument("--secure-port", type=_port, default=443, help="HTTPS port")
+    group.add_argument("--secure-port", type=port_number, default=443, help="HTTPS port")
     group.add_argument(
         "--cert-dir",
         default="apiserver.local.config/certificates",
@@ -212,10 +208,11 @@ FLAG_GROUPS: tuple[FlagGroup, ...] = (
 
 def build_parser(groups: Sequence[FlagGroup] = FLAG_GROUPS) -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
-        prog="surge-adapter",
+        prog=PROG,
         description="Serves custom.metrics.k8s.io and external.metrics.k8s.io from Prometheus.",
         allow_abbrev=False,
     )
+    add_version_flag(parser)
     for add_group in groups:
         add_group(parser)
     return parser
@@ -291,12 +288,12 @@ class FlagError(ValueError):
 
 def options_from_namespace(ns: argparse.Namespace) -> AdapterOptions:
     if not ns.config:
-        raise FlagError("--config is required")
+        raise FlagError("--config: required (the rules file)")
     if ns.metrics_relist_interval <= 0:
-        raise FlagError("--metrics-relist-interval must be positive")
+        raise FlagError("--metrics-relist-interval: must be more than 0s")
     max_age = ns.metrics_max_age or ns.metrics_relist_interval
     if max_age < ns.metrics_relist_interval:
-        raise FlagError("--metrics-max-age must be greater than or equal to --metrics-relist-interval")
+        raise FlagError("--metrics-max-age: must be at least --metrics-relist-interval")
     if ns.prometheus_auth_incluster and ns.prometheus_auth_config:
         raise FlagError("--prometheus-auth-incluster and --prometheus-auth-config are mutually exclusive")
     if bool(ns.prometheus_client_tls_cert_file) != bool(ns.prometheus_client_tls_key_file):
@@ -306,14 +303,14 @@ def options_from_namespace(ns: argparse.Namespace) -> AdapterOptions:
     if bool(ns.tls_cert_file) != bool(ns.tls_private_key_file):
         raise FlagError("--tls-cert-file and --tls-private-key-file must be given together")
     if ns.tls_min_version not in {"", "VersionTLS12", "VersionTLS13"}:
-        raise FlagError(f"--tls-min-version {ns.tls_min_version!r}: use VersionTLS12 or VersionTLS13")
+        raise FlagError(f"--tls-min-version: {ns.tls_min_version!r}: use VersionTLS12 or VersionTLS13")
     cipher_suites = tuple(c.strip() for c in ns.tls_cipher_suites.split(",") if c.strip())
     try:
         openssl_cipher_list(list(cipher_suites))
     except ValueError as err:
         raise FlagError(f"--tls-cipher-suites: {err}") from None
     if ns.prometheus_timeout <= 0:
-        raise FlagError("--prometheus-timeout must be positive")
+        raise FlagError("--prometheus-timeout: must be more than 0s")
     return AdapterOptions(
         config=Path(ns.config),
         prometheus_url=ns.prometheus_url,

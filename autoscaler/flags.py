@@ -8,28 +8,8 @@ import socket
 import uuid
 
 from autoscaler.sources import SOURCES
-from shared.cli import OneLineErrorParser
-from shared.durations import parse_go_duration
+from shared.cli import OneLineErrorParser, add_version_flag, http_url, integer, number, port_number, seconds
 from shared.logging import add_logging_flags
-
-
-def duration(text: str) -> float:
-    """Seconds from a Go duration ("15s", "1m30s", "500ms") or a plain number of seconds."""
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        return parse_go_duration(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r}") from err
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,14 +17,17 @@ def build_parser() -> argparse.ArgumentParser:
         prog="surge-autoscaler",
         description="HPA-exact autoscaler: many concurrent reconciles from a rate-limited work queue.",
     )
+    add_version_flag(p)
     g = p.add_argument_group("cluster")
     g.add_argument(
         "--kubeconfig",
         default=os.environ.get("KUBECONFIG") or None,
         help="kubeconfig file (default: $KUBECONFIG, else the pod's service account)",
     )
-    g.add_argument("--qps", type=float, default=1000.0, help="API server requests per second (0: unlimited)")
-    g.add_argument("--burst", type=int, default=2000, help="API server request burst")
+    g.add_argument(
+        "--qps", type=number(0), default=1000.0, help="API server requests per second (0: unlimited)"
+    )
+    g.add_argument("--burst", type=integer(0), default=2000, help="API server request burst")
     g = p.add_argument_group("what to reconcile")
     g.add_argument(
         "--source",
@@ -56,20 +39,20 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("work")
     g.add_argument(
         "--workers",
-        type=_positive_int,
+        type=integer(1),
         default=32,
         help="concurrent reconciles (default 32); about reconciles/s x reconcile latency are busy",
     )
     g.add_argument(
         "--sync-period",
-        type=duration,
+        type=seconds(1.0),
         default=15.0,
         help="period of objects without their own (default 15s; at least 1s)",
     )
-    g.add_argument("--reconcile-deadline", type=duration, default=10.0, help="time limit of one reconcile")
+    g.add_argument("--reconcile-deadline", type=seconds(), default=10.0, help="time limit of one reconcile")
     g.add_argument(
         "--readiness-debounce",
-        type=duration,
+        type=seconds(),
         default=0.25,
         help="delay before reconciling after a target pod's readiness changed",
     )
@@ -80,14 +63,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="reconcile soon when a target's pods come, go or change readiness (off: like the HPA)",
     )
     g = p.add_argument_group("algorithm (kube-controller-manager's --horizontal-pod-autoscaler-* values)")
-    g.add_argument("--tolerance", type=float, default=0.1)
-    g.add_argument("--downscale-stabilization", type=duration, default=300.0)
-    g.add_argument("--cpu-initialization-period", type=duration, default=300.0)
-    g.add_argument("--initial-readiness-delay", type=duration, default=30.0)
+    g.add_argument(
+        "--tolerance",
+        type=number(0),
+        default=0.1,
+        help="smallest change of the metric-to-target ratio (from 1.0) that scales (default 0.1; at least 0)",
+    )
+    g.add_argument("--downscale-stabilization", type=seconds(), default=300.0)
+    g.add_argument("--cpu-initialization-period", type=seconds(), default=300.0)
+    g.add_argument("--initial-readiness-delay", type=seconds(), default=30.0)
     g = p.add_argument_group("metrics APIs")
     g.add_argument(
         "--metrics-url",
-        default="",
+        type=http_url,
+        default=None,
         help="query this adapter directly instead of through the API server's aggregation",
     )
     g.add_argument("--metrics-ca-file", default="", help="CA bundle for --metrics-url")
@@ -96,23 +85,25 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not verify the certificate of --metrics-url",
     )
-    g.add_argument("--metrics-timeout", type=duration, default=10.0, help="time limit of one metrics call")
+    g.add_argument("--metrics-timeout", type=seconds(), default=10.0, help="time limit of one metrics call")
     g = p.add_argument_group("leader election")
     g.add_argument(
         "--leader-elect", action="store_true", help="run as one of several replicas; only the leader writes"
     )
-    g.add_argument("--leader-elect-lease-duration", type=duration, default=15.0)
-    g.add_argument("--leader-elect-renew-deadline", type=duration, default=10.0)
-    g.add_argument("--leader-elect-retry-period", type=duration, default=2.0)
+    g.add_argument("--leader-elect-lease-duration", type=seconds(), default=15.0)
+    g.add_argument("--leader-elect-renew-deadline", type=seconds(), default=10.0)
+    g.add_argument("--leader-elect-retry-period", type=seconds(), default=2.0)
     g.add_argument("--leader-elect-resource-name", default="surge-autoscaler")
     g.add_argument("--leader-elect-resource-namespace", default="kube-system")
     g.add_argument("--leader-elect-identity", default=f"{socket.gethostname()}_{uuid.uuid4()}")
     g = p.add_argument_group("serving")
     g.add_argument("--bind-address", default="0.0.0.0", help="address of /metrics, /healthz, /readyz")
-    g.add_argument("--port", type=int, default=8080, help="port of /metrics, /healthz, /readyz (0: any free)")
+    g.add_argument(
+        "--port", type=port_number, default=8080, help="port of /metrics, /healthz, /readyz (0: any free)"
+    )
     g.add_argument(
         "--shutdown-grace-period",
-        type=duration,
+        type=seconds(),
         default=10.0,
         help="on SIGTERM, time for in-flight reconciles to finish",
     )

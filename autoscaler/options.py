@@ -66,7 +66,7 @@ def options_from_namespace(ns: argparse.Namespace) -> AutoscalerOptions:
             initial_readiness_delay_s=ns.initial_readiness_delay,
         ),
         metrics=MetricsAccess(
-            url=ns.metrics_url,
+            url=ns.metrics_url or "",
             ca_file=ns.metrics_ca_file,
             insecure_skip_tls_verify=ns.metrics_insecure_skip_tls_verify,
             timeout=ns.metrics_timeout,

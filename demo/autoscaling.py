@@ -2,7 +2,8 @@
 
 A Deployment runs 2 pods (100 rps capacity each) at 150 rps; the autoscaler keeps `http_requests` per pod
 at 100. The load steps to 4x the capacity of 2 pods (800 rps), which needs 8 pods. The timeline shows what
-happens; the summary gives the seconds from the load step to the first scale write and to full size.
+happens; the summary gives the seconds from the load step to the first scale write and to the needed
+size, and the largest size reached, which the timeline shows too.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import yaml
 
 from demo.stack import running_stack
 from demo.world import World, running_world
-from sim.workload import annotations, manifests
+from sim.workload import manifests
+from sim.workload.annotations import RPS as RPS_ANNOTATION
 from sim.workload.pods import is_ready
 
 NAMESPACE, NAME = "default", "web"
@@ -30,6 +32,7 @@ CAPACITY_RPS = 100.0
 BEFORE_RPS = 150.0
 STEP_RPS = 4 * 2 * CAPACITY_RPS
 NEEDED = math.ceil(STEP_RPS / CAPACITY_RPS)
+MAX_REPLICAS = 20
 
 
 @dataclass(frozen=True)
@@ -67,13 +70,17 @@ PROFILES = {
 
 
 @dataclass(frozen=True)
-class Timings:
-    """Seconds after the load step (None: did not happen before the scenario ended)."""
+class Outcome:
+    """What followed the load step. Times are seconds after it (None: not before the scenario ended)."""
 
     visible_in_prometheus: float | None
     first_scale_write: float | None
-    full_size_written: float | None
-    full_size_ready: float | None
+    needed_size_written: float | None
+    needed_size_ready: float | None
+    # The largest sizes seen, which can exceed NEEDED: a new pod's first counter samples can make
+    # rate() read high for a moment, and the autoscaler acts on what it reads.
+    most_replicas_written: int
+    most_pods_ready: int
 
 
 def install_crd(world: World, crd_file: str) -> None:
@@ -90,7 +97,7 @@ def create_workload(world: World, profile: Profile) -> None:
     spec: dict[str, Any] = {
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": NAME},
         "minReplicas": 2,
-        "maxReplicas": 20,
+        "maxReplicas": MAX_REPLICAS,
         "metrics": [
             {
                 "type": "Pods",
@@ -117,7 +124,7 @@ def create_workload(world: World, profile: Profile) -> None:
 
 
 def set_rps(world: World, rps: float) -> None:
-    patch = {"metadata": {"annotations": {annotations.RPS: f"{rps:g}"}}}
+    patch = {"metadata": {"annotations": {RPS_ANNOTATION: f"{rps:g}"}}}
     world.cluster.store.patch(DEPLOYMENTS, NAMESPACE, NAME, patch)
 
 
@@ -148,8 +155,11 @@ async def total_rps(world: World) -> float:
     return float(result[0]["value"][1]) if result else 0.0
 
 
-async def play(world: World, profile: Profile, say: Callable[[str], None], limit: float) -> Timings:
-    """Wait for metrics to flow, step the load, follow the scale-out until full size is ready (or `limit`)."""
+async def play(world: World, profile: Profile, say: Callable[[str], None], limit: float) -> Outcome:
+    """Wait for metrics to flow, step the load, follow the scale-out until it settles (or `limit`).
+
+    It has settled once the needed size is ready and every replica written has been ready for 2 s.
+    """
     deadline = time.monotonic() + 60
     while not metric_active(world):
         if time.monotonic() > deadline:
@@ -164,10 +174,13 @@ async def play(world: World, profile: Profile, say: Callable[[str], None], limit
     say(f"{'t(s)':>6} {'offered':>8} {'ready':>6} {'desired':>8}  metric (rps/pod)")
     set_rps(world, STEP_RPS)
     step = time.monotonic()
-    visible = first = written = ready = None
-    next_line = 0.0
+    visible = first = written = ready = settled = None
+    most_replicas = most_ready = 0
+    shown: tuple[int, int] | None = None
+    next_row = 0.0
     while (elapsed := time.monotonic() - step) < limit:
         replicas, ready_now = spec_replicas(world), ready_pods(world)
+        most_replicas, most_ready = max(most_replicas, replicas), max(most_ready, ready_now)
         if visible is None and await total_rps(world) > 1.2 * baseline:
             visible = elapsed
         if first is None and replicas != 2:
@@ -178,33 +191,41 @@ async def play(world: World, profile: Profile, say: Callable[[str], None], limit
         if ready is None and ready_now >= NEEDED:
             ready = elapsed
             say(f"{elapsed:6.1f}  >> {ready_now} pods ready")
-        if elapsed >= next_line:
+        # A row every second and at every change, so the timeline shows each size the summary reports.
+        if elapsed >= next_row or (replicas, ready_now) != shown:
             offered = world.cluster.workload.model(NAMESPACE, NAME).offered_rps(time.time())
             say(f"{elapsed:6.1f} {offered:8.0f} {ready_now:6d} {replicas:8d}  {metric_value(world)}")
-            next_line += 1.0
-        if ready is not None and elapsed > ready + 2:
+            shown = (replicas, ready_now)
+            next_row = elapsed + 1.0
+        if ready is None or ready_now < replicas:
+            settled = None
+        elif settled is None:
+            settled = elapsed
+        elif elapsed > settled + 2:
             break
         await asyncio.sleep(0.1)
-    return Timings(visible, first, written, ready)
+    return Outcome(visible, first, written, ready, most_replicas, most_ready)
 
 
-def summary(profile: Profile, t: Timings) -> str:
+def summary(profile: Profile, outcome: Outcome) -> str:
     def s(v: float | None) -> str:
         return "not reached" if v is None else f"{v:.1f} s"
 
     return (
-        f"profile {profile.name}: after the load step\n"
-        f"  visible in Prometheus          {s(t.visible_in_prometheus)}\n"
-        f"  first scale write              {s(t.first_scale_write)}\n"
-        f"  {NEEDED} replicas written             {s(t.full_size_written)}\n"
-        f"  {NEEDED} pods ready                   {s(t.full_size_ready)}"
+        f"profile {profile.name}: after the load step to {STEP_RPS:g} rps (needs {NEEDED} pods)\n"
+        f"  visible in Prometheus          {s(outcome.visible_in_prometheus)}\n"
+        f"  first scale write              {s(outcome.first_scale_write)}\n"
+        f"  needed size written            {s(outcome.needed_size_written)}\n"
+        f"  needed size ready              {s(outcome.needed_size_ready)}\n"
+        f"  largest size written           {outcome.most_replicas_written} replicas\n"
+        f"  largest size ready             {outcome.most_pods_ready} pods"
     )
 
 
 CRD_FILE = Path(__file__).resolve().parents[1] / "manifests" / "crd-horizontalautoscaler.yaml"
 
 
-async def run(profile: Profile, say: Callable[[str], None], limit: float) -> Timings:
+async def run(profile: Profile, say: Callable[[str], None], limit: float) -> Outcome:
     """The whole demo once: world, daemons, scenario; everything is stopped on return."""
     async with running_world() as world:
         install_crd(world, str(CRD_FILE))

@@ -40,6 +40,9 @@ def _spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
             stdout=out,
             stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            # Out of the terminal's process group: Ctrl-C reaches the demo alone, which stops the
+            # daemons in order (autoscaler, then adapter) rather than racing their own shutdowns.
+            start_new_session=True,
         )
 
 

@@ -6,7 +6,7 @@ import asyncio
 import shutil
 import tempfile
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,18 +30,28 @@ class World:
 
 @asynccontextmanager
 async def running_world(workload: WorkloadConfig | None = None) -> AsyncIterator[World]:
-    """Everything runs on the current event loop except Prometheus (a child process)."""
-    workdir = Path(tempfile.mkdtemp(prefix="surge-demo-"))
-    cluster = SimCluster(
-        workload=workload or WorkloadConfig(timing=DEMO_TIMING), sd_path=workdir / "targets.json"
-    )
-    await cluster.start()
-    prometheus = PrometheusProcess(cluster.sd_path)
-    try:
+    """Everything runs on the current event loop except Prometheus (a child process).
+
+    Each part is torn down, in reverse order, from the moment it starts, so that a start cancelled
+    halfway (Ctrl-C) leaves nothing behind either.
+    """
+    async with AsyncExitStack() as teardown:
+        workdir = Path(tempfile.mkdtemp(prefix="surge-demo-"))
+        teardown.callback(shutil.rmtree, workdir, ignore_errors=True)
+        cluster = SimCluster(
+            workload=workload or WorkloadConfig(timing=DEMO_TIMING), sd_path=workdir / "targets.json"
+        )
+        teardown.push_async_callback(cluster.stop)
+        await cluster.start()
         kubeconfig = cluster.write_kubeconfig(workdir / "kubeconfig")
-        await asyncio.to_thread(prometheus.start)
+        prometheus = PrometheusProcess(cluster.sd_path)
+        teardown.push_async_callback(asyncio.to_thread, prometheus.stop)
+        starting = asyncio.ensure_future(asyncio.to_thread(prometheus.start))
+        try:
+            await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            # Cancelled, the start goes on in its thread: wait for it, since stop() must not run beside
+            # it (PrometheusProcess is not thread-safe; a race held up the exit for its 30 s timeout).
+            await asyncio.wait([starting])
+            raise
         yield World(cluster, prometheus, kubeconfig)
-    finally:
-        await asyncio.to_thread(prometheus.stop)
-        await cluster.stop()
-        shutil.rmtree(workdir, ignore_errors=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import structlog
 
-from shared.cli import OneLineErrorParser
+from shared.cli import OneLineErrorParser, add_version_flag, port_number
 from shared.logging import add_logging_flags, configure_logging
 from sim.cluster import SimCluster
 
@@ -19,9 +19,12 @@ log = structlog.get_logger("sim")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = OneLineErrorParser(prog="python -m sim", description=__doc__)
+    parser = OneLineErrorParser(prog="surge-sim", description=__doc__)
+    add_version_flag(parser)
     parser.add_argument("--kubeconfig", type=Path, required=True, help="where to write the kubeconfig")
-    parser.add_argument("--port", type=int, default=0, help="API server port on 127.0.0.1 (default: free)")
+    parser.add_argument(
+        "--port", type=port_number, default=0, help="API server port on 127.0.0.1 (default: free)"
+    )
     parser.add_argument(
         "--prometheus-sd", type=Path, help="Prometheus file_sd JSON to keep listing the running pods"
     )

@@ -2,13 +2,8 @@
 
 import pytest
 
-from adapter.flags import (
-    normalize_argv,
-    parse_flags,
-    parse_go_bool,
-    parse_go_duration,
-    parse_header_args,
-)
+from adapter.flags import normalize_argv, parse_flags, parse_go_bool, parse_header_args
+from shared.durations import parse_go_duration
 
 HELM_ARGV = [
     "/adapter",
@@ -123,6 +118,7 @@ def test_parse_header_args_like_the_anchor(values: list[str], expected: tuple[tu
         ["--config=c", "--prometheus-auth-incluster", "--prometheus-auth-config=k"],
         ["--config=c", "--prometheus-client-tls-cert-file=a"],
         ["--config=c", "--secure-port=-1"],
+        ["--config=c", "--prometheus-url=prometheus:9090"],  # no scheme: not a URL Prometheus answers
         ["--config=c", "--prometheus-verb=PUT"],
         ["--config=c", "--metrics-relist-interval=10"],  # Go durations need a unit
         ["--config=c", "--no-such-flag"],
