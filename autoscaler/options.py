@@ -98,4 +98,5 @@ def parse_options(argv: Sequence[str]) -> AutoscalerOptions:
     try:
         return options_from_namespace(ns)
     except ValueError as err:  # only the lease timings are checked across flags
-        parser.error(f"--leader-elect-lease-duration, --leader-elect-renew-deadline, --leader-elect-retry-period: {err}")
+        flags = "--leader-elect-lease-duration, --leader-elect-renew-deadline, --leader-elect-retry-period"
+        parser.error(f"{flags}: {err}")

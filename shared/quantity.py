@@ -177,7 +177,7 @@ class Quantity:
     def from_decimal(cls, value: Decimal | int, format: QuantityFormat = "DecimalSI") -> Quantity:
         """Build from an exact number. Floats are refused: build the Decimal from `repr(x)` or round first."""
         if isinstance(value, float):
-            raise TypeError("Quantity.from_decimal needs a Decimal or int, not a float: Quantities are exact decimals")
+            raise TypeError("Quantity.from_decimal needs a Decimal or int, not a float: quantities are exact")
         return cls(Decimal(value), format)
 
     @classmethod

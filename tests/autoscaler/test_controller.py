@@ -84,8 +84,10 @@ async def test_missing_target_reports_failed_get_scale_once_prefixed(
 
         await until(able_reason, "FailedGetScale")
         able = condition(await cluster.get(f"{HZA}/gone"), "AbleToScale")
-        assert able is not None and able["message"] == (
-            'the HPA controller was unable to get the target\'s current scale: deployments.apps "gone" not found'
+        assert able is not None
+        assert able["message"] == (
+            "the HPA controller was unable to get the target's current scale: "
+            'deployments.apps "gone" not found'
         )
         failed = [e for e in await events_of(cluster, "gone") if e["reason"] == "FailedGetScale"]
         assert failed and failed[0]["type"] == "Warning"
