@@ -3,43 +3,52 @@
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
 from collections.abc import Sequence
 
 import structlog
 
 from adapter.auth import Security, SecurityStartupError, add_auth_flags, auth_options_from_namespace
-from adapter.config import ConfigError, load_config
+from adapter.config import AdapterConfig, ConfigError, load_config
 from adapter.flags import FLAG_GROUPS, PROG, AdapterOptions, parse_flags
 from adapter.server.daemon import AdapterDaemon, StartupError
 from shared.cli import usage_error
+from shared.lifecycle import start_unless_stopped, stop_on_signals
 from shared.logging import configure_logging
 
 log = structlog.get_logger("adapter")
 
 
 async def run(options: AdapterOptions, security: Security) -> int:
+    # Signals are handled before anything connects: SIGTERM must stop an adapter still starting.
+    stop = stop_on_signals()
     try:
         config = load_config(options.config)
-        await security.start()
-        daemon = AdapterDaemon(
-            options, config, middlewares=[security.middleware], tls_hooks=[security.configure_tls]
-        )
-        await daemon.start()
-    except (ConfigError, StartupError, SecurityStartupError) as err:
+    except ConfigError as err:
+        log.error("cannot start", error=str(err))
+        return 1
+    try:
+        # A failed or abandoned start has already stopped what the daemon started.
+        daemon = await start_unless_stopped(_start(options, config, security), stop)
+    except (StartupError, SecurityStartupError) as err:
         log.error("cannot start", error=str(err))
         await security.close()
         return 1
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    await stop.wait()
-    log.info("shutting down")
-    await daemon.stop()
+    if daemon is not None:
+        await stop.wait()
+        log.info("shutting down")
+        await daemon.stop()
     await security.close()
     return 0
+
+
+async def _start(options: AdapterOptions, config: AdapterConfig, security: Security) -> AdapterDaemon:
+    await security.start()
+    daemon = AdapterDaemon(
+        options, config, middlewares=[security.middleware], tls_hooks=[security.configure_tls]
+    )
+    await daemon.start()
+    return daemon
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
 from collections.abc import Sequence
 
@@ -12,6 +11,7 @@ import structlog
 from autoscaler.daemon import AutoscalerDaemon, StartupError
 from autoscaler.options import AutoscalerOptions, parse_options
 from shared.kube import KubeConfigError
+from shared.lifecycle import stop_on_signals
 from shared.logging import configure_logging
 
 log = structlog.get_logger("autoscaler")
@@ -19,10 +19,7 @@ log = structlog.get_logger("autoscaler")
 
 async def run(options: AutoscalerOptions) -> int:
     # Signals are handled before anything connects: SIGTERM must stop a daemon that waits for the API.
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+    stop = stop_on_signals()
     try:
         daemon = await AutoscalerDaemon.create(options)
     except KubeConfigError as err:

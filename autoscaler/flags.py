@@ -8,7 +8,16 @@ import socket
 import uuid
 
 from autoscaler.sources import SOURCES
-from shared.cli import OneLineErrorParser, add_version_flag, http_url, integer, number, port_number, seconds
+from shared.cli import (
+    OneLineErrorParser,
+    add_version_flag,
+    http_url,
+    integer,
+    label_selector,
+    number,
+    port_number,
+    seconds,
+)
 from shared.logging import add_logging_flags
 
 
@@ -35,7 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="crd",
         help="crd: HorizontalAutoscaler objects (default); hpa: autoscaling/v2 HorizontalPodAutoscalers",
     )
-    g.add_argument("--selector", default="", help="label selector: reconcile only the matching objects")
+    g.add_argument(
+        "--selector",
+        type=label_selector,
+        default="",
+        help="label selector: reconcile only the matching objects",
+    )
     g = p.add_argument_group("work")
     g.add_argument(
         "--workers",

@@ -16,6 +16,7 @@ from typing import Any, NoReturn, TypeVar
 from urllib.parse import urlsplit
 
 from shared.durations import parse_go_duration
+from shared.selectors import parse_selector
 
 Number = TypeVar("Number", int, float)
 
@@ -138,3 +139,12 @@ def go_duration(minimum: float = 0.0) -> Callable[[str], float]:
 def seconds(minimum: float = 0.0) -> Callable[[str], float]:
     """argparse type: seconds, as a plain number or a Go duration (`30s`, `1m30s`, `500ms`)."""
     return _at_least(_seconds, "a duration like 30s, 1m30s or 0.5", minimum, f"{minimum:g}s")
+
+
+def label_selector(text: str) -> str:
+    """argparse type: a label selector (`app=web,tier in (a,b)`), checked as the API server would parse it."""
+    try:
+        parse_selector(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a label selector: {err}") from None
+    return text

@@ -130,6 +130,8 @@ def _demo(argv: Sequence[str]) -> object:
         (_autoscaler, "surge-autoscaler", ["--tolerance=lots"], "--tolerance"),
         (_autoscaler, "surge-autoscaler", ["--port=65536"], "--port"),
         (_autoscaler, "surge-autoscaler", ["--workers=abc"], "--workers"),
+        (_autoscaler, "surge-autoscaler", ["--selector=app in (web"], "--selector"),
+        (_autoscaler, "surge-autoscaler", ["--selector=-bad-key=x"], "--selector"),
         (_autoscaler, "surge-autoscaler", ["--workers=0"], "--workers"),
         (_autoscaler, "surge-autoscaler", ["--qps=-1"], "--qps"),
         (_autoscaler, "surge-autoscaler", ["--reconcile-deadline=soon"], "--reconcile-deadline"),
