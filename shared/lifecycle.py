@@ -5,7 +5,6 @@ daemon stops in every state, not only once it is up."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -34,6 +33,7 @@ async def start_unless_stopped(start: Coroutine[Any, Any, T], stop: asyncio.Even
     if starting.done():
         return starting.result()
     starting.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await starting
+    # wait() rather than `await starting`: the start's own CancelledError stays inside, while a
+    # cancellation of this task still propagates.
+    await asyncio.wait([starting])
     return None

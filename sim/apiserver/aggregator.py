@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import json
 import ssl
 from pathlib import Path
@@ -124,9 +123,8 @@ class Aggregator:
         tasks = [t for t in (self._prober, *self._probes) if t is not None]
         for task in tasks:
             task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        if tasks:
+            await asyncio.wait(tasks)
         if self._session is not None:
             await self._session.close()
             self._session = None
