@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import ssl
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -23,6 +22,8 @@ from yarl import URL
 
 # Values stay Prometheus' decimal text, so they convert to Quantity without float artefacts.
 from adapter.naming.results import Sample
+from shared.tls import client_context
+from shared.tokenfile import TokenFile
 
 # Longest GET URL we send; beyond it the request becomes a POST. 8 KiB is a common proxy limit.
 MAX_GET_URL_LENGTH = 8000
@@ -93,33 +94,12 @@ class PrometheusSettings:
 
 def build_ssl_context(settings: PrometheusSettings) -> ssl.SSLContext:
     """TLS for Prometheus: system roots unless a CA file is given; optional client certificate."""
-    context = ssl.create_default_context(cafile=settings.ca_file or None)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    if settings.insecure_skip_verify:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    if settings.client_cert:
-        context.load_cert_chain(settings.client_cert, settings.client_key)
-    return context
-
-
-@dataclass
-class TokenFile:
-    """A bearer token file re-read whenever it changes (projected tokens rotate in place)."""
-
-    path: str
-    _stamp: tuple[int, int] = (-1, -1)
-    _token: str = ""
-
-    def current(self) -> str:
-        """The token; raises OSError when the file cannot be read."""
-        stat = os.stat(self.path)
-        stamp = (stat.st_mtime_ns, stat.st_size)
-        if stamp != self._stamp:
-            with open(self.path, encoding="utf-8") as handle:
-                self._token = handle.read().strip()
-            self._stamp = stamp
-        return self._token
+    return client_context(
+        settings.ca_file or None,
+        verify=not settings.insecure_skip_verify,
+        cert_file=settings.client_cert or None,
+        key_file=settings.client_key or None,
+    )
 
 
 def _format_time(seconds: float) -> str:

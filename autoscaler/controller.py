@@ -19,8 +19,6 @@ import aiohttp
 import structlog
 
 from autoscaler import printing
-from autoscaler.cache import EventHandlers, Informer, PodIndex, slim_pod
-from autoscaler.cache.pods import compiled_selector
 from autoscaler.core.defaults import effective_metrics
 from autoscaler.core.kube_json import hpa_from_json, hpa_status_to_json, scale_from_json
 from autoscaler.core.reconcile import Decision, decide, scale_unavailable
@@ -41,9 +39,8 @@ from autoscaler.core.types import (
 )
 from autoscaler.decisionlog import decision_fields
 from autoscaler.events import EventRecorder
-from autoscaler.kubeclient import ApiError, KubeClient, Obj
 from autoscaler.metrics import MetricsClient
-from autoscaler.restmapper import RestMapper
+from autoscaler.pods import PodIndex, compiled_selector, slim_pod
 from autoscaler.scale import ScaleError, read_scale, scale_path, update_replicas
 from autoscaler.sources import Source
 from autoscaler.telemetry import Telemetry
@@ -57,6 +54,7 @@ from autoscaler.workqueue import (
     sync_period,
 )
 from shared.clock import LOOP_CLOCK, Clock
+from shared.kube import ApiError, EventHandlers, Informer, KubeClient, Obj, RestMapper
 
 log = structlog.get_logger(__name__)
 _decision_logger = logging.getLogger(__name__)

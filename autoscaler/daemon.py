@@ -8,7 +8,6 @@ always from `AutoscalerOptions` (parsed flags), so there is one way to build it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 
 import structlog
@@ -16,16 +15,18 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from autoscaler.controller import Controller, ControllerOptions
-from autoscaler.kubeclient import KubeClient, direct_access, load_access
 from autoscaler.leader import LeaderElector
 from autoscaler.metrics import MetricsClient
 from autoscaler.options import AutoscalerOptions
-from autoscaler.restmapper import RestMapper
 from autoscaler.sources import SOURCES
 from autoscaler.telemetry import Telemetry
 from shared.clock import LOOP_CLOCK, Clock
+from shared.kube import KubeClient, RestMapper, direct_access, load_access
+from shared.lifecycle import start_unless_stopped
 
 log = structlog.get_logger("autoscaler")
+
+USER_AGENT = "surge-autoscaler"
 
 
 class StartupError(Exception):
@@ -82,10 +83,13 @@ class AutoscalerDaemon:
         """Load cluster access (KubeConfigError when it cannot) and build every part; nothing runs yet.
         Tests pass a FakeClock to drive the controller's periods, debounce and deadlines."""
         access = await load_access(options.kubeconfig)
-        kube = KubeClient(access, qps=options.qps, burst=options.burst)
+        kube = KubeClient(access, qps=options.qps, burst=options.burst, user_agent=USER_AGENT)
         metrics = options.metrics
         metrics_kube = (
-            KubeClient(direct_access(metrics.url, metrics.ca_file, metrics.insecure_skip_tls_verify, access))
+            KubeClient(
+                direct_access(metrics.url, metrics.ca_file, metrics.insecure_skip_tls_verify, access),
+                user_agent=USER_AGENT,
+            )
             if metrics.url
             else kube
         )
@@ -121,21 +125,16 @@ class AutoscalerDaemon:
     async def run(self, stop: asyncio.Event) -> int:
         """Start, then run until `stop` is set (0) or the lease is lost (1, as client-go's elector ends
         the process: a restart re-joins cleanly). `stop` also interrupts a start that waits for the API."""
-        stopping = asyncio.create_task(stop.wait())
         try:
-            starting = asyncio.create_task(self.start())
-            await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            if not starting.done():
-                starting.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await starting
+            await start_unless_stopped(self.start(), stop)
+            if stop.is_set():
                 return 0
-            starting.result()
+            stopping = asyncio.create_task(stop.wait())
             elector = () if self._elector_task is None else (self._elector_task,)
             await asyncio.wait({stopping, *elector}, return_when=asyncio.FIRST_COMPLETED)
+            stopping.cancel()
             return 0 if stop.is_set() else 1
         finally:
-            stopping.cancel()
             await self.stop()
 
     async def stop(self) -> None:

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 import structlog
 
-from autoscaler.kubeclient import ApiError, KubeClient, Obj
+from shared.kube import ApiError, KubeClient, Obj
 
 log = structlog.get_logger(__name__)
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 import aiohttp
 import structlog
 
-from autoscaler.kubeclient import ApiError, KubeClient, Obj
+from shared.kube import ApiError, KubeClient, Obj
 
 log = structlog.get_logger(__name__)
 

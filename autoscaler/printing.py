@@ -6,7 +6,7 @@ prefixed with their name; at most two, then " + N more...".
 
 from __future__ import annotations
 
-from autoscaler.kubeclient import Obj
+from shared.kube import Obj
 
 MAX_SHOWN = 2
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from autoscaler.kubeclient import ApiError, KubeClient, Obj
-from autoscaler.restmapper import MappingError, RestMapper
+from shared.kube import ApiError, KubeClient, MappingError, Obj, RestMapper
 
 # client-go's retry.DefaultRetry makes 5 attempts.
 CONFLICT_ATTEMPTS = 5

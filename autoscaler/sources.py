@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from autoscaler.kubeclient import Obj
+from shared.kube import Obj
 
 SYNC_PERIOD_ANNOTATION = "autoscaling.surge.dev/sync-period-seconds"
 

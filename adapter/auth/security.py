@@ -21,8 +21,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import structlog
-from kubernetes_asyncio import client
-from kubernetes_asyncio.config import ConfigException
 
 from adapter.auth.authenticator import Authenticator, CachingTokenReviewer
 from adapter.auth.authorizer import AlwaysAllowPaths, Authorizer
@@ -38,9 +36,9 @@ from adapter.auth.webhooks import (
     ReviewError,
     SubjectAccessReviews,
     TokenReviews,
-    api_client_for,
     read_authentication_configmap,
 )
+from shared.kube import KubeClient, KubeConfigError, load_access
 
 log = structlog.get_logger(__name__)
 
@@ -48,6 +46,7 @@ log = structlog.get_logger(__name__)
 DEFAULT_REFRESH_SECONDS = 60.0
 _CACHE_ENTRIES = 8192
 DEFAULT_BACKOFF = Backoff()
+USER_AGENT = "surge-adapter"
 
 
 class SecurityStartupError(Exception):
@@ -71,6 +70,11 @@ def _flag_sources(options: AuthOptions) -> AuthenticationSources:
     return AuthenticationSources(client_ca=client_ca, request_header=request_header)
 
 
+async def _client_for(kubeconfig: str) -> KubeClient:
+    """A client from a kubeconfig file, or from the pod's service account when the path is empty."""
+    return KubeClient(await load_access(kubeconfig or None), user_agent=USER_AGENT)
+
+
 class Security:
     def __init__(
         self,
@@ -88,8 +92,8 @@ class Security:
         self._lookup = not options.skip_lookup and not (
             options.client_ca_file and options.requestheader_client_ca_file
         )
-        self._authn_api: client.ApiClient | None = None
-        self._authz_api: client.ApiClient | None = None
+        self._authn_kube: KubeClient | None = None
+        self._authz_kube: KubeClient | None = None
         self._tls = ClientCertificateTLS(options.sni_certificates)
         self._refresher: asyncio.Task[None] | None = None
         self._middleware: Middleware | None = None
@@ -109,19 +113,19 @@ class Security:
         """Raises SecurityStartupError when delegated auth cannot work (bad kubeconfig or CA file,
         front-proxy ConfigMap unreadable and --authentication-tolerate-lookup-failure not set)."""
         try:
-            self._authn_api = await api_client_for(self._options.authentication_kubeconfig)
-            self._authz_api = await api_client_for(self._options.authorization_kubeconfig)
+            self._authn_kube = await _client_for(self._options.authentication_kubeconfig)
+            self._authz_kube = await _client_for(self._options.authorization_kubeconfig)
             self._sources = await self._initial_sources()
-        except (OSError, ValueError, ConfigException) as err:
+        except (OSError, ValueError, KubeConfigError) as err:
             raise SecurityStartupError(f"delegated authentication: {err}") from err
         self._request_client_certificates_if_due()
         token_reviewer = CachingTokenReviewer(
-            TokenReviews(self._authn_api, self._backoff),
+            TokenReviews(self._authn_kube, self._backoff),
             self._options.token_cache_ttl,
             TTLCache(_CACHE_ENTRIES, self._clock),
         )
         authorizer = Authorizer(
-            SubjectAccessReviews(self._authz_api, self._backoff),
+            SubjectAccessReviews(self._authz_kube, self._backoff),
             TTLCache(_CACHE_ENTRIES, self._clock),
             allowed_ttl=self._options.authorized_ttl,
             denied_ttl=self._options.unauthorized_ttl,
@@ -148,8 +152,8 @@ class Security:
         flags = _flag_sources(self._options)
         if not self._lookup:
             return flags
-        assert self._authn_api is not None
-        data = await read_authentication_configmap(self._authn_api, self._backoff)
+        assert self._authn_kube is not None
+        data = await read_authentication_configmap(self._authn_kube, self._backoff)
         return merge_sources(flags, parse_configmap(data))
 
     async def _refresh_forever(self) -> None:
@@ -185,6 +189,6 @@ class Security:
             self._refresher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._refresher
-        for api in (self._authn_api, self._authz_api):
-            if api is not None:
-                await api.close()
+        for kube in (self._authn_kube, self._authz_kube):
+            if kube is not None:
+                await kube.close()

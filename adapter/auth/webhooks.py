@@ -1,24 +1,27 @@
 """Calls to the kube-apiserver that delegated authn/authz needs: TokenReview, SubjectAccessReview and
-reading the front-proxy ConfigMap. Each call has a 10 s timeout and upstream's retry backoff.
+reading the front-proxy ConfigMap, through shared.kube's client. Each call has a 10 s timeout and
+upstream's retry backoff.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import aiohttp
-from kubernetes_asyncio import client, config
 
 from adapter.auth.authorizer import AuthorizationError, Decision
 from adapter.auth.configmap import CONFIGMAP_NAME, CONFIGMAP_NAMESPACE
 from adapter.auth.identity import UserInfo
+from shared.kube import ApiError, KubeClient, Obj
 
 _TIMEOUT_SECONDS = 10.0
+_TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
+_SUBJECT_ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+_CONFIGMAP = f"/api/v1/namespaces/{CONFIGMAP_NAMESPACE}/configmaps/{CONFIGMAP_NAME}"
 
 
 class ReviewError(Exception):
@@ -47,57 +50,26 @@ class Backoff:
         return delays
 
 
-async def api_client_for(kubeconfig: str) -> client.ApiClient:
-    """A client from a kubeconfig file, or from the pod's service account when the path is empty."""
-    configuration = client.Configuration()
-    if kubeconfig:
-        await config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
-    else:
-        config.load_incluster_config(client_configuration=configuration)
-    return client.ApiClient(configuration=configuration)
-
-
 def _retriable(status: int) -> bool:
     return status == 429 or status >= 500
 
 
-def _raw(
-    method: Callable[..., Awaitable[object]], *args: object
-) -> Callable[[], Awaitable[aiohttp.ClientResponse]]:
-    """A sender for `_call`: `method(*args)` answering with the raw response rather than the decoded model.
-
-    kubernetes_asyncio's stubs give each API method its model as the body and as the result. At run time
-    it also serializes a plain JSON dict body, and `_preload_content=False` makes it return the aiohttp
-    response unread; the `Callable[..., ...]` parameter and the cast say so to the type checker.
-    """
-
-    async def send() -> aiohttp.ClientResponse:
-        return cast(aiohttp.ClientResponse, await method(*args, _preload_content=False))
-
-    return send
-
-
-async def _call(backoff: Backoff, send: Callable[[], Awaitable[aiohttp.ClientResponse]]) -> dict[str, Any]:
-    """JSON body of a 2xx answer; retries connection failures, 429 and 5xx; ReviewError otherwise."""
+async def _call(backoff: Backoff, send: Callable[[], Awaitable[Obj]]) -> Obj:
+    """The JSON body of a 2xx answer; retries connection failures, 429 and 5xx; ReviewError otherwise."""
     delays = backoff.delays()
     while True:
         try:
-            response = await asyncio.wait_for(send(), _TIMEOUT_SECONDS)
-            async with response:
-                body = await response.read()
-                status = response.status
+            return await send()
+        except ApiError as err:
+            failure = f"HTTP {err.code}: {err.message[:200]}"
+            status = err.code
+            retriable = _retriable(status)
         except (aiohttp.ClientError, TimeoutError) as err:
             failure = f"{type(err).__name__}: {err}"
             status = 0
             retriable = True
-        else:
-            if 200 <= status < 300:
-                try:
-                    return json.loads(body)
-                except ValueError as err:
-                    raise ReviewError(f"malformed answer: {err}") from None
-            failure = f"HTTP {status}: {body[:200].decode(errors='replace')}"
-            retriable = _retriable(status)
+        except ValueError as err:
+            raise ReviewError(f"malformed answer: {err}") from None
         if not retriable or not delays:
             raise ReviewError(failure, status)
         await asyncio.sleep(delays.pop(0))
@@ -114,14 +86,25 @@ def _user_from_review(status: dict[str, Any]) -> UserInfo:
     )
 
 
+def _sending(
+    kube: KubeClient, method: str, path: str, body: Obj | None = None
+) -> Callable[[], Awaitable[Obj]]:
+    """A sender for `_call`: one request, bounded by the timeout."""
+
+    async def send() -> Obj:
+        return await kube.request(method, path, body=body, request_timeout=_TIMEOUT_SECONDS)
+
+    return send
+
+
 class TokenReviews:
-    def __init__(self, api: client.ApiClient, backoff: Backoff) -> None:
-        self._api = client.AuthenticationV1Api(api)
+    def __init__(self, kube: KubeClient, backoff: Backoff) -> None:
+        self._kube = kube
         self._backoff = backoff
 
     async def __call__(self, token: str) -> UserInfo | None:
         body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
-        answer = await _call(self._backoff, _raw(self._api.create_token_review, body))
+        answer = await _call(self._backoff, _sending(self._kube, "POST", _TOKEN_REVIEWS, body))
         status = answer.get("status") or {}
         if not status.get("authenticated"):
             return None
@@ -129,14 +112,14 @@ class TokenReviews:
 
 
 class SubjectAccessReviews:
-    def __init__(self, api: client.ApiClient, backoff: Backoff) -> None:
-        self._api = client.AuthorizationV1Api(api)
+    def __init__(self, kube: KubeClient, backoff: Backoff) -> None:
+        self._kube = kube
         self._backoff = backoff
 
     async def __call__(self, spec: dict[str, Any]) -> Decision:
         body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
         try:
-            answer = await _call(self._backoff, _raw(self._api.create_subject_access_review, body))
+            answer = await _call(self._backoff, _sending(self._kube, "POST", _SUBJECT_ACCESS_REVIEWS, body))
         except ReviewError as err:
             raise AuthorizationError(str(err)) from None
         status = answer.get("status") or {}
@@ -146,13 +129,10 @@ class SubjectAccessReviews:
         return Decision(allowed=allowed, reason=status.get("reason", ""))
 
 
-async def read_authentication_configmap(api: client.ApiClient, backoff: Backoff) -> dict[str, str]:
+async def read_authentication_configmap(kube: KubeClient, backoff: Backoff) -> dict[str, str]:
     """The ConfigMap's data; empty when the cluster does not publish it (as upstream tolerates)."""
-    core = client.CoreV1Api(api)
     try:
-        answer = await _call(
-            backoff, _raw(core.read_namespaced_config_map, CONFIGMAP_NAME, CONFIGMAP_NAMESPACE)
-        )
+        answer = await _call(backoff, _sending(kube, "GET", _CONFIGMAP))
     except ReviewError as err:
         if err.status == 404:
             return {}

@@ -11,25 +11,26 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import aiohttp
 import structlog
 from aiohttp import web
 
 from adapter.config import AdapterConfig
 from adapter.discovery import Relister
 from adapter.flags import AdapterOptions
-from adapter.objects import DiscoveryResourceMapper, KubeAPIError, KubeConnection, ObjectCaches
+from adapter.objects import ObjectCaches
 from adapter.prometheus import PrometheusClient, PrometheusSettings
 from adapter.registry import SeriesRegistry
+from adapter.resourcemapper import DISCOVERY_ERRORS, DiscoveryResourceMapper
 from adapter.server.app import AppDependencies, Middleware, bound_port, make_app, serve
 from adapter.server.health import HealthChecks
 from adapter.server.provider import PrometheusMetricsProvider
 from adapter.server.selfmetrics import AdapterMetrics
 from adapter.server.tls import ServingTLS, ensure_self_signed, openssl_cipher_list
-from shared.kube import KubeConfigError, bearer_token, load_configuration
+from shared.kube import KubeClient, KubeConfigError, RestMapper, bearer_token, load_access, load_configuration
 
 log = structlog.get_logger(__name__)
 
+USER_AGENT = "surge-adapter"
 _IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 _IN_CLUSTER_CA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 
@@ -110,14 +111,15 @@ class AdapterDaemon:
 
     async def _start(self) -> None:
         try:
-            connection = await KubeConnection.from_kubeconfig(self.options.lister_kubeconfig)
-        except (KubeConfigError, OSError, ValueError) as err:
+            access = await load_access(self.options.lister_kubeconfig or None)
+        except KubeConfigError as err:
             raise StartupError(f"invalid Kubernetes connection settings: {err}") from err
-        self._closers.append(connection.close)
-        mapper = DiscoveryResourceMapper(connection)
+        kube = KubeClient(access, user_agent=USER_AGENT)
+        self._closers.append(kube.close)
+        mapper = DiscoveryResourceMapper(RestMapper(kube))
         try:
             await mapper.refresh()
-        except (aiohttp.ClientError, KubeAPIError, OSError, KeyError, ValueError) as err:
+        except DISCOVERY_ERRORS as err:
             raise StartupError(f"unable to discover the Kubernetes API's resources: {err!r}") from err
         registry = SeriesRegistry(self.config, mapper)
         unresolved = registry.unresolved_overrides()
@@ -130,7 +132,7 @@ class AdapterDaemon:
         except (KubeConfigError, OSError, ssl.SSLError, ValueError) as err:
             raise StartupError(f"invalid Prometheus connection settings: {err}") from err
         self._closers.append(prometheus.close)
-        objects = ObjectCaches(connection)
+        objects = ObjectCaches(kube)
         self._closers.append(objects.stop)
         self.relister = Relister(
             prometheus, registry, self.options.relist_interval, self.options.max_age, self.metrics

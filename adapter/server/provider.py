@@ -15,9 +15,10 @@ import structlog
 from adapter.naming.errors import InvalidSelectorError, MetricNotFoundError, QueryBuildError
 from adapter.naming.resources import GroupResource, ResourceInfo, ResourceMapper
 from adapter.naming.results import samples_by_object
-from adapter.objects import ObjectCaches, api_version
+from adapter.objects import ObjectCaches
 from adapter.prometheus import PrometheusClient, PrometheusError, QueryResult
 from adapter.registry import SeriesRegistry
+from adapter.resourcemapper import api_version
 from adapter.server.bodies import CustomValue, DescribedObject, ExternalValue, sample_quantity
 from adapter.server.routes import CustomRequest
 from adapter.server.status import (
@@ -127,14 +128,14 @@ class PrometheusMetricsProvider:
     ) -> list[str]:
         namespace = request.namespace if info.namespaced else ""
         try:
-            objects = await self.objects.select(info, namespace, selector.matches)
-        except (TimeoutError, OSError) as err:
+            names = await self.objects.names(info, namespace, selector.matches)
+        except TimeoutError as err:
             log.warning("object cache unavailable", resource=str(info.group_resource), error=repr(err))
             raise internal_error(LIST_FAILED) from None
-        if not objects:
+        if not names:
             # prometheus-adapter answers 404 when no object matches the selector.
             raise metric_not_found(request.metric, str(info.group_resource))
-        return [obj.name for obj in objects]
+        return names
 
     # -- external metrics -----------------------------------------------------------------------
 

@@ -25,10 +25,9 @@ from autoscaler.core.types import (
     PodsMetricAnswer,
     ResourceMetricsAnswer,
 )
-from autoscaler.kubeclient import ApiError, KubeClient, Obj
 from autoscaler.metrics import decode
 from autoscaler.metrics.selectors import selector_string
-from autoscaler.restmapper import MappingError, RestMapper
+from shared.kube import ApiError, KubeClient, MappingError, Obj, RestMapper
 
 CUSTOM = "custom.metrics.k8s.io"
 EXTERNAL = "external.metrics.k8s.io"

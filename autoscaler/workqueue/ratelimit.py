@@ -1,7 +1,8 @@
 """Rate limiters for the work queue, as small composable pieces (client-go `workqueue` semantics).
 
 A limiter answers "how long should this key wait before its next try?" (`when`), forgets a key after a
-success (`forget`) and tells how often a key has been retried (`num_requeues`).
+success (`forget`) and tells how often a key has been retried (`num_requeues`). The overall limit,
+`TokenBucket`, lives in shared/ because the Kubernetes client's qps/burst throttle is one too.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Hashable
 from typing import Protocol
 
 from shared.clock import LOOP_CLOCK, Clock
+from shared.tokenbucket import TokenBucket
 
 
 class RateLimiter(Protocol):
@@ -43,39 +45,6 @@ class ItemExponentialBackoff:
 
     def num_requeues(self, key: Hashable) -> int:
         return self._failures.get(key, 0)
-
-
-class TokenBucket:
-    """Overall limit shared by every key: `qps` tokens per second, at most `burst` saved up.
-
-    `when` reserves a token and returns how long the caller must wait for it (like golang.org/x/time/rate
-    `Reserve().Delay()`), so a burst of retries is spread out instead of refused.
-    """
-
-    def __init__(self, qps: float, burst: int, *, clock: Clock = LOOP_CLOCK) -> None:
-        if qps <= 0 or burst < 1:
-            raise ValueError("need qps > 0 and burst >= 1")
-        self._qps = qps
-        self._burst = float(burst)
-        self._clock = clock
-        self._tokens = float(burst)
-        # Read at the first `when`: the loop clock can only be read inside the running loop, and a
-        # bucket may be built before it runs (a full bucket refills nothing meanwhile anyway).
-        self._last: float | None = None
-
-    def when(self, key: Hashable) -> float:
-        now = self._clock.now()
-        if self._last is not None:
-            self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
-        self._last = now
-        self._tokens -= 1.0
-        return 0.0 if self._tokens >= 0 else -self._tokens / self._qps
-
-    def forget(self, key: Hashable) -> None:
-        """The bucket is not per key: nothing to forget."""
-
-    def num_requeues(self, key: Hashable) -> int:
-        return 0
 
 
 class MaxOf:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.kubeclient import KubeClient, load_access
 from shared.clock import FakeClock
+from shared.kube import KubeClient, load_access
 from tests.autoscaler.metrics_backend import MetricsBackend
 
 

@@ -11,9 +11,9 @@ import yaml
 
 from autoscaler.controller import Controller
 from autoscaler.daemon import AutoscalerDaemon
-from autoscaler.kubeclient import KubeClient, Obj
 from autoscaler.options import parse_options
 from shared.clock import LOOP_CLOCK, Clock
+from shared.kube import KubeClient, Obj
 from sim.runner import ServerThread
 from tests.autoscaler.helpers import eventually
 

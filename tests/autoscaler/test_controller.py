@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from autoscaler.kubeclient import KubeClient
 from shared.clock import FakeClock
+from shared.kube import KubeClient
 from sim.runner import ServerThread
 from tests.autoscaler.harness import (
     autoscaler_spec,

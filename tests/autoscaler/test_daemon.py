@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from autoscaler.kubeclient import KubeClient
+from shared.kube import KubeClient
 from sim.prometheus import free_port
 from sim.runner import ServerThread
 from tests.autoscaler.harness import autoscaler_spec, create_hza, install_crd, replicas_of, workload

@@ -18,7 +18,7 @@ from adapter.config import parse_config
 from adapter.flags import parse_flags
 from adapter.server.daemon import AdapterDaemon
 from autoscaler.core import decide, kube_json
-from autoscaler.kubeclient import ApiError, KubeClient, direct_access, load_access
+from shared.kube import ApiError, KubeClient, direct_access, load_access
 from sim.prometheus import PrometheusProcess
 from sim.runner import ServerThread
 from sim.workload import annotations, manifests

@@ -11,7 +11,7 @@ from autoscaler.core.kube_json import hpa_from_json, pod_from_json
 from autoscaler.core.types import LabelSelector, LabelSelectorRequirement
 from autoscaler.metrics import decode
 from autoscaler.metrics.selectors import selector_string
-from autoscaler.restmapper import MappingError, split_api_version
+from shared.kube.restmapper import MappingError, split_api_version
 
 HZA = {
     "metadata": {"namespace": "ns", "name": "web", "generation": 3},

@@ -18,9 +18,8 @@ from autoscaler.core.types import (
     ObjectMetricAnswer,
     ResourceMetricsAnswer,
 )
-from autoscaler.kubeclient import ClusterAccess, KubeClient
 from autoscaler.metrics import MetricsClient
-from autoscaler.restmapper import RestMapper
+from shared.kube import ClusterAccess, KubeClient, RestMapper
 
 STAMP = "2026-01-01T00:00:00Z"
 
@@ -66,7 +65,7 @@ async def served() -> AsyncIterator[tuple[Recorder, MetricsClient]]:
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    kube = KubeClient(ClusterAccess(base_url=f"http://127.0.0.1:{port}", ssl_context=False))
+    kube = KubeClient(ClusterAccess(f"http://127.0.0.1:{port}"))
     yield recorder, MetricsClient(kube, RestMapper(kube))
     await kube.close()
     await runner.cleanup()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from autoscaler.cache import PodIndex, Store, slim_pod
+from autoscaler.pods import PodIndex, slim_pod
+from shared.kube import Store
 
 
 def _pod(name: str, app: str, ready: str, namespace: str = "ns") -> dict[str, Any]:

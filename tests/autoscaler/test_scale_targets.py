@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.kubeclient import KubeClient, Obj
+from shared.kube import KubeClient, Obj
 from sim.runner import ServerThread
 from tests.autoscaler.harness import (
     autoscaler_spec,

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from autoscaler.core.kube_json import parse_time
-from autoscaler.kubeclient import KubeClient, Obj
 from autoscaler.sources import SYNC_PERIOD_ANNOTATION
+from shared.kube import KubeClient, Obj
 from sim.runner import ServerThread
 from tests.autoscaler.harness import autoscaler_spec, condition, events_of, replicas_of, workload
 from tests.autoscaler.helpers import until

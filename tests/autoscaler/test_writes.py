@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from autoscaler.controller import Controller
-from autoscaler.kubeclient import KubeClient, Obj
 from shared.clock import FakeClock
+from shared.kube import KubeClient, Obj
 from sim.apiserver.faults import Fault
 from sim.runner import ServerThread
 from tests.autoscaler.harness import (

@@ -38,7 +38,6 @@ from adapter.auth.status import forbidden
 from adapter.config import load_config
 from adapter.naming.errors import InvalidSelectorError, MetricNotFoundError, QueryBuildError
 from adapter.naming.resources import BUILTIN_RESOURCES, GroupResource, ResourceInfo, StaticResourceMapper
-from adapter.objects import ObjectMeta
 from adapter.prometheus import QueryResult
 from adapter.registry import SeriesRegistry, series_query_groups
 from adapter.server.app import render_errors
@@ -84,15 +83,15 @@ class RecordingPrometheus:
 
 @dataclass
 class ListedObjects:
-    """The object cache: every `*` request matches the objects named in `names`."""
+    """The object cache: every `*` request matches the objects named in `listed`."""
 
-    names: list[str] = field(default_factory=list)
+    listed: list[str] = field(default_factory=list)
 
-    async def select(
+    async def names(
         self, info: ResourceInfo, namespace: str, matches: Callable[[Mapping[str, str]], bool]
-    ) -> list[ObjectMeta]:
+    ) -> list[str]:
         matches({"app": "web"})  # the selector must be evaluable; which objects it picks is not the point
-        return [ObjectMeta(namespace, name, {}) for name in self.names]
+        return list(self.listed)
 
 
 @dataclass
@@ -356,7 +355,7 @@ def check_custom_request(
     namespace_form: bool,
     accept: str | None,
 ) -> None:
-    adapter.objects.names = names if wildcard else []
+    adapter.objects.listed = names if wildcard else []
     name = "*" if wildcard else names[0]
     info = adapter.mapper.resolve(GroupResource.parse(resource).group, GroupResource.parse(resource).resource)
     assert info is not None

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from adapter.objects import DiscoveryResourceMapper, KubeConnection, ObjectCaches
+from adapter.objects import ObjectCaches
+from adapter.resourcemapper import DiscoveryResourceMapper
+from shared.kube import KubeClient, RestMapper, load_access
 from sim.apiserver.reviews import ALLOW, Decision
 from sim.runner import ServerThread
 from tests.adapter.e2e.conftest import create_pods
@@ -26,10 +28,10 @@ def _pod(name: str, labels: dict[str, str], namespace: str = "default") -> dict:
 
 
 @pytest.fixture
-async def connection(kubeconfig_path: Path) -> AsyncIterator[KubeConnection]:
-    conn = await KubeConnection.from_kubeconfig(str(kubeconfig_path))
-    yield conn
-    await conn.close()
+async def kube(kubeconfig_path: Path) -> AsyncIterator[KubeClient]:
+    client = KubeClient(await load_access(str(kubeconfig_path)))
+    yield client
+    await client.close()
 
 
 def _is_web(labels: dict[str, str]) -> bool:
@@ -45,9 +47,9 @@ async def _eventually(check: Callable[[], object], seconds: float = 5.0) -> None
 
 
 async def test_mapper_resolves_spellings_and_picks_up_new_crds(
-    apiserver: ServerThread, connection: KubeConnection
+    apiserver: ServerThread, kube: KubeClient
 ) -> None:
-    mapper = DiscoveryResourceMapper(connection)
+    mapper = DiscoveryResourceMapper(RestMapper(kube))
     await mapper.refresh()
     for group, spelling in [
         ("", "pods"),
@@ -99,33 +101,26 @@ async def test_mapper_resolves_spellings_and_picks_up_new_crds(
     )
 
 
-async def test_cache_follows_changes_and_relists_after_410(
-    apiserver: ServerThread, connection: KubeConnection
-) -> None:
+async def test_cache_follows_changes_and_relists_after_410(apiserver: ServerThread, kube: KubeClient) -> None:
     create_pods(apiserver)
-    mapper = DiscoveryResourceMapper(connection)
+    mapper = DiscoveryResourceMapper(RestMapper(kube))
     await mapper.refresh()
-    caches = ObjectCaches(connection)
+    caches = ObjectCaches(kube)
     pods = mapper.resolve("", "pods")
     try:
-        names = [o.name for o in await caches.select(pods, "default", _is_web)]
-        assert names == ["web-1", "web-2"]
-        assert [o.name for o in await caches.select(pods, "other", _is_web)] == []
+        assert await caches.names(pods, "default", _is_web) == ["web-1", "web-2"]
+        assert await caches.names(pods, "other", _is_web) == []
 
         store = apiserver.server.store
         apiserver.call(lambda: store.create(PODS, _pod("web-4", {"app": "web"})))
         apiserver.call(lambda: store.create(PODS, _pod("web-x", {"app": "web"}, namespace="kube-system")))
 
         async def sees_new_pods() -> bool:
-            return [o.name for o in await caches.select(pods, "default", _is_web)] == [
-                "web-1",
-                "web-2",
-                "web-4",
-            ]
+            return await caches.names(pods, "default", _is_web) == ["web-1", "web-2", "web-4"]
 
         await _eventually(sees_new_pods)
-        all_namespaces = await caches.select(pods, "", _is_web)
-        assert [(o.namespace, o.name) for o in all_namespaces][-1] == ("kube-system", "web-x")
+        # All namespaces: ordered by namespace, then name.
+        assert await caches.names(pods, "", _is_web) == ["web-1", "web-2", "web-4", "web-x"]
 
         # The watch ends; while the client is away web-5 appears and web-1 goes, and the server has
         # forgotten the history: resuming gives 410, and only a relist shows the truth.
@@ -138,7 +133,7 @@ async def test_cache_follows_changes_and_relists_after_410(
         apiserver.call(outage)
 
         async def relisted() -> bool:
-            names = [o.name for o in await caches.select(pods, "default", _is_web)]
+            names = await caches.names(pods, "default", _is_web)
             return "web-5" in names and "web-1" not in names
 
         await _eventually(relisted)
@@ -160,28 +155,28 @@ async def test_unlistable_resource_fails_fast_and_recovers(apiserver: ServerThre
 
     apiserver.server.reviews.policy = policy
     kubeconfig = apiserver.write_kubeconfig(tmp_path / "adapter-kubeconfig", user="adapter")
-    connection = await KubeConnection.from_kubeconfig(str(kubeconfig))
-    mapper = DiscoveryResourceMapper(connection)
+    kube = KubeClient(await load_access(str(kubeconfig)))
+    mapper = DiscoveryResourceMapper(RestMapper(kube))
     await mapper.refresh()
-    caches = ObjectCaches(connection, sync_timeout=10)
+    caches = ObjectCaches(kube, sync_timeout=10)
     pods = mapper.resolve("", "pods")
     try:
         started = asyncio.get_running_loop().time()
         with pytest.raises(TimeoutError):
-            await caches.select(pods, "default", _is_web)
+            await caches.names(pods, "default", _is_web)
         with pytest.raises(TimeoutError):
-            await caches.select(pods, "default", _is_web)
+            await caches.names(pods, "default", _is_web)
         assert asyncio.get_running_loop().time() - started < 2
 
         allowed["pods"] = True
 
         async def recovered() -> bool:
             try:
-                return [o.name for o in await caches.select(pods, "default", _is_web)] == ["web-1", "web-2"]
+                return await caches.names(pods, "default", _is_web) == ["web-1", "web-2"]
             except TimeoutError:
                 return False
 
         await _eventually(recovered, seconds=5)
     finally:
         await caches.stop()
-        await connection.close()
+        await kube.close()

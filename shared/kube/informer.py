@@ -3,28 +3,39 @@
 * Resumes a dropped watch from the last resourceVersion seen (events or bookmarks), with back-off.
 * On 410 Gone (HTTP or an ERROR event) it re-lists and diffs the new list against the store, so changes
   made while it was not watching (including deletions) still reach the handlers: nothing is missed.
+* A line of the stream that is not a watch event, and any unexpected error, also ends in a re-list (with
+  back-off): `run` never returns and never raises except when cancelled, so its cache cannot freeze
+  while the daemon looks healthy.
+* `transform` shapes every object before it is stored (keep only the fields the daemon reads);
+  `metadata_only` asks the API server for PartialObjectMetadata, for caches that need names and labels.
 * Handlers are called synchronously in event order; they must be quick (they enqueue keys).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 from collections.abc import Callable
+from contextlib import aclosing
 from dataclasses import dataclass
 
 import aiohttp
 import structlog
 
-from autoscaler.cache.store import Store
-from autoscaler.kubeclient import ApiError, KubeClient, Obj
+from shared.kube import watch
+from shared.kube.client import ApiError, KubeClient, Obj
+from shared.kube.store import Store
 
 log = structlog.get_logger(__name__)
 
 LIST_PAGE_SIZE = 500
 MIN_BACKOFF = 0.05
 MAX_BACKOFF = 5.0
+# A watch with no data for this long past its server-side timeout is a dead connection.
+_READ_GRACE = 30.0
+# client-go's metadata client: PartialObjectMetadata[List], plain JSON from servers that lack it.
+_METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+_METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 
 
 @dataclass(frozen=True)
@@ -46,14 +57,20 @@ class Informer:
         *,
         label_selector: str = "",
         transform: Callable[[Obj], Obj] | None = None,
+        metadata_only: bool = False,
         watch_timeout_seconds: int = 300,
     ) -> None:
         self.path = path
         self.store = Store()
         self.synced = asyncio.Event()
+        # Set when the first list ended, listed or not: callers that must not wait for a list that
+        # keeps failing (no permission) check `synced` after it.
+        self.first_list_done = asyncio.Event()
         self._client = client
         self._label_selector = label_selector
         self._transform = transform
+        self._list_accept = _METADATA_LIST if metadata_only else None
+        self._watch_accept = _METADATA_WATCH if metadata_only else None
         self._watch_timeout = watch_timeout_seconds
         self._handlers: list[EventHandlers] = []
         self._resource_version = ""
@@ -73,7 +90,10 @@ class Informer:
         while True:
             try:
                 if need_list:
-                    await self._list()
+                    try:
+                        await self._list()
+                    finally:
+                        self.first_list_done.set()
                     need_list = False
                     backoff = MIN_BACKOFF
                 if await self._watch():
@@ -83,9 +103,18 @@ class Informer:
                 need_list = True
                 self.relists += 1
                 continue
-            except (aiohttp.ClientError, ApiError, TimeoutError, ValueError) as err:
+            except (aiohttp.ClientError, ApiError, TimeoutError) as err:
                 log.warning("watch interrupted", path=self.path, error=str(err), retry_in=backoff)
                 self.reconnects += 1
+            except watch.WatchDecodeError as err:
+                # The lost event cannot be replayed from its resourceVersion: only a list tells the truth.
+                log.warning("undecodable watch event, re-listing", path=self.path, error=str(err))
+                need_list = True
+                self.relists += 1
+            except Exception:
+                log.exception("informer failed, re-listing", path=self.path, retry_in=backoff)
+                need_list = True
+                self.relists += 1
             # Jitter spreads the reconnects of many informers after an API server restart.
             await asyncio.sleep(backoff * (1 + random.random() / 2))
             backoff = min(backoff * 2, MAX_BACKOFF)
@@ -96,7 +125,7 @@ class Informer:
         if self._label_selector:
             params["labelSelector"] = self._label_selector
         while True:
-            page = await self._client.get(self.path, params=params, request_timeout=60)
+            page = await self._client.get(self.path, params, accept=self._list_accept, request_timeout=60)
             items.extend(page.get("items") or [])
             meta = page.get("metadata") or {}
             cont = meta.get("continue")
@@ -134,29 +163,33 @@ class Informer:
             params["labelSelector"] = self._label_selector
         got_event = False
         try:
-            async with self._client.stream(self.path, params) as resp:
-                while True:
-                    line = await resp.content.readline()
-                    if not line:
-                        return got_event
-                    if not line.strip():
-                        continue
-                    self._handle_event(json.loads(line))
+            async with (
+                self._client.stream(
+                    self.path,
+                    params,
+                    accept=self._watch_accept,
+                    read_timeout=self._watch_timeout + _READ_GRACE,
+                ) as resp,
+                aclosing(watch.events(resp.content)) as events,
+            ):
+                async for event in events:
+                    self._handle_event(event)
                     got_event = True
         except ApiError as err:
             if err.code == 410:
                 raise _Expired from err
             raise
+        return got_event
 
     def _handle_event(self, event: Obj) -> None:
-        kind = event.get("type")
-        obj = event.get("object") or {}
+        kind = event["type"]
+        obj = event["object"]
         if kind == "ERROR":
             if obj.get("code") == 410:
                 raise _Expired
             code = int(obj.get("code") or 500)
             raise ApiError(code, str(obj.get("reason", "")), str(obj.get("message", "")))
-        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        rv = _rv(obj)
         if kind == "BOOKMARK":
             self._resource_version = rv or self._resource_version
             return

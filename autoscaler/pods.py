@@ -1,4 +1,5 @@
-"""The pod cache: slim pods (the core's `Pod` plus identity), indexed by namespace and by label.
+"""The pod cache: slim pods (the core's `Pod` plus identity: only what the algorithm reads), indexed by
+namespace and by label.
 
 A reconcile asks "which pods in namespace N does selector S select?". The label index narrows the
 candidates by one equality term of S (e.g. `app=web`); the whole selector then decides, so the index is
@@ -10,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import lru_cache
 
-from autoscaler.cache.store import Store
 from autoscaler.core.kube_json import pod_from_json
 from autoscaler.core.types import Pod
-from autoscaler.kubeclient import Obj
+from shared.kube import Obj, Store
 from shared.selectors import Operator, Selector, parse_selector
 
 

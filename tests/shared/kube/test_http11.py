@@ -10,7 +10,7 @@ import aiohttp
 import pytest
 import yarl
 
-from autoscaler.http11 import Http11Client
+from shared.kube.http11 import Http11Client
 
 Answer = Callable[[bytes], list[bytes]]
 
@@ -60,7 +60,7 @@ async def serving(answer: Answer) -> AsyncIterator[tuple[_Server, Http11Client]]
     server = _Server(answer)
     listener = await asyncio.start_server(server.handle, "127.0.0.1", 0)
     port = listener.sockets[0].getsockname()[1]
-    client = Http11Client(f"http://127.0.0.1:{port}", True, {"Authorization": "Bearer t"})
+    client = Http11Client(f"http://127.0.0.1:{port}", None, {"Authorization": "Bearer t"})
     try:
         yield server, client
     finally:
@@ -143,7 +143,7 @@ async def test_malformed_answer_and_refused_connection_are_client_errors() -> No
     port = listener.sockets[0].getsockname()[1]
     listener.close()
     await listener.wait_closed()
-    client = Http11Client(f"http://127.0.0.1:{port}", True, {})
+    client = Http11Client(f"http://127.0.0.1:{port}", None, {})
     with pytest.raises(aiohttp.ClientConnectionError, match="Cannot connect to host"):
         await client.request("GET", _url("/"), None, None)
 
@@ -156,3 +156,8 @@ async def test_a_cancelled_request_does_not_leave_its_connection_in_the_pool() -
         server.answer = lambda _: _fixed(b"fresh")
         assert await client.request("GET", _url("/"), None, None) == (200, b"fresh")
         assert server.connections == 2
+
+
+def test_an_https_server_needs_the_access_tls_context() -> None:
+    with pytest.raises(ValueError, match="no TLS context"):
+        Http11Client("https://127.0.0.1:6443", None, {})

@@ -1,10 +1,10 @@
-"""An in-memory object store keyed by (namespace, name), indexed by namespace."""
+"""An informer's in-memory object store, keyed by (namespace, name) and indexed by namespace."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from autoscaler.kubeclient import Obj
+from shared.kube.client import Obj
 
 Key = tuple[str, str]
 

@@ -1,0 +1,47 @@
+"""The Kubernetes client stack both daemons use.
+
+config       kubeconfig / in-cluster loading -> ClusterAccess (URL, one TLS context, credentials)
+credentials  the Authorization header, kept current (token files re-read, exec plugins re-run)
+client       KubeClient: JSON requests and watch streams on aiohttp, ApiError with the Status
+watch        watch events read chunk by chunk (no line-length cap), decode errors
+store        an informer's objects by (namespace, name)
+informer     list + watch into a Store, with handlers; never dies, re-lists instead
+restmapper   discovery: (apiVersion, kind) -> resource, and everything that is served
+"""
+
+from shared.kube.client import ApiError, KubeClient, Obj
+from shared.kube.config import (
+    ClusterAccess,
+    KubeConfigError,
+    bearer_token,
+    direct_access,
+    in_cluster,
+    load_access,
+    load_configuration,
+    server_url,
+)
+from shared.kube.credentials import CredentialsError
+from shared.kube.informer import EventHandlers, Informer
+from shared.kube.restmapper import MappingError, ResourceMapping, RestMapper
+from shared.kube.store import Store
+
+__all__ = [
+    "ApiError",
+    "ClusterAccess",
+    "CredentialsError",
+    "EventHandlers",
+    "Informer",
+    "KubeClient",
+    "KubeConfigError",
+    "MappingError",
+    "Obj",
+    "ResourceMapping",
+    "RestMapper",
+    "Store",
+    "bearer_token",
+    "direct_access",
+    "in_cluster",
+    "load_access",
+    "load_configuration",
+    "server_url",
+]

@@ -1,0 +1,172 @@
+"""A small Kubernetes REST client: JSON requests, watch streams, client-side qps/burst, errors that carry
+the API server's Status.
+
+Raw HTTP (not kubernetes-asyncio's generated API classes) because the daemons need exact control over
+watches (bookmarks, resume, 410, metadata-only objects) and talk to arbitrary resources (CRDs, any
+`/scale`, aggregated metrics APIs, reviews). Requests go through the lean HTTP/1.1 client (http11.py:
+most of the autoscaler's CPU is these requests), watches stream through aiohttp; both use the access's
+one TLS context. The credentials are asked for the `Authorization` header on every request, so rotated
+tokens are picked up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import lru_cache
+from typing import Any
+
+import aiohttp
+import yarl
+
+from shared.kube.config import ClusterAccess
+from shared.kube.http11 import Http11Client
+from shared.tokenbucket import TokenBucket
+
+Obj = dict[str, Any]
+
+JSON = "application/json"
+
+
+@lru_cache(maxsize=32768)
+def _request_url(base_url: str, path: str, query: tuple[tuple[str, str], ...]) -> yarl.URL:
+    # Every autoscaler asks for the same few URLs each period: build each once, not once per request.
+    # Paths arrive escaped (e.g. `*` as %2A, as Go sends it); yarl must not normalise them.
+    url = yarl.URL(base_url + path, encoded=True)
+    return url.extend_query(query) if query else url
+
+
+class ApiError(Exception):
+    """A non-2xx answer; `reason`/`message` come from the metav1.Status body when there is one."""
+
+    def __init__(self, code: int, reason: str, message: str, body: Obj | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.body = body
+
+    @classmethod
+    def from_body(cls, code: int, text: str) -> ApiError:
+        try:
+            body = json.loads(text)
+        except ValueError:
+            body = None
+        if isinstance(body, dict) and body.get("kind") == "Status" and body.get("status") == "Failure":
+            return cls(code, str(body.get("reason", "")), str(body.get("message", "")), body)
+        # client-go synthesises a message when the body is not a Status; keep the code and the text.
+        return cls(code, _GENERIC_REASONS.get(code, "Unknown"), f"an error on the server ({text.strip()!r})")
+
+
+_GENERIC_REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    409: "Conflict",
+    410: "Expired",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+
+
+class KubeClient:
+    """JSON requests and watches to one API server. `qps <= 0` disables the client-side throttle."""
+
+    def __init__(
+        self, access: ClusterAccess, *, qps: float = 0.0, burst: int = 1, user_agent: str = "surge"
+    ) -> None:
+        self.access = access
+        self._throttle = TokenBucket(qps, max(1, burst)) if qps > 0 else None
+        self._http = Http11Client(access.base_url, access.ssl_context, {"User-Agent": user_agent})
+        self._session = aiohttp.ClientSession(
+            # limit=0: concurrency is bounded by the callers (informers), not by a pool size.
+            connector=aiohttp.TCPConnector(ssl=access.ssl_context or True, limit=0),
+            headers={"User-Agent": user_agent},
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+        )
+
+    async def close(self) -> None:
+        await self._http.close()
+        await self._session.close()
+
+    def _url(self, path: str, params: dict[str, str] | None) -> yarl.URL:
+        return _request_url(self.access.base_url, path, tuple(params.items()) if params else ())
+
+    async def _wait_turn(self) -> None:
+        if self._throttle is not None:
+            delay = self._throttle.when()
+            if delay > 0:
+                await asyncio.sleep(delay)
+
+    async def _headers(self, accept: str | None, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": accept or JSON}
+        authorization = await self.access.credentials.authorization()
+        if authorization:
+            headers["Authorization"] = authorization
+        if content_type:
+            headers["Content-Type"] = content_type
+        return headers
+
+    def _failed(self, status: int, text: str) -> ApiError:
+        if status == 401:
+            self.access.credentials.rejected()
+        return ApiError.from_body(status, text)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        accept: str | None = None,
+        request_timeout: float | None = 30.0,
+    ) -> Obj:
+        """The decoded JSON answer ({} when empty). Raises ApiError on a non-2xx answer, aiohttp.ClientError
+        when the request could not be made, TimeoutError after `request_timeout` seconds."""
+        data = None if body is None else json.dumps(body).encode()
+        await self._wait_turn()  # the throttle's wait is not part of the request's time
+        async with asyncio.timeout(request_timeout):
+            headers = await self._headers(accept, content_type if data is not None else None)
+            status, raw = await self._http.request(method, self._url(path, params), data, headers)
+        if status >= 300:
+            raise self._failed(status, raw.decode("utf-8", "replace"))
+        answer: Obj = json.loads(raw) if raw else {}
+        return answer
+
+    async def get(
+        self,
+        path: str,
+        params: dict[str, str] | None = None,
+        *,
+        accept: str | None = None,
+        request_timeout: float | None = 30.0,
+    ) -> Obj:
+        return await self.request("GET", path, params=params, accept=accept, request_timeout=request_timeout)
+
+    @asynccontextmanager
+    async def stream(
+        self,
+        path: str,
+        params: dict[str, str],
+        *,
+        accept: str | None = None,
+        read_timeout: float | None = None,
+    ) -> AsyncIterator[aiohttp.ClientResponse]:
+        """A long-running GET (a watch) whose body the caller reads; raises ApiError on a non-2xx answer.
+        `read_timeout` bounds the silence between two reads (a dead connection), not the whole stream."""
+        await self._wait_turn()
+        headers = await self._headers(accept, None)
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=read_timeout)
+        async with self._session.get(self._url(path, params), headers=headers, timeout=timeout) as resp:
+            if resp.status >= 300:
+                raise self._failed(resp.status, await resp.text())
+            yield resp
