@@ -55,6 +55,7 @@ from autoscaler.workqueue import (
 )
 from shared.clock import LOOP_CLOCK, Clock
 from shared.kube import ApiError, EventHandlers, Informer, KubeClient, Obj, RestMapper
+from shared.supervisor import Supervisor
 
 log = structlog.get_logger(__name__)
 _decision_logger = logging.getLogger(__name__)
@@ -93,6 +94,7 @@ class Controller:
         options: ControllerOptions,
         is_leader: Callable[[], bool] = _default_leader,
         *,
+        supervisor: Supervisor,
         clock: Clock = LOOP_CLOCK,
     ) -> None:
         self.source = source
@@ -103,6 +105,7 @@ class Controller:
         self._mapper = mapper
         self._is_leader = is_leader
         self._clock = clock
+        self._supervisor = supervisor
         self._events = EventRecorder(client)
         self.queue = WorkQueue(
             rate_limiter=MaxOf(
@@ -125,7 +128,6 @@ class Controller:
         # and pod events then only look at the autoscalers that share pods, not at the whole namespace.
         self._owners: dict[Key, set[Key]] = {}
         self._owned: dict[Key, tuple[Key, ...]] = {}
-        self._tasks: list[asyncio.Task[None]] = []
         self.autoscalers.add_handlers(
             EventHandlers(
                 on_add=self._autoscaler_added,
@@ -140,11 +142,12 @@ class Controller:
     # ---- lifecycle
 
     async def start(self) -> None:
-        self._tasks.append(asyncio.create_task(self.pods.run(), name="pods-informer"))
-        self._tasks.append(asyncio.create_task(self.autoscalers.run(), name="autoscalers-informer"))
+        """Start the informers and, once both caches are synced, the workers (all supervised)."""
+        self._supervisor.start("pods informer", self.pods.run)
+        self._supervisor.start("autoscalers informer", self.autoscalers.run)
         await self.pods.synced.wait()
         await self.autoscalers.synced.wait()
-        self._tasks.extend(start_workers(self.queue, self.options.workers, self.reconcile))
+        start_workers(self._supervisor, self.queue, self.options.workers, self.reconcile)
 
     @property
     def ready(self) -> bool:
@@ -156,14 +159,12 @@ class Controller:
             self.queue.add(key)
 
     async def stop(self, grace: float) -> None:
-        """Stop taking work, let in-flight reconciles finish within `grace`, then stop the caches."""
+        """Stop taking work and let in-flight reconciles finish within `grace`; the supervisor's owner
+        then stops the caches and the workers."""
         try:
             await asyncio.wait_for(self.queue.shutdown_with_drain(), grace)
         except TimeoutError:
             log.warning("in-flight reconciles did not finish within the grace period", grace=grace)
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
 
     # ---- event handlers (quick: they only enqueue)
 

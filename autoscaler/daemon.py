@@ -23,6 +23,7 @@ from autoscaler.telemetry import Telemetry
 from shared.clock import LOOP_CLOCK, Clock
 from shared.kube import KubeClient, RestMapper, direct_access, load_access
 from shared.lifecycle import start_unless_stopped
+from shared.supervisor import Supervisor
 
 log = structlog.get_logger("autoscaler")
 
@@ -47,6 +48,7 @@ class AutoscalerDaemon:
         self.kube = kube
         self._metrics_kube = metrics_kube
         self.telemetry = Telemetry()
+        self.supervisor = Supervisor(self.telemetry.registry, "surge_autoscaler", clock=clock)
         mapper = RestMapper(kube)
         self.elector: LeaderElector | None = None
         if options.lease is not None:
@@ -72,11 +74,12 @@ class AutoscalerDaemon:
                 config=options.config,
             ),
             is_leader=self.elector.is_leader if self.elector is not None else lambda: True,
+            supervisor=self.supervisor,
             clock=clock,
         )
         self.port = 0
         self._runner: web.AppRunner | None = None
-        self._elector_task: asyncio.Task[None] | None = None
+        self._lease_lost = asyncio.Event()
 
     @classmethod
     async def create(cls, options: AutoscalerOptions, clock: Clock = LOOP_CLOCK) -> AutoscalerDaemon:
@@ -120,7 +123,8 @@ class AutoscalerDaemon:
         if self.elector is None:
             self.telemetry.is_leader.set(1)
         else:
-            self._elector_task = asyncio.create_task(self.elector.run(), name="leader election")
+            elector = self.elector
+            self.supervisor.start("leader election", lambda: self._lead(elector))
 
     async def run(self, stop: asyncio.Event) -> int:
         """Start, then run until `stop` is set (0) or the lease is lost (1, as client-go's elector ends
@@ -130,9 +134,10 @@ class AutoscalerDaemon:
             if stop.is_set():
                 return 0
             stopping = asyncio.create_task(stop.wait())
-            elector = () if self._elector_task is None else (self._elector_task,)
-            await asyncio.wait({stopping, *elector}, return_when=asyncio.FIRST_COMPLETED)
+            lost = asyncio.create_task(self._lease_lost.wait())
+            await asyncio.wait({stopping, lost}, return_when=asyncio.FIRST_COMPLETED)
             stopping.cancel()
+            lost.cancel()
             return 0 if stop.is_set() else 1
         finally:
             await self.stop()
@@ -141,9 +146,7 @@ class AutoscalerDaemon:
         """Drain in-flight reconciles within the grace period, release the lease, close everything."""
         log.info("shutting down", grace=self.options.shutdown_grace_period)
         await self.controller.stop(self.options.shutdown_grace_period)
-        if self._elector_task is not None:
-            self._elector_task.cancel()
-            await asyncio.gather(self._elector_task, return_exceptions=True)
+        await self.supervisor.stop()
         if self.elector is not None:
             await self.elector.release()
         if self._runner is not None:
@@ -151,6 +154,11 @@ class AutoscalerDaemon:
         if self._metrics_kube is not self.kube:
             await self._metrics_kube.close()
         await self.kube.close()
+
+    async def _lead(self, elector: LeaderElector) -> None:
+        """Leader election; its return means the lease is lost, which ends the daemon."""
+        await elector.run()
+        self._lease_lost.set()
 
     def _started_leading(self) -> None:
         self.telemetry.is_leader.set(1)
@@ -166,9 +174,11 @@ class AutoscalerDaemon:
             return web.Response(text="ok")
 
         async def readyz(_: web.Request) -> web.Response:
-            if self.controller.ready:
-                return web.Response(text="ok")
-            return web.Response(status=503, text="caches not synced")
+            if not self.controller.ready:
+                return web.Response(status=503, text="caches not synced")
+            if down := self.supervisor.down():
+                return web.Response(status=503, text="restarting after a crash: " + ", ".join(down))
+            return web.Response(text="ok")
 
         app = web.Application()
         app.router.add_get("/metrics", metrics)

@@ -9,13 +9,14 @@ the schedule does not drift.
 
 from __future__ import annotations
 
-import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 
 import structlog
 
 from autoscaler.workqueue.queue import QueueShutDown, WorkQueue
+from shared.supervisor import Supervisor
 
 DEFAULT_SYNC_PERIOD = 15.0
 MIN_SYNC_PERIOD = 1.0
@@ -72,5 +73,7 @@ async def run_worker(queue: WorkQueue, reconcile: Reconcile) -> None:
             queue.done(key)
 
 
-def start_workers(queue: WorkQueue, count: int, reconcile: Reconcile) -> list[asyncio.Task[None]]:
-    return [asyncio.create_task(run_worker(queue, reconcile), name=f"worker-{i}") for i in range(count)]
+def start_workers(supervisor: Supervisor, queue: WorkQueue, count: int, reconcile: Reconcile) -> None:
+    """`count` workers under the supervisor; each returns once the queue is shut down and drained."""
+    for i in range(count):
+        supervisor.start(f"worker-{i}", functools.partial(run_worker, queue, reconcile))

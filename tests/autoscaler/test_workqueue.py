@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import Callable
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from autoscaler.workqueue import (
     ItemExponentialBackoff,
@@ -22,6 +23,7 @@ from autoscaler.workqueue import (
     sync_period,
 )
 from shared.clock import FakeClock
+from shared.supervisor import Supervisor
 
 
 async def spin(check: Callable[[], bool], turns: int = 1000) -> None:
@@ -95,13 +97,14 @@ async def test_workers_never_process_one_key_concurrently() -> None:
         active.discard(key)
         return Outcome(failed=False, resync_after=None)
 
-    workers = start_workers(queue, 8, reconcile)
+    workers = Supervisor(CollectorRegistry(), "test")
+    start_workers(workers, queue, 8, reconcile)
     for _ in range(20):
         for key in ("x", "y"):
             queue.add(key)
         await asyncio.sleep(0)
     await queue.shutdown_with_drain()
-    await asyncio.gather(*workers)
+    await workers.stop()
     assert overlaps == 0
     # Adds during processing collapse: far fewer runs than adds, but at least one per key.
     assert 2 <= runs < 40
@@ -200,7 +203,8 @@ async def test_failed_reconcile_retries_with_growing_delay_then_success_resets()
         times.append(clock.now())
         return Outcome(failed=len(times) < 4, resync_after=None)
 
-    workers = start_workers(queue, 2, reconcile)
+    workers = Supervisor(CollectorRegistry(), "test")
+    start_workers(workers, queue, 2, reconcile)
     queue.add("k")
     await spin(lambda: len(times) == 1)
     for runs, backoff in enumerate((0.25, 0.5, 1.0), start=2):
@@ -213,7 +217,7 @@ async def test_failed_reconcile_retries_with_growing_delay_then_success_resets()
     clock.advance(100.0)
     assert len(queue) == 0 and len(times) == 4  # and nothing retries a success
     queue.shutdown()
-    await asyncio.gather(*workers)
+    await workers.stop()
 
 
 async def test_success_resyncs_at_the_objects_period() -> None:
@@ -225,7 +229,8 @@ async def test_success_resyncs_at_the_objects_period() -> None:
         times.append(clock.now())
         return Outcome(failed=False, resync_after=2.0 if len(times) < 3 else None)
 
-    workers = start_workers(queue, 1, reconcile)
+    workers = Supervisor(CollectorRegistry(), "test")
+    start_workers(workers, queue, 1, reconcile)
     queue.add("k")
     await spin(lambda: len(times) == 1)
     for runs in (2, 3):
@@ -240,7 +245,7 @@ async def test_success_resyncs_at_the_objects_period() -> None:
     clock.advance(100.0)
     assert len(times) == 3 and len(queue) == 0
     queue.shutdown()
-    await asyncio.gather(*workers)
+    await workers.stop()
 
 
 async def test_period_counts_from_when_the_key_became_due_not_from_the_end_of_its_reconcile() -> None:
@@ -253,7 +258,8 @@ async def test_period_counts_from_when_the_key_became_due_not_from_the_end_of_it
         clock.advance(0.5)  # the reconcile takes 0.5 s
         return Outcome(failed=False, resync_after=2.0 if len(times) < 3 else None)
 
-    workers = start_workers(queue, 1, reconcile)
+    workers = Supervisor(CollectorRegistry(), "test")
+    start_workers(workers, queue, 1, reconcile)
     queue.add("k")
     await spin(lambda: len(times) == 1)
     for runs in (2, 3):
@@ -265,7 +271,7 @@ async def test_period_counts_from_when_the_key_became_due_not_from_the_end_of_it
     # Counted from the end of each reconcile, the starts would be 2.5 s apart.
     assert times == [0.0, 2.0, 4.0]
     queue.shutdown()
-    await asyncio.gather(*workers)
+    await workers.stop()
 
 
 def test_sync_period_default_and_minimum() -> None:
@@ -302,7 +308,8 @@ async def test_shutdown_with_drain_waits_for_in_flight_keys() -> None:
         finished.append(str(key))
         return Outcome(failed=False, resync_after=10.0)
 
-    workers = start_workers(queue, 4, reconcile)
+    workers = Supervisor(CollectorRegistry(), "test")
+    start_workers(workers, queue, 4, reconcile)
     for key in "abc":
         queue.add(key)
     await spin(lambda: len(started) == 3)
@@ -314,7 +321,7 @@ async def test_shutdown_with_drain_waits_for_in_flight_keys() -> None:
     release.set()
     await drain
     assert sorted(finished) == ["a", "b", "c"]
-    await asyncio.gather(*workers)
+    await workers.stop()
     assert queue.waiting_count() == 0  # no resync is scheduled after shutdown
 
 

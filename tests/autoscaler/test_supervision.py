@@ -1,0 +1,60 @@
+"""The daemon's background loops run under its supervisor: a crash shows in /readyz and /metrics and the
+loop comes back after its back-off, without restarting the daemon."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import aiohttp
+
+from autoscaler.daemon import AutoscalerDaemon
+from autoscaler.options import parse_options
+from shared.clock import FakeClock
+from shared.kube import KubeClient
+from tests.autoscaler.harness import install_crd
+from tests.autoscaler.helpers import eventually
+from tests.autoscaler.metrics_backend import MetricsBackend
+
+
+async def readyz(port: int) -> tuple[int, str]:
+    async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}/readyz") as r:
+        return r.status, await r.text()
+
+
+async def test_an_informer_crashed_after_sync_fails_readyz_until_it_is_restarted(
+    kube: KubeClient, kubeconfig_path: Path, backend: MetricsBackend, fake_clock: FakeClock
+) -> None:
+    await install_crd(kube)
+    flags = [f"--kubeconfig={kubeconfig_path}", f"--metrics-url={backend.url}", "--bind-address=127.0.0.1"]
+    daemon = await AutoscalerDaemon.create(parse_options([*flags, "--port=0"]), fake_clock)
+    pods = daemon.controller.pods
+    informer_run = pods.run
+    runs = 0
+
+    async def crashes_once_synced() -> None:
+        nonlocal runs
+        runs += 1
+        if runs > 1:
+            return await informer_run()
+        informer = asyncio.create_task(informer_run())
+        await pods.synced.wait()
+        informer.cancel()
+        await asyncio.wait([informer])
+        raise RuntimeError("injected crash")
+
+    pods.run = crashes_once_synced  # type: ignore[method-assign]
+    try:
+        await daemon.start()
+        await eventually(lambda: daemon.supervisor.down() == ["pods informer"])
+        crashes = daemon.telemetry.registry.get_sample_value(
+            "surge_autoscaler_background_task_crashes_total", {"task": "pods informer"}
+        )
+        assert crashes == 1
+        # The cache synced once, but nothing keeps it current: not ready.
+        assert await readyz(daemon.port) == (503, "restarting after a crash: pods informer")
+        fake_clock.advance(1.0)  # the supervisor's first back-off
+        await eventually(lambda: runs == 2 and not daemon.supervisor.down())
+        assert await readyz(daemon.port) == (200, "ok")
+    finally:
+        await daemon.stop()
