@@ -45,7 +45,11 @@ async def run(options: AdapterOptions, security: Security) -> int:
 async def _start(options: AdapterOptions, config: AdapterConfig, security: Security) -> AdapterDaemon:
     await security.start()
     daemon = AdapterDaemon(
-        options, config, middlewares=[security.middleware], tls_hooks=[security.configure_tls]
+        options,
+        config,
+        middlewares=[security.middleware],
+        tls_hooks=[security.configure_tls],
+        loops={"auth settings refresh": security.refresh_forever},
     )
     await daemon.start()
     return daemon

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 
 from adapter.naming.resources import ResourceInfo
 from shared.kube import Informer, KubeClient, Obj
+from shared.supervisor import Supervisor
 
 
 def _collection_path(info: ResourceInfo) -> str:
@@ -36,11 +37,11 @@ def _names_and_labels(obj: Obj) -> Obj:
 class ObjectCaches:
     """One informer per resource, started the first time a `*` request needs it."""
 
-    def __init__(self, client: KubeClient, sync_timeout: float = 10.0) -> None:
+    def __init__(self, client: KubeClient, supervisor: Supervisor, sync_timeout: float = 10.0) -> None:
         self._client = client
+        self._supervisor = supervisor
         self._sync_timeout = sync_timeout
         self._informers: dict[tuple[str, str], Informer] = {}
-        self._tasks: list[asyncio.Task[None]] = []
 
     def _informer(self, info: ResourceInfo) -> Informer:
         key = (info.group, info.resource)
@@ -49,7 +50,7 @@ class ObjectCaches:
             informer = self._informers[key] = Informer(
                 self._client, _collection_path(info), transform=_names_and_labels, metadata_only=True
             )
-            self._tasks.append(asyncio.create_task(informer.run(), name=f"watch {info.group_resource}"))
+            self._supervisor.start(f"watch {info.group_resource}", informer.run)
         return informer
 
     async def names(
@@ -73,7 +74,3 @@ class ObjectCaches:
         )
         return [name for _, name in picked]
 
-    async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -14,7 +14,6 @@ Wiring (adapter/__main__.py):
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ssl
 import time
 from collections.abc import Callable
@@ -95,7 +94,6 @@ class Security:
         self._authn_kube: KubeClient | None = None
         self._authz_kube: KubeClient | None = None
         self._tls = ClientCertificateTLS(options.sni_certificates)
-        self._refresher: asyncio.Task[None] | None = None
         self._middleware: Middleware | None = None
 
     @property
@@ -135,7 +133,6 @@ class Security:
             authorizer,
             AlwaysAllowPaths(self._options.always_allow_paths),
         )
-        self._refresher = asyncio.create_task(self._refresh_forever())
 
     async def _initial_sources(self) -> AuthenticationSources:
         try:
@@ -156,7 +153,8 @@ class Security:
         data = await read_authentication_configmap(self._authn_kube, self._backoff)
         return merge_sources(flags, parse_configmap(data))
 
-    async def _refresh_forever(self) -> None:
+    async def refresh_forever(self) -> None:
+        """Re-read the client CAs and the ConfigMap periodically; the daemon runs it under its supervisor."""
         while True:
             await asyncio.sleep(self._refresh_seconds)
             await self.refresh()
@@ -185,10 +183,6 @@ class Security:
         self._tls.configure(context)
 
     async def close(self) -> None:
-        if self._refresher is not None:
-            self._refresher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._refresher
         for kube in (self._authn_kube, self._authz_kube):
             if kube is not None:
                 await kube.close()

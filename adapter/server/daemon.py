@@ -5,9 +5,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import ssl
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from adapter.server.provider import PrometheusMetricsProvider
 from adapter.server.selfmetrics import AdapterMetrics
 from adapter.server.tls import ServingTLS, ensure_self_signed, openssl_cipher_list
 from shared.kube import KubeClient, KubeConfigError, RestMapper, bearer_token, load_access, load_configuration
+from shared.supervisor import Loop, Supervisor
 
 log = structlog.get_logger(__name__)
 
@@ -92,14 +92,19 @@ class AdapterDaemon:
     # certificate verification) before the port opens.
     middlewares: Sequence[Middleware] = ()
     tls_hooks: Sequence[Callable[[ssl.SSLContext], None]] = ()
+    # More background loops to run under the daemon's supervisor (e.g. the auth settings' refresh).
+    loops: Mapping[str, Loop] = field(default_factory=dict)
     cert_reload_interval: float = 10.0
     metrics: AdapterMetrics = field(default_factory=AdapterMetrics)
     port: int = field(default=0, init=False)
     tls: ServingTLS | None = field(default=None, init=False)
     relister: Relister = field(init=False)
+    supervisor: Supervisor = field(init=False)
     _runner: web.AppRunner | None = field(default=None, init=False)
-    _tasks: list[asyncio.Task[None]] = field(default_factory=list, init=False)
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        self.supervisor = Supervisor(self.metrics.registry, "surge_adapter")
 
     async def start(self) -> None:
         """Connect, discover resources, start serving and the background loops. Ready comes later."""
@@ -132,13 +137,17 @@ class AdapterDaemon:
         except (KubeConfigError, OSError, ssl.SSLError, ValueError) as err:
             raise StartupError(f"invalid Prometheus connection settings: {err}") from err
         self._closers.append(prometheus.close)
-        objects = ObjectCaches(kube)
-        self._closers.append(objects.stop)
+        objects = ObjectCaches(kube, self.supervisor)
         self.relister = Relister(
             prometheus, registry, self.options.relist_interval, self.options.max_age, self.metrics
         )
         provider = PrometheusMetricsProvider(registry, prometheus, mapper, objects)
-        health = HealthChecks(readiness={"metrics-discovery": lambda: self.relister.ready})
+        health = HealthChecks(
+            readiness={
+                "metrics-discovery": lambda: self.relister.ready,
+                "background-tasks": lambda: not self.supervisor.down(),
+            }
+        )
         app = make_app(AppDependencies(provider, health, self.metrics), self.middlewares)
         self.tls = None if self.options.insecure_http else serving_tls(self.options)
         if self.tls is not None:
@@ -151,14 +160,13 @@ class AdapterDaemon:
                 f"cannot listen on {self.options.bind_address}:{self.options.secure_port}: {err}"
             ) from err
         self.port = bound_port(self._runner)
-        self._tasks = [
-            asyncio.create_task(self.relister.run(), name="relist"),
-            asyncio.create_task(mapper.run(self.options.mapper_refresh_interval), name="resource mapper"),
-        ]
+        self.supervisor.start("relist", self.relister.run)
+        self.supervisor.start("resource mapper", lambda: mapper.run(self.options.mapper_refresh_interval))
         if self.tls is not None:
-            self._tasks.append(
-                asyncio.create_task(self.tls.watch(self.cert_reload_interval), name="cert reload")
-            )
+            tls = self.tls
+            self.supervisor.start("cert reload", lambda: tls.watch(self.cert_reload_interval))
+        for name, loop in self.loops.items():
+            self.supervisor.start(name, loop)
         log.info(
             "serving",
             address=self.options.bind_address,
@@ -167,9 +175,7 @@ class AdapterDaemon:
         )
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.supervisor.stop()
         if self._runner is not None:
             await self._runner.cleanup()
         for close in reversed(self._closers):

@@ -7,10 +7,12 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from adapter.objects import ObjectCaches
 from adapter.resourcemapper import DiscoveryResourceMapper
 from shared.kube import KubeClient, RestMapper, load_access
+from shared.supervisor import Supervisor
 from sim.apiserver.reviews import ALLOW, Decision
 from sim.runner import ServerThread
 from tests.adapter.e2e.conftest import create_pods
@@ -105,7 +107,8 @@ async def test_cache_follows_changes_and_relists_after_410(apiserver: ServerThre
     create_pods(apiserver)
     mapper = DiscoveryResourceMapper(RestMapper(kube))
     await mapper.refresh()
-    caches = ObjectCaches(kube)
+    supervisor = Supervisor(CollectorRegistry(), "test")
+    caches = ObjectCaches(kube, supervisor)
     pods = mapper.resolve("", "pods")
     try:
         assert await caches.names(pods, "default", _is_web) == ["web-1", "web-2"]
@@ -138,7 +141,7 @@ async def test_cache_follows_changes_and_relists_after_410(apiserver: ServerThre
 
         await _eventually(relisted)
     finally:
-        await caches.stop()
+        await supervisor.stop()
 
 
 async def test_unlistable_resource_fails_fast_and_recovers(apiserver: ServerThread, tmp_path: Path) -> None:
@@ -158,7 +161,9 @@ async def test_unlistable_resource_fails_fast_and_recovers(apiserver: ServerThre
     kube = KubeClient(await load_access(str(kubeconfig)))
     mapper = DiscoveryResourceMapper(RestMapper(kube))
     await mapper.refresh()
-    caches = ObjectCaches(kube, sync_timeout=10)
+    supervisor = Supervisor(CollectorRegistry(), "test")
+    # A timeout far beyond how long a refused list takes, however loaded the machine.
+    caches = ObjectCaches(kube, supervisor, sync_timeout=60)
     pods = mapper.resolve("", "pods")
     try:
         started = asyncio.get_running_loop().time()
@@ -166,7 +171,7 @@ async def test_unlistable_resource_fails_fast_and_recovers(apiserver: ServerThre
             await caches.names(pods, "default", _is_web)
         with pytest.raises(TimeoutError):
             await caches.names(pods, "default", _is_web)
-        assert asyncio.get_running_loop().time() - started < 2
+        assert asyncio.get_running_loop().time() - started < 30
 
         allowed["pods"] = True
 
@@ -176,7 +181,7 @@ async def test_unlistable_resource_fails_fast_and_recovers(apiserver: ServerThre
             except TimeoutError:
                 return False
 
-        await _eventually(recovered, seconds=5)
+        await _eventually(recovered, seconds=30)
     finally:
-        await caches.stop()
+        await supervisor.stop()
         await kube.close()

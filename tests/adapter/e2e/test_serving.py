@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -332,6 +333,26 @@ async def test_content_negotiation(static_prometheus: PrometheusProcess, start_a
         f"{CUSTOM}/v1beta2", headers={"Accept": "application/vnd.kubernetes.protobuf"}
     )
     assert status == 406
+
+
+async def test_a_crashed_background_loop_fails_readyz(
+    static_prometheus: PrometheusProcess, start_adapter: Any
+) -> None:
+    adapter = await start_adapter(static_prometheus.url)
+    status, text = await adapter.get("/readyz?verbose")
+    assert status == 200 and "[+]background-tasks ok" in text
+
+    async def crashing() -> None:
+        raise RuntimeError("injected crash")
+
+    # Any loop the daemon supervises (relist, resource mapper, object caches, cert reload) reports so.
+    adapter.daemon.supervisor.start("injected", crashing)
+    for _ in range(10):
+        await asyncio.sleep(0)
+    status, text = await adapter.get("/readyz")
+    assert status == 500 and "[-]background-tasks failed" in text
+    status, text = await adapter.get("/metrics")
+    assert 'surge_adapter_background_task_crashes_total{task="injected"} 1.0' in text
 
 
 async def test_health_openapi_version_and_self_metrics(
