@@ -20,8 +20,8 @@ import structlog
 
 from autoscaler import printing
 from autoscaler.core.defaults import effective_metrics
-from autoscaler.core.kube_json import hpa_from_json, hpa_status_to_json, scale_from_json
-from autoscaler.core.reconcile import Decision, decide, scale_unavailable
+from autoscaler.core.kube_json import hpa_from_json, hpa_status_from_json, hpa_status_to_json, scale_from_json
+from autoscaler.core.reconcile import Decision, decide, scale_unavailable, spec_invalid
 from autoscaler.core.types import (
     CONTAINER_RESOURCE,
     EXTERNAL,
@@ -37,6 +37,7 @@ from autoscaler.core.types import (
     Pod,
     Snapshot,
 )
+from autoscaler.core.validation import Violation, metric_source_violations, spec_violations
 from autoscaler.decisionlog import decision_fields
 from autoscaler.events import EventRecorder
 from autoscaler.metrics import MetricsClient
@@ -120,7 +121,7 @@ class Controller:
         self._history: dict[Key, History] = {}
         # The parsed spec and status of each autoscaler, by resourceVersion: parsing costs more than a
         # whole decision, and the object only changes on a spec edit or our own status write.
-        self._parsed: dict[Key, tuple[str, HPA]] = {}
+        self._parsed: dict[Key, tuple[str, HPA | None, tuple[Violation, ...]]] = {}
         # The last scale selector of each autoscaler, per namespace: for the ambiguous-selector check and
         # to route pod changes to the autoscalers whose targets they belong to.
         self._selectors: dict[str, dict[Key, str]] = {}
@@ -261,14 +262,23 @@ class Controller:
             return Outcome(failed=False, resync_after=period)
         started = time.perf_counter()
         try:
-            hpa = self._parse(key, obj)
+            hpa, violations = self._parse(key, obj)
         except ValueError as err:
             log.warning("autoscaler spec unreadable", key=_key_str(key), error=str(err))
             self.telemetry.reconciles.labels(outcome="invalid_spec").inc()
             return Outcome(failed=False, resync_after=period)
         try:
             async with self._clock.timeout(self.options.reconcile_deadline):
-                outcome = await self._reconcile(key, obj, hpa)
+                if violations:
+                    # A spec the API would refuse (written before its rules, or by a lenient server):
+                    # say so, and neither read nor write the scale.
+                    history = self._history.get(key, History())
+                    status = hpa_status_from_json(obj.get("status"))
+                    refusal = spec_invalid(status, history, violations, self._clock.wall())
+                    outcome = await self._act(key, obj, hpa, refusal, None, None)
+                else:
+                    assert hpa is not None  # parsed whenever the metric sources match their types
+                    outcome = await self._reconcile(key, obj, hpa)
         except TimeoutError:
             log.warning(
                 "reconcile deadline exceeded", key=_key_str(key), deadline=self.options.reconcile_deadline
@@ -280,15 +290,21 @@ class Controller:
         self.telemetry.reconciled(outcome, time.perf_counter() - started)
         return Outcome(failed=outcome not in ("ok", "scaled"), resync_after=period)
 
-    def _parse(self, key: Key, obj: Obj) -> HPA:
+    def _parse(self, key: Key, obj: Obj) -> tuple[HPA | None, tuple[Violation, ...]]:
+        """The parsed autoscaler and the API rules its spec breaks. A spec whose metric sources do not
+        match their types is not parsed (None): it would read as some other spec."""
         version = (obj.get("metadata") or {}).get("resourceVersion")
         cached = self._parsed.get(key)
         if cached is not None and version and cached[0] == version:
-            return cached[1]
-        hpa = hpa_from_json(obj)
+            return cached[1], cached[2]
+        violations = metric_source_violations(obj.get("spec") or {})
+        hpa = None
+        if not violations:
+            hpa = hpa_from_json(obj)
+            violations = spec_violations(hpa.spec)
         if version:
-            self._parsed[key] = (version, hpa)
-        return hpa
+            self._parsed[key] = (version, hpa, violations)
+        return hpa, violations
 
     async def _reconcile(self, key: Key, obj: Obj, hpa: HPA) -> str:
         history = self._history.get(key, History())
@@ -353,7 +369,13 @@ class Controller:
         return MetricFetchError(f"unknown metric source type {spec.type!r}")
 
     async def _act(
-        self, key: Key, obj: Obj, hpa: HPA, decision: Decision, path: str | None, scale_obj: Obj | None
+        self,
+        key: Key,
+        obj: Obj,
+        hpa: HPA | None,
+        decision: Decision,
+        path: str | None,
+        scale_obj: Obj | None,
     ) -> str:
         if not self._is_leader():
             # Leadership was lost during the reconcile: the new leader decides; write nothing.
@@ -409,10 +431,11 @@ class Controller:
             log.warning("status not written", key=_key_str(key), error=err.message)
             await self._events.record(obj, "Warning", "FailedUpdateStatus", err.message)
 
-    def _log_decision(self, key: Key, hpa: HPA, decision: Decision) -> None:
+    def _log_decision(self, key: Key, hpa: HPA | None, decision: Decision) -> None:
         if not _decision_logger.isEnabledFor(logging.INFO):
             return  # building the record costs more than the decision itself
-        log.info("decision", key=_key_str(key), **decision_fields(effective_metrics(hpa.spec), decision))
+        metrics = effective_metrics(hpa.spec) if hpa is not None else ()
+        log.info("decision", key=_key_str(key), **decision_fields(metrics, decision))
 
 
 def object_key(obj: Obj) -> Key:

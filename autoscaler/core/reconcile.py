@@ -612,7 +612,8 @@ def spec_invalid(
     reconcile, which trusts the API to have validated the spec. Takes the autoscaler's current status
     only, as a spec whose metric sources do not match their types may not parse. ScalingActive turns
     False with reason ``InvalidSpec`` and the message ``the HPA spec is invalid: <field>: <problem>[; ...]``;
-    one Warning event ``InvalidSpec`` lists the violations; the scale is neither read nor written. No
+    a Warning event ``InvalidSpec`` lists the violations when that condition changes; the scale is
+    neither read nor written. No
     error: only an edit of the spec (a watch event) can change the outcome, so there is nothing to retry.
     """
     detail = "; ".join(str(v) for v in violations)
@@ -627,7 +628,8 @@ def spec_invalid(
         reason="",
         status=new_status,
         status_changed=new_status != status,
-        events=(Event("Warning", INVALID_SPEC, detail),),
+        # Once per change of the verdict: the spec is checked every period until someone edits it.
+        events=(Event("Warning", INVALID_SPEC, detail),) if new_status != status else (),
         history=history,
         error=None,
         error_label="spec",

@@ -395,3 +395,36 @@ async def test_metrics_through_the_aggregation_layer_fall_back_to_v1beta1(
     assert path.startswith("/apis/custom.metrics.k8s.io/v1beta1/namespaces/default/pods/")
     assert path.split("?")[0].endswith("/http_requests")
     assert query == {"labelSelector": "app=web"}
+
+
+async def test_a_spec_the_api_would_refuse_is_reported_and_never_acted_on(
+    cluster: KubeClient, apiserver: ServerThread, kubeconfig_path: Path, backend: MetricsBackend
+) -> None:
+    """An autoscaling/v2 HPA with maxReplicas < minReplicas from a server that did not validate it (the
+    simulated one keeps HPAs unvalidated): the daemon checks the API's rules itself."""
+    from autoscaler.sources import SYNC_PERIOD_ANNOTATION
+
+    pods = workload(apiserver, "web", 2)
+    backend.pod_values[("default", "http_requests")] = dict.fromkeys(pods, 150.0)
+    hpas = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers"
+    spec = {**autoscaler_spec("web", "http_requests", "100"), "minReplicas": 2, "maxReplicas": 1}
+    body = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web", "namespace": "default", "annotations": {SYNC_PERIOD_ANNOTATION: "1"}},
+        "spec": spec,
+    }
+    await cluster.request("POST", hpas, body=body)
+    async with running_controller(kubeconfig_path, backend.url, source="hpa") as controller:
+        await eventually(lambda: reconciles(controller) >= 3)  # several periods: still one event
+        hpa = await cluster.get(f"{hpas}/web")
+    active = condition(hpa, "ScalingActive")
+    assert active is not None and (active["status"], active["reason"]) == ("False", "InvalidSpec")
+    assert active["message"] == (
+        "the HPA spec is invalid: spec.maxReplicas: maxReplicas must be greater than or equal to minReplicas"
+    )
+    warnings = [e for e in await events_of(cluster, "web") if e["reason"] == "InvalidSpec"]
+    assert len(warnings) == 1 and warnings[0]["type"] == "Warning"
+    assert warnings[0].get("count", 1) == 1
+    assert await replicas_of(cluster, "web") == 2  # no scale write, although 150/100 asks for 3
+    assert backend.requests == []  # nor a metric read

@@ -418,6 +418,7 @@ def test_spec_invalid_refuses_to_act_and_says_why() -> None:
     assert decision.history is history
     again = spec_invalid(decision.status, history, violations, b.T0 + timedelta(seconds=15))
     assert not again.status_changed  # the condition keeps its transition time
+    assert again.events == ()  # the event came with the change
     with pytest.raises(ValueError):
         decision.rescale_failed("boom")
 
