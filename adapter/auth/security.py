@@ -37,6 +37,7 @@ from adapter.auth.webhooks import (
     TokenReviews,
     read_authentication_configmap,
 )
+from adapter.flags import PROG
 from shared.kube import KubeClient, KubeConfigError, load_access
 
 log = structlog.get_logger(__name__)
@@ -45,7 +46,6 @@ log = structlog.get_logger(__name__)
 DEFAULT_REFRESH_SECONDS = 60.0
 _CACHE_ENTRIES = 8192
 DEFAULT_BACKOFF = Backoff()
-USER_AGENT = "surge-adapter"
 
 
 class SecurityStartupError(Exception):
@@ -71,7 +71,7 @@ def _flag_sources(options: AuthOptions) -> AuthenticationSources:
 
 async def _client_for(kubeconfig: str) -> KubeClient:
     """A client from a kubeconfig file, or from the pod's service account when the path is empty."""
-    return KubeClient(await load_access(kubeconfig or None), user_agent=USER_AGENT)
+    return KubeClient(await load_access(kubeconfig or None), user_agent=PROG)
 
 
 class Security:

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from adapter.config import AdapterConfig
 from adapter.discovery import Relister
-from adapter.flags import AdapterOptions
+from adapter.flags import PROG, AdapterOptions
 from adapter.objects import ObjectCaches
 from adapter.prometheus import PrometheusClient, PrometheusSettings
 from adapter.registry import SeriesRegistry
@@ -30,7 +30,6 @@ from shared.supervisor import Loop, Supervisor
 
 log = structlog.get_logger(__name__)
 
-USER_AGENT = "surge-adapter"
 _IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 _IN_CLUSTER_CA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 
@@ -119,7 +118,7 @@ class AdapterDaemon:
             access = await load_access(self.options.lister_kubeconfig or None)
         except KubeConfigError as err:
             raise StartupError(f"invalid Kubernetes connection settings: {err}") from err
-        kube = KubeClient(access, user_agent=USER_AGENT)
+        kube = KubeClient(access, user_agent=PROG)
         self._closers.append(kube.close)
         mapper = DiscoveryResourceMapper(RestMapper(kube))
         try:
