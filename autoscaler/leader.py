@@ -3,6 +3,9 @@
 * A lease held by someone else is taken over only after it has not changed for `lease_duration`, timed
   with our own clock from when we last saw it change (clocks of different machines are not compared).
 * The leader renews every `retry_period`; if it cannot renew for `renew_deadline`, it stops leading.
+* Once it has seen the lease held by another identity it no longer counts as leader (`is_leader`, which
+  guards every write), even before its renew deadline has passed: client-go's `IsLeader` also answers from
+  the last record observed. The elector still returns only at the renew deadline.
 * `release` (on shutdown) clears holderIdentity and sets leaseDurationSeconds=1, so a standby takes over
   at once instead of waiting out the lease.
 """
@@ -58,11 +61,18 @@ class LeaderElector:
         self._observed: tuple[str, str, int] | None = None
         self._observed_at = 0.0
         self._last_renewed = 0.0
+        # Whether the lease, when last read, was ours (or free): false as soon as a renew finds another
+        # holder, so a reconcile that resumes after the takeover does not write.
+        self._held = False
         self._path = f"/apis/coordination.k8s.io/v1/namespaces/{config.namespace}/leases/{config.name}"
 
     def is_leader(self) -> bool:
         # Past the renew deadline we no longer count as leader even before the loop notices.
-        return self._leading and time.monotonic() - self._last_renewed < self.config.renew_deadline
+        return (
+            self._leading
+            and self._held
+            and time.monotonic() - self._last_renewed < self.config.renew_deadline
+        )
 
     async def run(self) -> None:
         """Acquire, then keep renewing; returns when leadership is lost (the caller should stop writing)."""
@@ -100,6 +110,7 @@ class LeaderElector:
                     "POST", self._path.rsplit("/", 1)[0], body=self._lease_body(None, now, transitions=0)
                 )
                 self._last_renewed = time.monotonic()
+                self._held = True
                 return True
             spec = lease.get("spec") or {}
             holder = str(spec.get("holderIdentity") or "")
@@ -108,12 +119,15 @@ class LeaderElector:
                 self._observed, self._observed_at = record, time.monotonic()
             duration = float(spec.get("leaseDurationSeconds") or cfg.lease_duration)
             held_by_other = holder not in ("", cfg.identity)
-            if held_by_other and time.monotonic() - self._observed_at < duration:
-                return False
+            if held_by_other:
+                self._held = False
+                if time.monotonic() - self._observed_at < duration:
+                    return False
             transitions = int(spec.get("leaseTransitions") or 0) + (0 if holder == cfg.identity else 1)
             body = self._lease_body(lease, now, transitions)
             await self._client.request("PUT", self._path, body=body, request_timeout=cfg.renew_deadline)
             self._last_renewed = time.monotonic()
+            self._held = True
             return True
         except (ApiError, aiohttp.ClientError, TimeoutError) as err:
             # A 409 means another candidate wrote first; anything else is retried next period.
@@ -135,23 +149,26 @@ class LeaderElector:
         return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta, "spec": spec}
 
     async def release(self) -> None:
-        """Give the lease up (client-go ReleaseOnCancel): empty holder, 1 s duration."""
+        """Give the lease up (client-go ReleaseOnCancel): empty holder, 1 s duration. Best effort, within
+        the renew deadline (client-go bounds its release too): an API server that does not answer must not
+        hold the shutdown up; the standby then takes over when the lease expires."""
         if not self._leading:
             return
         self._set_leading(False)
         try:
-            lease = await self._client.get(self._path)
-            spec = lease.get("spec") or {}
-            if spec.get("holderIdentity") != self.config.identity:
-                return
-            now = _micro_time(datetime.now(UTC))
-            lease["spec"] = {
-                **spec,
-                "holderIdentity": "",
-                "leaseDurationSeconds": 1,
-                "renewTime": now,
-                "acquireTime": now,
-            }
-            await self._client.request("PUT", self._path, body=lease)
+            async with asyncio.timeout(self.config.renew_deadline):
+                lease = await self._client.get(self._path)
+                spec = lease.get("spec") or {}
+                if spec.get("holderIdentity") != self.config.identity:
+                    return
+                now = _micro_time(datetime.now(UTC))
+                lease["spec"] = {
+                    **spec,
+                    "holderIdentity": "",
+                    "leaseDurationSeconds": 1,
+                    "renewTime": now,
+                    "acquireTime": now,
+                }
+                await self._client.request("PUT", self._path, body=lease)
         except (ApiError, aiohttp.ClientError, TimeoutError) as err:
             log.warning("lease not released", error=str(err))

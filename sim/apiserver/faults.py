@@ -1,15 +1,23 @@
 """Fault injection: per-route latency and error answers, dropped watches, forced 410 on re-watch.
 
+Removing a fault (`remove`, `clear`) lifts it at once, also for the requests it is delaying: they go
+on as if it had never been there, like the requests queued in an API server that recovers.
+
+A fault can be limited to watch requests (`watch=True`), e.g. `add("^/api/v1/pods$", watch=True,
+error=410)`: every watch of pods is answered 410 Expired while lists still work, as when the API
+server's watch cache has moved past what a client resumes from.
+
 Configure on the server's loop (e.g. `runner.call(lambda: server.faults.add(...))`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiohttp import web
 
@@ -20,6 +28,7 @@ from sim.apiserver.store import Store
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _ERRORS = {
+    410: ("Expired", "too old resource version"),
     429: ("TooManyRequests", "Too many requests, please try again later."),
     500: ("InternalError", "Internal error occurred: injected fault"),
     503: ("ServiceUnavailable", "The server is currently unable to handle the request"),
@@ -31,7 +40,8 @@ _ERRORS = {
 class Fault:
     """Requests whose path matches `path` (a regex, searched) and `method` (None: any) are delayed by
     `latency` seconds and, with probability `rate`, answered with status `error` instead of served.
-    `times` (None: forever) counts how many more requests it hits."""
+    `times` (None: forever) counts how many more requests it hits. `watch` True limits it to watch
+    requests (`?watch=true`), False to the others, None (default) hits both."""
 
     path: str
     method: str | None = None
@@ -40,11 +50,19 @@ class Fault:
     rate: float = 1.0
     times: int | None = None
     hits: int = 0
+    watch: bool | None = None
+    lifted: asyncio.Event = field(default_factory=asyncio.Event, repr=False, compare=False)
 
     def applies(self, request: web.Request) -> bool:
         if self.method is not None and request.method != self.method.upper():
             return False
+        if self.watch is not None and _is_watch(request) != self.watch:
+            return False
         return re.search(self.path, request.path) is not None
+
+
+def _is_watch(request: web.Request) -> bool:
+    return request.query.get("watch", "").lower() in ("1", "true")
 
 
 class Faults:
@@ -59,18 +77,21 @@ class Faults:
 
     def add(
         self, path: str, *, method: str | None = None, latency: float = 0.0, error: int | None = None,
-        rate: float = 1.0, times: int | None = None,
+        rate: float = 1.0, times: int | None = None, watch: bool | None = None,
     ) -> Fault:
         if error is not None and error not in _ERRORS:
             raise ValueError(f"unsupported injected status {error}; choose from {sorted(_ERRORS)}")
-        fault = Fault(path, method, latency, error, rate, times)
+        fault = Fault(path, method, latency, error, rate, times, watch=watch)
         self._faults.append(fault)
         return fault
 
     def remove(self, fault: Fault) -> None:
+        fault.lifted.set()
         self._faults.remove(fault)
 
     def clear(self) -> None:
+        for fault in self._faults:
+            fault.lifted.set()
         self._faults.clear()
 
     def drop_watches(self) -> None:
@@ -84,7 +105,7 @@ class Faults:
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         for fault in list(self._faults):
-            if not fault.applies(request):
+            if fault.lifted.is_set() or not fault.applies(request):
                 continue
             if fault.times is not None:
                 if fault.times <= 0:
@@ -93,7 +114,11 @@ class Faults:
                 fault.times -= 1
             fault.hits += 1
             if fault.latency:
-                await asyncio.sleep(fault.latency)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(fault.latency):
+                        await fault.lifted.wait()
+                if fault.lifted.is_set():
+                    continue
             if fault.error is not None and self._random.random() < fault.rate:
                 reason, message = _ERRORS[fault.error]
                 response = error_response(ApiError(fault.error, reason, message, {}))
