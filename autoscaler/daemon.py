@@ -143,12 +143,20 @@ class AutoscalerDaemon:
             await self.stop()
 
     async def stop(self) -> None:
-        """Drain in-flight reconciles within the grace period, release the lease, close everything."""
-        log.info("shutting down", grace=self.options.shutdown_grace_period)
-        await self.controller.stop(self.options.shutdown_grace_period)
+        """Drain in-flight reconciles, release the lease, close everything: all within the grace period
+        (what the drain leaves of it bounds the release; an unreleased lease only delays the standby)."""
+        grace = self.options.shutdown_grace_period
+        log.info("shutting down", grace=grace)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        await self.controller.stop(grace)
         await self.supervisor.stop()
         if self.elector is not None:
-            await self.elector.release()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await self.elector.release()
+            except TimeoutError:
+                log.warning("lease not released within the grace period", grace=grace)
         if self._runner is not None:
             await self._runner.cleanup()
         if self._metrics_kube is not self.kube:

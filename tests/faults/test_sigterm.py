@@ -23,9 +23,10 @@ from tests.faults.conftest import GRACE, FaultDaemon, Stack, lease_holder
 
 pytestmark = pytest.mark.slow
 
-# Not in it: the interpreter's start-up. In it: releasing the lease (at most the renew deadline, when
-# the API hangs), closing connections, the interpreter's exit.
-SLACK = 3.0
+# Beyond the grace period (which bounds the drain and the lease release): closing connections and the
+# interpreter's exit, on a machine that may be loaded. Without a bounded release the hung-API case takes
+# over 30 s.
+SLACK = 8.0
 ERRORS = 'surge_autoscaler_reconciles_total{outcome="error"}'
 
 
