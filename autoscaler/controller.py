@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -56,12 +57,26 @@ from autoscaler.workqueue import (
 )
 from shared.clock import LOOP_CLOCK, Clock
 from shared.kube import ApiError, EventHandlers, Informer, KubeClient, Obj, RestMapper
+from shared.kube.store import compact
 from shared.supervisor import Supervisor
 
 log = structlog.get_logger(__name__)
 _decision_logger = logging.getLogger(__name__)
 
 Key = tuple[str, str]
+
+# Start-up: the autoscalers of the first list are not all queued at once. Each key's first reconcile
+# waits `frac(crc32("ns/name")) x min(its period, SPREAD)`, where SPREAD = keys / FIRST_PASS_RATE: the
+# first pass goes about as fast as one daemon sustains (no start-up queue whose wait runs into seconds,
+# no burst to the API server and the metrics backend). Its second reconcile comes at
+# `frac x period + period`: from then on the keys are spread evenly over the whole period, by a stable
+# hash (not Python's per-process one), so the load is even and each restart gives a key the same slot.
+# The whole period is not used for the first pass because that would make "every target reconciled once
+# after a restart" take a full period (15 s by default) on top of the cache sync, for any size. Below
+# MIN_SPREAD seconds (fewer than ~1,000 autoscalers) spreading gains nothing: all are queued at once, as
+# before. Autoscalers created later (watch events, re-lists) are reconciled at once.
+FIRST_PASS_RATE = 1000.0
+MIN_SPREAD = 1.0
 
 
 @dataclass(frozen=True)
@@ -115,7 +130,9 @@ class Controller:
             metrics=telemetry,
             clock=clock,
         )
-        self.autoscalers = Informer(client, source.list_path(), label_selector=options.label_selector)
+        self.autoscalers = Informer(
+            client, source.list_path(), label_selector=options.label_selector, transform=compact
+        )
         self.pods = Informer(client, "/api/v1/pods", transform=slim_pod)
         self.pod_index = PodIndex(self.pods.store)
         self._history: dict[Key, History] = {}
@@ -129,6 +146,10 @@ class Controller:
         # and pod events then only look at the autoscalers that share pods, not at the whole namespace.
         self._owners: dict[Key, set[Key]] = {}
         self._owned: dict[Key, tuple[Key, ...]] = {}
+        # The autoscalers of the first list, queued (spread) once the caches are synced, and the time
+        # each of their second reconciles is due (see FIRST_PASS_RATE).
+        self._initial: list[tuple[Key, float]] = []
+        self._second_due: dict[Key, float] = {}
         self.autoscalers.add_handlers(
             EventHandlers(
                 on_add=self._autoscaler_added,
@@ -148,7 +169,24 @@ class Controller:
         self._supervisor.start("autoscalers informer", self.autoscalers.run)
         await self.pods.synced.wait()
         await self.autoscalers.synced.wait()
+        self._queue_initial()
         start_workers(self._supervisor, self.queue, self.options.workers, self.reconcile)
+
+    def _queue_initial(self) -> None:
+        """Queue the autoscalers of the first list, their first reconciles spread (see FIRST_PASS_RATE)."""
+        initial, self._initial = self._initial, []
+        spread = len(initial) / FIRST_PASS_RATE
+        if spread < MIN_SPREAD:
+            for key, _ in initial:
+                self.queue.add(key)
+            return
+        now = self._clock.now()
+        for key, period in initial:
+            if self.autoscalers.store.get(*key) is None:
+                continue  # deleted since
+            phase = zlib.crc32(_key_str(key).encode()) / 2**32
+            self.queue.add_after(key, phase * min(period, spread))
+            self._second_due[key] = now + (phase + 1) * period
 
     @property
     def ready(self) -> bool:
@@ -170,7 +208,12 @@ class Controller:
     # ---- event handlers (quick: they only enqueue)
 
     def _autoscaler_added(self, obj: Obj) -> None:
-        self.queue.add(object_key(obj))
+        if not self.autoscalers.synced.is_set():
+            # The first list (a restart): queued once both caches are synced, spread.
+            period = sync_period(self.source.sync_period_of(obj), self.options.default_sync_period)
+            self._initial.append((object_key(obj), period))
+            return
+        self.queue.add(object_key(obj))  # created while we run: reconciled at once
 
     def _autoscaler_updated(self, old: Obj, new: Obj) -> None:
         # Our own status writes change nothing the decision depends on; a new generation (spec edit) or
@@ -185,6 +228,7 @@ class Controller:
         key = object_key(obj)
         self._history.pop(key, None)
         self._parsed.pop(key, None)
+        self._second_due.pop(key, None)
         self._selectors.get(key[0], {}).pop(key, None)
         self._remember_pods(key, ())
         self.queue.forget(key)
@@ -258,6 +302,10 @@ class Controller:
         if obj is None:
             return Outcome(failed=False, resync_after=None)
         period = sync_period(self.source.sync_period_of(obj), self.options.default_sync_period)
+        second_due = self._second_due.pop(key, None)
+        if second_due is not None:
+            # The first reconcile after a spread start: the next one comes at the key's slot.
+            period = max(period, second_due - self._clock.now())
         if not self._is_leader():
             return Outcome(failed=False, resync_after=period)
         started = time.perf_counter()

@@ -202,11 +202,16 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def rss_mib(pid: int) -> float:
+def rss_mib(pid: int, field: str = "VmRSS") -> float:
+    """The process's resident set now (VmRSS) or at its peak so far (VmHWM), in MiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def peak_rss_mib(pid: int) -> float:
+    return rss_mib(pid, "VmHWM")
 
 
 def total(m: dict[str, float], prefix: str) -> float:

@@ -1,11 +1,16 @@
 """Throughput of the autoscaler daemon: N HorizontalAutoscalers x 10 pods against the simulated API server
-and a fast metrics endpoint, at a 15 s period. Prints reconciles/s, p99 queue wait, CPU and RSS.
+and a fast metrics endpoint, at a 15 s period. Prints its start-up (seconds from the daemon's start until
+its caches are synced and until every target was reconciled once), reconciles/s, p99 queue wait, CPU, RSS
+and peak RSS, and one summary line per size at the end.
 
     .venv/bin/python bench/bench_autoscaler_throughput.py [--autoscalers 1000,10000] [--measure 45]
     .venv/bin/python bench/bench_autoscaler_throughput.py --smoke   # 20 autoscalers, 1 s period, seconds
 
 The daemon runs as its own process (CPU and RSS are its own). The simulated API server runs in this
 process (plain HTTP) and the metrics endpoint in a child process; all share the machine's cores.
+
+Start-up: from about 1,000 autoscalers the daemon spreads the first reconciles over keys / 1000 s (at most
+a period; autoscaler/controller.py FIRST_PASS_RATE): "all reconciled once" includes that spread.
 
 Workers: a reconcile mostly waits on its two requests (/scale, metrics), so about reconciles/s x
 reconcile latency of them are busy at once. With the cores shared as here, 10,000 autoscalers (667/s,
@@ -32,12 +37,14 @@ from bench_autoscaler_common import (
     free_port,
     histogram_quantile,
     metrics_app,
+    peak_rss_mib,
     rss_mib,
     seed_world,
     total,
 )
 from bench_common import parse_args, require
 
+from autoscaler.controller import FIRST_PASS_RATE, MIN_SPREAD
 from sim.apiserver import ApiServer
 from sim.runner import ServerThread
 
@@ -52,7 +59,8 @@ def serve_metrics(port: int, pods_each: int) -> None:
 
 async def measure(
     n: int, pods_each: int, period: float, seconds: float, workers: int, namespaces: int
-) -> None:
+) -> str:
+    """Run one size; returns its summary line."""
     workdir = Path(tempfile.mkdtemp(prefix="bench-autoscaler-"))
     metrics_port = free_port()
     endpoint = multiprocessing.Process(target=serve_metrics, args=(metrics_port, pods_each), daemon=True)
@@ -72,10 +80,14 @@ async def measure(
         )
         try:
             t0 = time.monotonic()
+            api_cpu_start = cpu_seconds(os.getpid())
             await daemon.wait_ready(within=600)
             synced = time.monotonic() - t0
+            rss_synced = rss_mib(daemon.proc.pid)
+            cpu_synced, api_cpu_synced = cpu_seconds(daemon.proc.pid), cpu_seconds(os.getpid())
             await daemon.wait_for(lambda m: total(m, RECONCILES) >= n, within=3600)
             first_pass = time.monotonic() - t0
+            cpu_first, api_cpu_first = cpu_seconds(daemon.proc.pid), cpu_seconds(os.getpid())
             await asyncio.sleep(period)  # one more period: past the start-up burst
             before, cpu_before, wall_before = (
                 await daemon.scrape(),
@@ -101,8 +113,14 @@ async def measure(
                 if k.startswith(RECONCILES) and 'outcome="ok"' not in k and 'outcome="scaled"' not in k
             )
             print(f"{n:>6} autoscalers x {pods_each} pods, period {period:g}s, {workers} workers")
+            spread = n / FIRST_PASS_RATE
+            spread = min(spread, period) if spread >= MIN_SPREAD else 0.0
             print(f"    seeded in {seeded:.0f}s; caches synced after {synced:.1f}s; ", end="")
-            print(f"all reconciled once after {first_pass:.1f}s")
+            print(f"all reconciled once after {first_pass:.1f}s (first reconciles spread over {spread:.1f}s)")
+            print(
+                f"    CPU s to sync / first pass: daemon {cpu_synced:.1f} / {cpu_first - cpu_synced:.1f}, "
+                f"API server {api_cpu_synced - api_cpu_start:.1f} / {api_cpu_first - api_cpu_synced:.1f}"
+            )
             print(f"    reconciles/s        {rate:8.1f}   (needed for the period: {n / period:.1f})")
             print(f"    failed reconciles   {errors:8.0f}")
             print(
@@ -113,7 +131,8 @@ async def measure(
                 f"    reconcile p99       {histogram_quantile(before, after, DURATION, 0.99) * 1000:8.1f} ms"
             )
             print(f"    daemon CPU          {100 * (cpu_after - cpu_before) / wall:8.1f} % of one core")
-            print(f"    daemon RSS          {rss_mib(daemon.proc.pid):8.0f} MiB")
+            rss, peak = rss_mib(daemon.proc.pid), peak_rss_mib(daemon.proc.pid)
+            print(f"    daemon RSS          {rss:8.0f} MiB   (at sync {rss_synced:.0f}, peak {peak:.0f})")
             api_cpu = 100 * (api_cpu_after - api_cpu_before) / wall
             print(f"    API server CPU      {api_cpu:8.1f} % (the simulator, on the same cores)")
             endpoint_cpu = 100 * (endpoint_cpu_after - endpoint_cpu_before) / wall
@@ -122,6 +141,11 @@ async def measure(
             sys.stdout.flush()
             require(rate > 0, "no reconcile in the measured window")
             require(errors == 0, f"{errors:.0f} reconciles failed")
+            wait_p99 = histogram_quantile(before, after, WAIT, 0.99) * 1000
+            return (
+                f"{n:>11} {synced:9.1f} {first_pass:11.1f} {rss:8.0f} {peak:9.0f} {rate:8.1f}"
+                f" {wait_p99:12.1f}"
+            )
         finally:
             daemon.stop()
             endpoint.terminate()
@@ -142,8 +166,12 @@ def main() -> None:
         parser,
         {"autoscalers": "20", "pods": 2, "period": 1.0, "measure": 2.0, "workers": 4, "namespaces": 2},
     )
-    for n in (int(x) for x in args.autoscalers.split(",")):
+    lines = [
         asyncio.run(measure(n, args.pods, args.period, args.measure, args.workers, args.namespaces))
+        for n in (int(x) for x in args.autoscalers.split(","))
+    ]
+    print("\nautoscalers  synced s  all once s  RSS MiB  peak MiB  rec/s  wait p99 ms")
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

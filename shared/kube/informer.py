@@ -1,5 +1,7 @@
 """A watch-based informer: list, then watch from the list's resourceVersion, forever.
 
+* Lists page by page (`limit`/`continue`, 500 a page as client-go's reflector) and shapes each page as it
+  arrives, asking for the next one meanwhile; the cyclic garbage collector pauses while a list is read.
 * Resumes a dropped watch from the last resourceVersion seen (events or bookmarks), with back-off.
 * On 410 Gone (HTTP or an ERROR event) it re-lists and diffs the new list against the store, so changes
   made while it was not watching (including deletions) still reach the handlers: nothing is missed.
@@ -14,9 +16,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
-from collections.abc import Callable
-from contextlib import aclosing
+from collections.abc import Callable, Iterator
+from contextlib import aclosing, contextmanager
 from dataclasses import dataclass
 
 import aiohttp
@@ -88,6 +91,7 @@ class Informer:
         backoff = MIN_BACKOFF
         need_list = True
         while True:
+            listed = need_list
             try:
                 if need_list:
                     try:
@@ -95,14 +99,16 @@ class Informer:
                     finally:
                         self.first_list_done.set()
                     need_list = False
-                    backoff = MIN_BACKOFF
+                # Only a watch that delivered events resets the back-off: a server that lists fine but
+                # expires every watch (410 at once) must not be listed in a tight loop.
                 if await self._watch():
                     backoff = MIN_BACKOFF
             except _Expired:
                 log.info("watch expired, re-listing", path=self.path)
                 need_list = True
                 self.relists += 1
-                continue
+                if not listed:
+                    continue  # a long watch ran out: re-list at once, as client-go's reflector does
             except (aiohttp.ClientError, ApiError, TimeoutError) as err:
                 log.warning("watch interrupted", path=self.path, error=str(err), retry_in=backoff)
                 self.reconnects += 1
@@ -120,21 +126,48 @@ class Informer:
             backoff = min(backoff * 2, MAX_BACKOFF)
 
     async def _list(self) -> None:
-        items: list[Obj] = []
+        """List page by page (`limit`/`continue`, as client-go's reflector does), shaping each page as it
+        arrives: only the shaped objects are kept, so a list of 100,000 pods never holds them all as
+        decoded JSON at once. The next page is asked for before this one is shaped, so the API server
+        prepares it while this side works."""
         params = {"limit": str(LIST_PAGE_SIZE)}
         if self._label_selector:
             params["labelSelector"] = self._label_selector
-        while True:
-            page = await self._client.get(self.path, params, accept=self._list_accept, request_timeout=60)
-            items.extend(page.get("items") or [])
-            meta = page.get("metadata") or {}
-            cont = meta.get("continue")
-            if not cont:
-                break
-            params["continue"] = cont
-        self._replace([self._shape(item) for item in items])
+        with _collector_paused():
+            shaped, meta = await self._list_pages(params)
+            self._replace(shaped)
         self._resource_version = str(meta.get("resourceVersion", ""))
         self.synced.set()
+
+    async def _list_pages(self, params: dict[str, str]) -> tuple[list[Obj], Obj]:
+        """The shaped items of every page, and the last page's metadata."""
+        shaped: list[Obj] = []
+        page = await self._get_page(params)
+        while True:
+            meta = page.get("metadata") or {}
+            cont = meta.get("continue")
+            following: asyncio.Task[Obj] | None = None
+            if cont:
+                params = {**params, "continue": str(cont)}
+                following = asyncio.create_task(self._get_page(params))
+                await asyncio.sleep(0)  # let it send the request before this page is shaped
+            try:
+                items = page.get("items") or []
+                del page
+                shaped.extend(self._shape(item) for item in items)
+                del items
+                if following is None:
+                    break
+                page = await following
+            except BaseException:
+                if following is not None:
+                    following.cancel()
+                    following.add_done_callback(_retrieve)
+                raise
+        return shaped, meta
+
+    async def _get_page(self, params: dict[str, str]) -> Obj:
+        return await self._client.get(self.path, params, accept=self._list_accept, request_timeout=60)
 
     def _replace(self, items: list[Obj]) -> None:
         """Make the store equal the fresh list, telling handlers what changed since the last state."""
@@ -193,13 +226,19 @@ class Informer:
         if kind == "BOOKMARK":
             self._resource_version = rv or self._resource_version
             return
-        obj = self._shape(obj)
         key = Store.key_of(obj)
         old = self.store.get(*key)
-        if kind == "MODIFIED" and old is not None and _older(obj, old):
-            # The store already holds a newer version written through by us; this event is its past.
-            self._resource_version = rv or self._resource_version
-            return
+        if kind == "MODIFIED" and old is not None:
+            if _older(obj, old):
+                # The store already holds a newer version written through by us; this event is its past.
+                self._resource_version = rv or self._resource_version
+                return
+            if rv and rv == _rv(old):
+                # The very version we wrote through: already shaped and stored.
+                self._emit_update(old, old)
+                self._resource_version = rv
+                return
+        obj = self._shape(obj)
         if kind == "DELETED":
             if old is not None:
                 self.store.delete(key)
@@ -237,6 +276,38 @@ class Informer:
         for handlers in self._handlers:
             if handlers.on_delete is not None:
                 handlers.on_delete(obj)
+
+
+_paused = 0  # lists under way
+_resume = False  # whether the collector was enabled when the first of them began
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a list is read (for all informers listing at once).
+
+    Reading 100,000 pods allocates millions of containers that all survive, and every collection they
+    trigger traverses all that survived so far: about 40% of the list's CPU time, for nothing (these
+    objects die by reference counting). Collection resumes as it was once the last list has ended; only
+    cycles made meanwhile wait that long.
+    """
+    global _paused, _resume
+    if _paused == 0:
+        _resume = gc.isenabled()
+        gc.disable()
+    _paused += 1
+    try:
+        yield
+    finally:
+        _paused -= 1
+        if _paused == 0 and _resume:
+            gc.enable()
+
+
+def _retrieve(task: asyncio.Task[Obj]) -> None:
+    """Read the outcome of a page request nobody awaits any more (no 'exception never retrieved')."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _rv(obj: Obj) -> str:

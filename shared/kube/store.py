@@ -1,12 +1,40 @@
-"""An informer's in-memory object store, keyed by (namespace, name) and indexed by namespace."""
+"""An informer's in-memory object store, keyed by (namespace, name) and indexed by namespace; and
+`compact`, a transform that keeps cached objects small."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
+from typing import Any
 
 from shared.kube.client import Obj
 
 Key = tuple[str, str]
+
+
+def compact(obj: Obj) -> Obj:
+    """A copy of a decoded JSON object for a cache: without `metadata.managedFields` (server-side apply's
+    bookkeeping, often the larger part of an object, which nothing reads from a cache; client-go's
+    informers strip it too), and with its strings (keys and values) interned.
+
+    The JSON decoder shares keys only within one document, and every watch event or write answer is one:
+    10,000 cached objects of one kind would each hold their own "metadata", "status", "type", "True",
+    condition reasons and messages. As an informer's `transform`, this about halves what they take.
+    """
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    return _interned(obj)  # type: ignore[no-any-return]
+
+
+def _interned(value: Any) -> Any:
+    if isinstance(value, str):
+        return sys.intern(value)
+    if isinstance(value, dict):
+        return {sys.intern(k): _interned(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interned(v) for v in value]
+    return value
 
 
 class Store:

@@ -210,6 +210,7 @@ class ResourceHandlers:
         meta: Obj = {"resourceVersion": rv}
         if token:
             meta["continue"] = token
+        if remaining is not None:
             meta["remainingItemCount"] = remaining
         if _wants_metadata(request):
             return json_response({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",

@@ -10,10 +10,12 @@ the copies: they take ownership of the object given and return the stored one (r
 from __future__ import annotations
 
 import base64
+import bisect
 import builtins
 import contextlib
 import contextvars
 import copy
+import itertools
 import json
 import secrets
 import string
@@ -71,6 +73,10 @@ class Store:
         self.expire_next_watches = 0  # fault injection: that many resuming watches get 410
         self._rv = 0
         self._objects: dict[GroupResource, dict[Key, Obj]] = {}
+        # Each resource's keys in etcd order, built on the first list and kept sorted from then on: a
+        # paginated list (client-go's reflector asks 500 at a time) starts each page by bisecting, not by
+        # sorting every object of the resource again.
+        self._sorted: dict[GroupResource, builtins.list[Key]] = {}
         self._history: dict[GroupResource, deque[Change]] = {}
         self._compacted: dict[GroupResource, int] = {}
         self._watchers: dict[GroupResource, set[Watcher]] = {}
@@ -105,15 +111,43 @@ class Store:
 
     def select(self, gr: GroupResource, selection: Selection, after: Key | None = None) -> list[Obj]:
         """Stored objects (read-only) matching `selection` in etcd key order, after `after` if given."""
+        return builtins.list(self._scan(gr, selection, after))
+
+    def _scan(self, gr: GroupResource, selection: Selection, after: Key | None) -> Iterator[Obj]:
+        """`select` lazily: a page stops reading once it is full."""
         rt = self.type_of(gr)
         objects = self._objects.get(gr, {})
         name = selection.single_name()
         if name is not None and (rt.namespaced is False or selection.namespace is not None):
-            obj = objects.get(self._key(rt, selection.namespace, name))
-            candidates = [(self._key(rt, selection.namespace, name), obj)] if obj else []
-        else:
-            candidates = sorted(objects.items())
-        return [o for k, o in candidates if (after is None or k > after) and selection.matches(o)]
+            key = self._key(rt, selection.namespace, name)
+            obj = objects.get(key)
+            if obj is not None and (after is None or key > after) and selection.matches(obj):
+                yield obj
+            return
+        keys = self._sorted_keys(gr)
+        start, stop = self._key_range(keys, selection.namespace, after)
+        for i in range(start, stop):
+            obj = objects[keys[i]]
+            if selection.matches(obj):
+                yield obj
+
+    def _sorted_keys(self, gr: GroupResource) -> builtins.list[Key]:
+        keys = self._sorted.get(gr)
+        if keys is None:
+            keys = self._sorted[gr] = sorted(self._objects.get(gr, {}))
+        return keys
+
+    @staticmethod
+    def _key_range(keys: builtins.list[Key], namespace: str | None, after: Key | None) -> tuple[int, int]:
+        """The slice of `keys` inside `namespace` (all when None) and past `after`."""
+        start, stop = 0, len(keys)
+        if namespace is not None:
+            # Every (namespace, name) sorts between these two; another namespace sorts outside them.
+            start = bisect.bisect_left(keys, (namespace, ""))
+            stop = bisect.bisect_left(keys, (namespace + "\0", ""))
+        if after is not None:
+            start = max(start, bisect.bisect_right(keys, after))
+        return start, max(start, stop)
 
     def list(
         self,
@@ -359,6 +393,9 @@ class Store:
         self._rv += 1
         final = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self._rv)}}
         old = self._objects[gr].pop(key)
+        keys = self._sorted.get(gr)
+        if keys is not None:
+            del keys[bisect.bisect_left(keys, key)]
         self._index_owners(gr, key, old, None)
         self._publish(Change("DELETED", gr, final, old, self._rv))
         uid = old["metadata"]["uid"]
@@ -395,7 +432,11 @@ class Store:
             return obj
         self._rv += 1
         obj["metadata"] = {**obj["metadata"], "resourceVersion": str(self._rv)}
-        self._objects.setdefault(gr, {})[key] = obj
+        objects = self._objects.setdefault(gr, {})
+        keys = self._sorted.get(gr)
+        if keys is not None and key not in objects:
+            bisect.insort(keys, key)
+        objects[key] = obj
         self._index_owners(gr, key, old, obj)
         self._publish(Change(event_type, gr, obj, old, self._rv))
         return obj
@@ -489,7 +530,11 @@ class Store:
     def page(
         self, gr: GroupResource, selection: Selection, limit: int | None, continue_token: str | None
     ) -> tuple[builtins.list[Obj], str, str | None, int | None]:  # `list` here is the method above
-        """One list page: (items, list resourceVersion, continue token or None, remainingItemCount)."""
+        """One list page: (items, list resourceVersion, continue token or None, remainingItemCount).
+
+        Reads only as far as the page goes. remainingItemCount is counted as kube-apiserver does: only
+        for a list without label or field selectors (with them the rest is unknown and left unset).
+        """
         after: Key | None = None
         rv = str(self._rv)
         if continue_token:
@@ -498,13 +543,26 @@ class Store:
                 rv, after = str(state["rv"]), (state["ns"], state["name"])
             except (ValueError, KeyError, TypeError) as err:
                 raise errors.bad_request(f"continue key is not valid: {err}") from err
-        items = self.select(gr, selection, after)
-        if not limit or len(items) <= limit:
+        if not limit or limit < 0:
+            return self.select(gr, selection, after), rv, None, None
+        scan = self._scan(gr, selection, after)
+        items = builtins.list(itertools.islice(scan, limit))
+        if len(items) < limit or next(scan, None) is None:
             return items, rv, None, None
-        last = items[limit - 1]["metadata"]
-        state = {"rv": rv, "ns": last.get("namespace", ""), "name": last["name"]}
+        last = items[-1]["metadata"]
+        last_key = (last.get("namespace", ""), last["name"])
+        state = {"rv": rv, "ns": last_key[0], "name": last_key[1]}
         token = base64.urlsafe_b64encode(json.dumps(state).encode()).decode()
-        return items[:limit], rv, token, len(items) - limit
+        remaining = None
+        if _unfiltered(selection):
+            start, stop = self._key_range(self._sorted_keys(gr), selection.namespace, last_key)
+            remaining = stop - start
+        return items, rv, token, remaining
+
+
+def _unfiltered(selection: Selection) -> bool:
+    """No label or field selector: only a namespace (or nothing) narrows the list."""
+    return selection._labels is None and not selection._fields
 
 
 def _parse_rv(value: str) -> int:

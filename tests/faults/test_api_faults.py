@@ -202,17 +202,6 @@ async def test_token_file_rotated_while_the_old_token_is_refused(stack: Stack) -
         assert await stack.condition_reason("AbleToScale") == "ReadyForNewScale"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "shared/kube/informer.py (off-limits here): Informer.run re-lists at once on 410 (`except "
-        "_Expired: ... continue` skips the back-off sleep), so while the API server answers every watch "
-        "with 410 each informer spins list -> watch -> 410 with no pause (about 50 full LISTs of all pods "
-        "per second here); client-go's reflector waits its back-off (800 ms doubling to 30 s) before the "
-        "next ListAndWatch. Fix: re-list at once only after a watch that delivered events; when the watch "
-        "that follows a fresh list expires without any, sleep the (doubling) back-off first."
-    ),
-)
 async def test_watches_answered_410_for_2s_relist_with_backoff(stack: Stack, autoscaler: Controller) -> None:
     """For 2 s every watch is answered 410 Expired (lists still work): the informers re-list, but with a
     back-off (at most 10 re-lists in 2 s, client-go would make 2), not in a hot loop; no replica write."""

@@ -197,3 +197,42 @@ def test_crd_registers_and_unregisters_its_resource() -> None:
     server.store.delete(("apiextensions.k8s.io", "customresourcedefinitions"), None, "gadgets.example.com")
     assert "example.com" not in server.registry.groups()
     assert server.registry.storage_type(("example.com", "gadgets")) is None
+
+
+def _pages(store: Store, selection: Any, limit: int) -> list[tuple[list[str], int | None]]:
+    pages, token = [], None
+    while True:
+        items, _, token, remaining = store.page(CONFIGMAPS, selection, limit, token)
+        pages.append(([f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in items], remaining))
+        if token is None:
+            return pages
+
+
+def test_pages_follow_key_order_across_namespaces_and_writes_between_pages(store: Store) -> None:
+    from sim.apiserver.selection import Selection
+
+    for ns in ("a", "b"):
+        store.create(NAMESPACES, {"metadata": {"name": ns}})
+    for ns, name in [("b", "x"), ("a", "y"), ("default", "c"), ("a", "x"), ("b", "a"), ("a", "z")]:
+        store.create(CONFIGMAPS, _cm(name, {"k": ns}, namespace=ns, labels={"ns": ns}))
+    everything = [("a/x", "a/y"), ("a/z", "b/a"), ("b/x", "default/c")]
+    assert _pages(store, Selection(), 2) == [
+        (list(everything[0]), 4), (list(everything[1]), 2), (list(everything[2]), None)
+    ]
+    assert _pages(store, Selection("a"), 2) == [(["a/x", "a/y"], 1), (["a/z"], None)]
+    assert _pages(store, Selection("a"), 3) == [(["a/x", "a/y", "a/z"], None)]
+    assert _pages(store, Selection("nowhere"), 2) == [([], None)]
+    # With a label selector the rest is unknown: no remainingItemCount (as kube-apiserver).
+    assert _pages(store, Selection(None, "ns in (a,b)"), 3) == [
+        (["a/x", "a/y", "a/z"], None), (["b/a", "b/x"], None)
+    ]
+    assert store.page(CONFIGMAPS, Selection(), 0, None)[0] == store.select(CONFIGMAPS, Selection())
+
+    # Objects created or deleted between two pages: the next page goes on after the last key it gave.
+    first, _, token, _ = store.page(CONFIGMAPS, Selection(), 2, None)
+    store.create(CONFIGMAPS, _cm("w", namespace="a"))  # before the continue key: not listed
+    store.create(CONFIGMAPS, _cm("b", namespace="b"))  # after it: listed
+    store.delete(CONFIGMAPS, "b", "x")
+    rest, _, token, remaining = store.page(CONFIGMAPS, Selection(), 10, token)
+    assert [o["metadata"]["name"] for o in first + rest] == ["x", "y", "z", "a", "b", "c"]
+    assert token is None and remaining is None

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 from collections.abc import AsyncIterator
 
@@ -11,6 +12,7 @@ import pytest
 from aiohttp import web
 
 from shared.kube import ClusterAccess, EventHandlers, Informer, KubeClient, Obj
+from shared.kube import informer as informer_module
 from sim.runner import ServerThread
 from tests.autoscaler.helpers import eventually
 
@@ -293,5 +295,140 @@ async def test_an_unexpected_error_relists_instead_of_ending_the_informer(
         await watch.put(_event("ADDED", "after", 3))
         await eventually(lambda: seen == ["boom", "after"])
         assert not task.done()
+    finally:
+        await stop(task)
+
+
+class PagingApiServer:
+    """A configmap collection that lists in pages (`limit`/`continue`) and records what was asked; the
+    continue token of `expire_page` answers 410 once (a token older than the server's history)."""
+
+    def __init__(self, count: int) -> None:
+        self.items = [
+            {"metadata": {"name": f"cm{i:03}", "namespace": "default", "resourceVersion": str(10 + i)},
+             "data": {"v": str(i)}}
+            for i in range(count)
+        ]
+        self.asked: list[dict[str, str]] = []
+        self.expire_page: int | None = None
+        self.watches = 0
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        query = dict(request.query)
+        if query.get("watch") == "true":
+            self.watches += 1
+            response = web.StreamResponse()
+            await response.prepare(request)
+            await asyncio.sleep(3600)
+        self.asked.append(query)
+        start = int(query.get("continue", "0"))
+        if start and start == self.expire_page:
+            self.expire_page = None
+            status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Expired",
+                      "message": "The provided continue parameter is too old", "code": 410}
+            return web.json_response(status, status=410)
+        limit = int(query["limit"])
+        meta: Obj = {"resourceVersion": "99"}
+        if start + limit < len(self.items):
+            meta["continue"] = str(start + limit)
+        return web.json_response({"metadata": meta, "items": self.items[start : start + limit]})
+
+
+@pytest.fixture
+async def paging() -> AsyncIterator[tuple[PagingApiServer, KubeClient]]:
+    server = PagingApiServer(7)
+    app = web.Application()
+    app.router.add_get("/api/v1/configmaps", server.handle)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    client = KubeClient(ClusterAccess(f"http://127.0.0.1:{port}"))
+    yield server, client
+    await client.close()
+    await runner.cleanup()
+
+
+async def test_the_list_is_read_page_by_page_and_each_page_shaped_once(
+    paging: tuple[PagingApiServer, KubeClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, client = paging
+    monkeypatch.setattr(informer_module, "LIST_PAGE_SIZE", 3)
+    shaped: list[str] = []
+
+    def shape(obj: Obj) -> Obj:
+        shaped.append(obj["metadata"]["name"])
+        return {"metadata": obj["metadata"], "v": obj["data"]["v"]}
+
+    informer = Informer(client, CM_PATH, label_selector="a=b", transform=shape)
+    recorder = Recorder()
+    informer.add_handlers(recorder.handlers())
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(informer.synced.wait(), 10)
+        assert [q.get("continue") for q in server.asked] == [None, "3", "6"]
+        assert all(q["limit"] == "3" and q["labelSelector"] == "a=b" for q in server.asked)
+        assert shaped == [f"cm{i:03}" for i in range(7)]
+        assert {name: obj["v"] for (_, name), obj in informer.store.items()} == {
+            f"cm{i:03}": str(i) for i in range(7)
+        }
+        assert [kind for kind, _, _ in recorder.events] == ["add"] * 7
+        assert informer.resource_version == "99"
+        assert gc.isenabled()  # paused while the list was read, and only then
+    finally:
+        await stop(task)
+
+
+async def test_a_page_that_fails_lists_again_from_the_start(
+    paging: tuple[PagingApiServer, KubeClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, client = paging
+    monkeypatch.setattr(informer_module, "LIST_PAGE_SIZE", 3)
+    monkeypatch.setattr(informer_module, "MIN_BACKOFF", 0.01)
+    server.expire_page = 6
+    informer = Informer(client, CM_PATH)
+    recorder = Recorder()
+    informer.add_handlers(recorder.handlers())
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(informer.synced.wait(), 10)
+        assert [q.get("continue") for q in server.asked] == [None, "3", "6", None, "3", "6"]
+        assert len(informer.store) == 7 and len(recorder.events) == 7  # nothing of the failed list
+        assert gc.isenabled()
+    finally:
+        await stop(task)
+
+
+async def test_the_watch_event_of_a_written_through_version_is_not_shaped_again(
+    scripted: tuple[ScriptedApiServer, KubeClient],
+) -> None:
+    server, client = scripted
+    shaped: list[str] = []
+
+    def shape(obj: Obj) -> Obj:
+        shaped.append(obj["metadata"]["resourceVersion"])
+        return obj
+
+    informer = Informer(client, CM_PATH, transform=shape)
+    updates: list[tuple[Obj, Obj]] = []
+    informer.add_handlers(EventHandlers(on_update=lambda old, new: updates.append((old, new))))
+    task = asyncio.create_task(informer.run())
+    try:
+        watch = await asyncio.wait_for(server.watches.get(), 10)
+        await watch.put(_event("ADDED", "a", 2))
+        await eventually(lambda: values(informer) == {"a": "1"})
+        written = json.loads(_event("MODIFIED", "a", 3, "2"))["object"]
+        informer.write_through(written)
+        assert values(informer) == {"a": "2"}
+        await watch.put(_event("MODIFIED", "a", 3, "2"))  # its own watch event
+        await eventually(lambda: len(updates) == 1)
+        stored = informer.store.get("default", "a")
+        assert updates == [(stored, stored)]
+        assert shaped == ["2", "3"]  # the event itself was not shaped again
+        await watch.put(_event("MODIFIED", "a", 2, "1"))  # the past: ignored
+        await watch.put(_event("MODIFIED", "a", 4, "3"))
+        await eventually(lambda: values(informer) == {"a": "3"})
+        assert shaped == ["2", "3", "4"] and len(updates) == 2
     finally:
         await stop(task)

@@ -1,0 +1,86 @@
+"""Start-up: the autoscalers of the first list get their first reconciles spread by a stable hash of their
+key (from about FIRST_PASS_RATE autoscalers a second on), then one slot each in the period; autoscalers
+created while the daemon runs are reconciled at once. Runs on a FakeClock, FIRST_PASS_RATE lowered so
+that four autoscalers are "many"."""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+import pytest
+
+from autoscaler import controller as controller_module
+from shared.clock import FakeClock
+from shared.kube import KubeClient
+from sim.runner import ServerThread
+from tests.autoscaler.harness import autoscaler_spec, create_hza, install_crd, running_controller, workload
+from tests.autoscaler.helpers import eventually, reconciles
+from tests.autoscaler.metrics_backend import MetricsBackend
+
+PERIOD = 10.0
+NAMES = ["a", "b", "c", "d"]
+
+
+def _phase(name: str) -> float:
+    return zlib.crc32(f"default/{name}".encode()) / 2**32
+
+
+async def _seed(kube: KubeClient, apiserver: ServerThread, backend: MetricsBackend, names: list[str]) -> None:
+    for name in names:
+        pods = workload(apiserver, name, 1)
+        backend.pod_values[("default", f"m-{name}")] = dict.fromkeys(pods, 100.0)
+        spec = autoscaler_spec(name, f"m-{name}", "100", syncPeriodSeconds=int(PERIOD))
+        await create_hza(kube, name, spec)
+
+
+async def test_first_reconciles_are_spread_by_key_then_keep_a_slot_in_the_period(
+    kube: KubeClient,
+    apiserver: ServerThread,
+    kubeconfig_path: Path,
+    backend: MetricsBackend,
+    fake_clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(controller_module, "FIRST_PASS_RATE", 2.0)  # 4 autoscalers: spread over 2 s
+    spread = len(NAMES) / 2.0
+    await install_crd(kube)
+    await _seed(kube, apiserver, backend, NAMES)
+    async with running_controller(kubeconfig_path, backend.url, clock=fake_clock) as controller:
+        start = fake_clock.now()
+        first = {name: _phase(name) * min(PERIOD, spread) for name in NAMES}
+        assert all(0 < at < spread for at in first.values())
+        assert reconciles(controller) == 0  # nothing before its slot
+        for done, name in enumerate(sorted(NAMES, key=first.__getitem__), 1):
+            fake_clock.advance(start + first[name] - fake_clock.now())
+            await eventually(lambda done=done: reconciles(controller) == done)
+            # Its second reconcile: at its slot in the period, counted from the start.
+            key = ("default", name)
+            await eventually(lambda key=key: key in controller.queue._waiting)
+            assert controller.queue._waiting[key] == pytest.approx(start + (_phase(name) + 1) * PERIOD)
+
+        # Created while the daemon runs: reconciled at once (the clock stands still), then every period.
+        await _seed(kube, apiserver, backend, ["late"])
+        await eventually(lambda: reconciles(controller) == len(NAMES) + 1)
+        key = ("default", "late")
+        await eventually(lambda: key in controller.queue._waiting)
+        assert controller.queue._waiting[key] == pytest.approx(fake_clock.now() + PERIOD)
+
+
+async def test_few_autoscalers_are_all_reconciled_at_once(
+    kube: KubeClient,
+    apiserver: ServerThread,
+    kubeconfig_path: Path,
+    backend: MetricsBackend,
+    fake_clock: FakeClock,
+) -> None:
+    # 4 autoscalers at the real FIRST_PASS_RATE: spreading them would gain nothing.
+    assert len(NAMES) / controller_module.FIRST_PASS_RATE < controller_module.MIN_SPREAD
+    await install_crd(kube)
+    await _seed(kube, apiserver, backend, NAMES)
+    async with running_controller(kubeconfig_path, backend.url, clock=fake_clock) as controller:
+        await eventually(lambda: reconciles(controller) == len(NAMES))
+        for name in NAMES:
+            key = ("default", name)
+            await eventually(lambda key=key: key in controller.queue._waiting)
+            assert controller.queue._waiting[key] == pytest.approx(fake_clock.now() + PERIOD)
