@@ -1,6 +1,6 @@
 """The pod cache: slim pods (the core's `Pod` plus identity: only what the algorithm reads), indexed by
 namespace and by label. What pods commonly have in common (the labels of one workload, times, conditions,
-containers) is held once for all of them: 100,000 pods take about 70 MB.
+containers) is held once for all of them: 100,000 pods take about 55 MB with their indexes.
 
 A reconcile asks "which pods in namespace N does selector S select?". The label index narrows the
 candidates by one equality term of S (e.g. `app=web`); the whole selector then decides, so the index is
@@ -10,7 +10,7 @@ only ever a shortcut, never the judge.
 from __future__ import annotations
 
 import sys
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator, Mapping
 from datetime import datetime
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -174,6 +174,34 @@ def _shared_pod(parsed: Pod) -> Pod:
     )
 
 
+class PodMeta(Mapping[str, Any]):
+    """A slim pod's `metadata`: name, namespace, resourceVersion and labels, read as a mapping (by the
+    store, the informer and the handlers) at a third of a dict's size."""
+
+    __slots__ = ("labels", "name", "namespace", "resourceVersion")
+    _FIELDS = frozenset(__slots__)
+
+    def __init__(self, name: str, namespace: str, resource_version: str, labels: dict[str, str]) -> None:
+        self.name = name
+        self.namespace = namespace
+        self.resourceVersion = resource_version
+        self.labels = labels
+
+    def __getitem__(self, key: str) -> Any:
+        if key in PodMeta._FIELDS:
+            return getattr(self, key)
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("name", "namespace", "resourceVersion", "labels"))
+
+    def __len__(self) -> int:
+        return 4
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
 def slim_pod(obj: Obj) -> Obj:
     """What the cache keeps of a pod: identity for the store and the core's view of it (name, labels,
     phase, Ready condition, start and deletion time, container requests), with the parts that pods
@@ -187,15 +215,8 @@ def slim_pod(obj: Obj) -> Obj:
     if pod is None:
         pod = _shared_pod(pod_from_json(obj))
     meta = obj.get("metadata") or {}
-    return {
-        "metadata": {
-            "name": pod.name,
-            "namespace": _intern(str(meta.get("namespace", ""))),
-            "resourceVersion": meta.get("resourceVersion", ""),
-            "labels": pod.labels,
-        },
-        "pod": pod,
-    }
+    namespace = _intern(str(meta.get("namespace", "")))
+    return {"metadata": PodMeta(pod.name, namespace, meta.get("resourceVersion", ""), pod.labels), "pod": pod}
 
 
 def pod_of(slim: Obj) -> Pod:

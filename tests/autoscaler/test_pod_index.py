@@ -135,6 +135,12 @@ def test_slim_pod_is_the_cores_pod_and_keeps_identity(name: str) -> None:
         "labels": raw["metadata"].get("labels") or {},
     }
     assert slim["metadata"]["labels"] is slim["pod"].labels
+    # A read-only mapping, as the store and the informer read it.
+    meta = slim["metadata"]
+    assert meta.get("resourceVersion") == "7" and meta.get("uid") is None and "name" in meta
+    assert Store.key_of(slim) == ("ns", "p")
+    with pytest.raises(KeyError):
+        meta["get"]
 
 
 BROKEN = {
