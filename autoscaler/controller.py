@@ -144,7 +144,9 @@ class Controller:
         self._selectors: dict[str, dict[Key, str]] = {}
         # Which autoscalers selected a pod at their last reconcile (and the reverse): the ambiguity check
         # and pod events then only look at the autoscalers that share pods, not at the whole namespace.
-        self._owners: dict[Key, set[Key]] = {}
+        # A pod almost always has one owner: that one is held as the key itself, a set only once shared
+        # (100,000 one-element sets would cost about 25 MB).
+        self._owners: dict[Key, Key | set[Key]] = {}
         self._owned: dict[Key, tuple[Key, ...]] = {}
         # The autoscalers of the first list, queued (spread) once the caches are synced, and the time
         # each of their second reconciles is due (see FIRST_PASS_RATE).
@@ -247,13 +249,14 @@ class Controller:
             or (before.deletion_timestamp is None) != (after.deletion_timestamp is None)
             or old["metadata"]["labels"] != new["metadata"]["labels"]
         ):
-            self._poke(self._owners.get(_pod_key(new), ()))
+            self._poke(self._owners_of(_pod_key(new)))
             if old["metadata"]["labels"] != new["metadata"]["labels"]:
                 self._poke_selecting(new)
 
     def _pod_deleted(self, slim: Obj) -> None:
         self.pod_index.on_delete(slim)
-        self._poke(self._owners.pop(_pod_key(slim), ()))
+        self._poke(self._owners_of(_pod_key(slim)))
+        self._owners.pop(_pod_key(slim), None)
 
     def _poke_selecting(self, slim: Obj) -> None:
         """Poke the autoscalers whose last known selector selects this (new or relabelled) pod."""
@@ -275,21 +278,37 @@ class Controller:
             # earliest pending time of a key).
             self.queue.add_after(key, self.options.readiness_debounce)
 
+    def _owners_of(self, pod: Key) -> tuple[Key, ...] | set[Key]:
+        owners = self._owners.get(pod)
+        if owners is None:
+            return ()
+        return owners if isinstance(owners, set) else (owners,)
+
     def _remember_pods(self, key: Key, pods: tuple[Key, ...]) -> None:
+        if self._owned.get(key) == pods:
+            return
         for pod in self._owned.pop(key, ()):
             owners = self._owners.get(pod)
-            if owners is not None:
+            if owners == key:
+                del self._owners[pod]
+            elif isinstance(owners, set):
                 owners.discard(key)
-                if not owners:
-                    del self._owners[pod]
+                if len(owners) == 1:
+                    self._owners[pod] = owners.pop()
         if pods:
             self._owned[key] = pods
             for pod in pods:
-                self._owners.setdefault(pod, set()).add(key)
+                owners = self._owners.get(pod)
+                if owners is None:
+                    self._owners[pod] = key
+                elif isinstance(owners, set):
+                    owners.add(key)
+                elif owners != key:
+                    self._owners[pod] = {owners, key}
 
     def _sharing_pods(self, key: Key, pods: tuple[Key, ...]) -> dict[str, str]:
         """Selectors of the other autoscalers that selected any of these pods (for the ambiguity check)."""
-        others = {other for pod in pods for other in self._owners.get(pod, ()) if other != key}
+        others = {other for pod in pods for other in self._owners_of(pod) if other != key}
         selectors = self._selectors.get(key[0], {})
         return {_key_str(k): selectors[k] for k in others if k in selectors}
 

@@ -152,10 +152,13 @@ class Daemon(ServerProcess):
     """The autoscaler daemon as a subprocess, and readings of its /metrics."""
 
     @classmethod
-    def start(cls, kubeconfig: Path, metrics_url: str, log: Path, *flags: str) -> Daemon:
+    def start(
+        cls, kubeconfig: Path, metrics_url: str, log: Path, *flags: str, program: str = "autoscaler"
+    ) -> Daemon:
+        """`python -m autoscaler` (or `program`, a module or a script taking its flags) on a free port."""
         port = free_port()
         return cls.spawn(
-            "autoscaler",
+            program,
             f"http://127.0.0.1:{port}",
             log,
             f"--kubeconfig={kubeconfig}",

@@ -40,7 +40,7 @@ def require(condition: bool, message: str) -> None:
 
 @dataclass
 class ServerProcess:
-    """`python -m <name> <flags>` serving at `url`, stdout and stderr in `log`."""
+    """`python -m <name> <flags>` (or a script) serving at `url`, stdout and stderr in `log`."""
 
     proc: subprocess.Popen[bytes]
     name: str
@@ -49,10 +49,10 @@ class ServerProcess:
 
     @classmethod
     def spawn(cls, module: str, url: str, log: Path, *flags: str) -> Self:
+        """Run `python -m <module>`, or the script when `module` is a `.py` path."""
+        program = [module] if module.endswith(".py") else ["-m", module]
         with log.open("wb") as out:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", module, *flags], stdout=out, stderr=subprocess.STDOUT
-            )
+            proc = subprocess.Popen([sys.executable, *program, *flags], stdout=out, stderr=subprocess.STDOUT)
         return cls(proc, module, url, log)
 
     def tail(self, lines: int = 20) -> str:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+import ssl
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar, Protocol
+from urllib.parse import quote, urlencode
 
 import aiohttp
 import yarl
@@ -30,12 +31,21 @@ Obj = dict[str, Any]
 JSON = "application/json"
 
 
-@lru_cache(maxsize=32768)
-def _request_url(base_url: str, path: str, query: tuple[tuple[str, str], ...]) -> yarl.URL:
-    # Every autoscaler asks for the same few URLs each period: build each once, not once per request.
-    # Paths arrive escaped (e.g. `*` as %2A, as Go sends it); yarl must not normalise them.
-    url = yarl.URL(base_url + path, encoded=True)
-    return url.extend_query(query) if query else url
+def request_target(path: str, params: Mapping[str, str] | None) -> str:
+    """Path and query of a request. Paths arrive escaped (e.g. `*` as %2A, as Go sends it) and are kept
+    as they are; query values are percent-encoded whole."""
+    return f"{path}?{urlencode(params, quote_via=quote, safe='')}" if params else path
+
+
+class RequestTransport(Protocol):
+    """What sends KubeClient's plain requests: http11.py's client, or for the transport A/B in bench/
+    (bench_autoscaler_transport.py) an aiohttp session."""
+
+    async def request(
+        self, method: str, target: str, body: bytes | None, headers: Mapping[str, str] | None
+    ) -> tuple[int, bytes]: ...
+
+    async def close(self) -> None: ...
 
 
 class ApiError(Exception):
@@ -79,12 +89,18 @@ _GENERIC_REASONS = {
 class KubeClient:
     """JSON requests and watches to one API server. `qps <= 0` disables the client-side throttle."""
 
+    # Builds the transport of plain requests from the server URL, TLS context and fixed headers. Only
+    # bench/bench_autoscaler_transport.py replaces it, to run a daemon on aiohttp for its A/B.
+    transport: ClassVar[Callable[[str, ssl.SSLContext | None, Mapping[str, str]], RequestTransport]] = (
+        Http11Client
+    )
+
     def __init__(
         self, access: ClusterAccess, *, qps: float = 0.0, burst: int = 1, user_agent: str = "surge"
     ) -> None:
         self.access = access
         self._throttle = TokenBucket(qps, max(1, burst)) if qps > 0 else None
-        self._http = Http11Client(access.base_url, access.ssl_context, {"User-Agent": user_agent})
+        self._http = KubeClient.transport(access.base_url, access.ssl_context, {"User-Agent": user_agent})
         self._session = aiohttp.ClientSession(
             # limit=0: concurrency is bounded by the callers (informers), not by a pool size.
             connector=aiohttp.TCPConnector(ssl=access.ssl_context or True, limit=0),
@@ -95,9 +111,6 @@ class KubeClient:
     async def close(self) -> None:
         await self._http.close()
         await self._session.close()
-
-    def _url(self, path: str, params: dict[str, str] | None) -> yarl.URL:
-        return _request_url(self.access.base_url, path, tuple(params.items()) if params else ())
 
     async def _wait_turn(self) -> None:
         if self._throttle is not None:
@@ -136,7 +149,7 @@ class KubeClient:
         await self._wait_turn()  # the throttle's wait is not part of the request's time
         async with asyncio.timeout(request_timeout):
             headers = await self._headers(accept, content_type if data is not None else None)
-            status, raw = await self._http.request(method, self._url(path, params), data, headers)
+            status, raw = await self._http.request(method, request_target(path, params), data, headers)
         if status >= 300:
             raise self._failed(status, raw.decode("utf-8", "replace"))
         answer: Obj = json.loads(raw) if raw else {}
@@ -166,7 +179,9 @@ class KubeClient:
         await self._wait_turn()
         headers = await self._headers(accept, None)
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=read_timeout)
-        async with self._session.get(self._url(path, params), headers=headers, timeout=timeout) as resp:
+        # encoded=True: yarl must not normalise the escaped path.
+        url = yarl.URL(self.access.base_url + request_target(path, params), encoded=True)
+        async with self._session.get(url, headers=headers, timeout=timeout) as resp:
             if resp.status >= 300:
                 raise self._failed(resp.status, await resp.text())
             yield resp

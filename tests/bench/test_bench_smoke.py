@@ -37,6 +37,10 @@ EXPECTED: dict[str, list[tuple[str, float, float]]] = {
         (r"reconciles/s\s+([\d.]+)", 0.5, 1_000),
         (r"failed reconciles\s+(\d+)", 0, 0),
     ],
+    "bench_autoscaler_transport": [
+        (r"^median: http11 ([\d.]+) vs", 0, 100),
+        (r"^median: http11 [\d.]+ vs aiohttp ([\d.]+)", 0, 100),
+    ],
     "bench_kube_client": [
         (r"^aiohttp\s+([\d.]+) CPU s / 1000 requests", 0.001, 100),
         (r"^http11 \(shared\.kube\)\s+([\d.]+) CPU s / 1000 requests", 0.001, 100),
