@@ -148,6 +148,13 @@ def add_prometheus_flags(parser: argparse.ArgumentParser) -> None:
         default=10.0,
         help="per-query timeout, sent to Prometheus and enforced client-side (Go duration)",
     )
+    add_bool_flag(
+        group,
+        "--regex-escape-values",
+        "regex-escape object names and selector values joined into =~/!~ matchers and "
+        ".LabelValuesByName so each matches only itself (Surge extension; by default they pass "
+        "through as regexes, as in prometheus-adapter)",
+    )
 
 
 def add_discovery_flags(parser: argparse.ArgumentParser) -> None:
@@ -266,6 +273,7 @@ class AdapterOptions:
     prometheus_token_file: str
     prometheus_headers: tuple[tuple[str, str], ...]
     prometheus_timeout: float
+    regex_escape_values: bool
     relist_interval: float
     max_age: float
     lister_kubeconfig: str
@@ -323,6 +331,7 @@ def options_from_namespace(ns: argparse.Namespace) -> AdapterOptions:
         prometheus_token_file=ns.prometheus_token_file,
         prometheus_headers=parse_header_args(ns.prometheus_header),
         prometheus_timeout=ns.prometheus_timeout,
+        regex_escape_values=ns.regex_escape_values,
         relist_interval=ns.metrics_relist_interval,
         max_age=max_age,
         lister_kubeconfig=ns.lister_kubeconfig,

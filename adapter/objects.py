@@ -1,18 +1,29 @@
-"""The names of the objects a `*` request's label selector picks, from watch-based caches.
+"""The objects a request's label selector picks, from watch-based caches.
 
-prometheus-adapter LISTs the resource through the API server on every such request; we keep one
-shared.kube Informer per resource instead (started on first use, metadata-only, keeping namespace, name
-and labels), so a request costs no API call.
+prometheus-adapter LISTs the resource through the API server on every custom-metric `*` request; we
+keep one shared.kube Informer per resource instead (started on first use, metadata-only, keeping
+namespace, name and labels), so a request costs no API call. The same informers give metrics.k8s.io
+its pods and nodes (prometheus-adapter watches those too), so each resource is watched once per process.
+Unlike prometheus-adapter's metrics.k8s.io pod informer, which holds only `status.phase=Running` pods,
+metadata carries no phase: a pod that is not running yet has no usage samples and is left out, but a
+finished pod still in the API shows its last usage until its samples leave the query's range.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from typing import NamedTuple
 
 from adapter.naming.resources import ResourceInfo
-from shared.kube import Informer, KubeClient, Obj
+from shared.kube import Informer, KubeClient, Obj, Store
 from shared.supervisor import Supervisor
+
+
+class CachedObject(NamedTuple):
+    namespace: str  # "" for cluster-scoped objects
+    name: str
+    labels: Mapping[str, str]
 
 
 def _collection_path(info: ResourceInfo) -> str:
@@ -53,11 +64,8 @@ class ObjectCaches:
             self._supervisor.start(f"watch {info.group_resource}", informer.run)
         return informer
 
-    async def names(
-        self, info: ResourceInfo, namespace: str, matches: Callable[[Mapping[str, str]], bool]
-    ) -> list[str]:
-        """Names of the objects in `namespace` ("" = all) whose labels satisfy `matches`, ordered by
-        namespace and name. Raises TimeoutError while the resource cannot be listed."""
+    async def _synced_store(self, info: ResourceInfo) -> Store:
+        """The resource's store once listed. Raises TimeoutError while the resource cannot be listed."""
         informer = self._informer(info)
         if not informer.synced.is_set():
             # Answer as soon as the first list failed (e.g. no RBAC to list the resource) rather than
@@ -65,12 +73,33 @@ class ObjectCaches:
             await asyncio.wait_for(informer.first_list_done.wait(), self._sync_timeout)
             if not informer.synced.is_set():
                 raise TimeoutError(f"{info.group_resource} cannot be listed")
-        store = informer.store
+        return informer.store
+
+    async def objects(
+        self, info: ResourceInfo, namespace: str, matches: Callable[[Mapping[str, str]], bool]
+    ) -> list[CachedObject]:
+        """The objects in `namespace` ("" = all) whose labels satisfy `matches`, ordered by namespace and
+        name. Raises TimeoutError while the resource cannot be listed."""
+        store = await self._synced_store(info)
         objects = store.in_namespace(namespace) if namespace else (obj for _, obj in store.items())
-        picked = sorted(
-            (meta["namespace"], meta["name"])
+        picked = (
+            CachedObject(meta["namespace"], meta["name"], meta["labels"])
             for meta in (obj["metadata"] for obj in objects)
             if matches(meta["labels"])
         )
-        return [name for _, name in picked]
+        return sorted(picked, key=lambda obj: (obj.namespace, obj.name))
+
+    async def names(
+        self, info: ResourceInfo, namespace: str, matches: Callable[[Mapping[str, str]], bool]
+    ) -> list[str]:
+        """Names of `objects(info, namespace, matches)`."""
+        return [obj.name for obj in await self.objects(info, namespace, matches)]
+
+    async def get(self, info: ResourceInfo, namespace: str, name: str) -> CachedObject | None:
+        """One object (namespace "" for cluster-scoped ones), or None. Raises TimeoutError like `objects`."""
+        obj = (await self._synced_store(info)).get(namespace, name)
+        if obj is None:
+            return None
+        meta = obj["metadata"]
+        return CachedObject(meta["namespace"], meta["name"], meta["labels"])
 

@@ -106,9 +106,13 @@ def _merge(by_rule: dict[int, dict[_K, _V]]) -> dict[_K, _V]:
 class SeriesRegistry:
     """Discovered metrics of every rule, and query building for requests."""
 
-    def __init__(self, config: AdapterConfig, mapper: ResourceMapper) -> None:
+    def __init__(
+        self, config: AdapterConfig, mapper: ResourceMapper, *, regex_escape_values: bool = False
+    ) -> None:
         self.config = config
         self.mapper = mapper  # replace after a discovery refresh; applies from each rule's next update
+        # PromQL values joined into a regex: as prometheus-adapter (False) or regex-escaped (True).
+        self.regex_escape_values = regex_escape_values
         self._custom_by_rule: dict[int, dict[_CustomKey, _CustomEntry]] = {}
         self._external_by_rule: dict[int, dict[str, _ExternalEntry]] = {}
         self._stats: dict[RuleId, RuleStats] = {}
@@ -277,7 +281,14 @@ class SeriesRegistry:
         namespace_matcher = None
         if namespace is not None:
             namespace_matcher = (self._namespace_label(rule, RuleId(False, entry.rule)), namespace)
-        data = custom_query_data(entry.series, metric_selector, namespace_matcher, object_label, names)
+        data = custom_query_data(
+            entry.series,
+            metric_selector,
+            namespace_matcher,
+            object_label,
+            names,
+            regex_escape_values=self.regex_escape_values,
+        )
         return CustomQuery(render_query(rule.metrics_query, data), object_label)
 
     def external_query(
@@ -291,9 +302,10 @@ class SeriesRegistry:
         namespace_matcher = None
         if rule.namespaced and namespace:
             namespace_matcher = (self._namespace_label(rule, RuleId(True, entry.rule)), namespace)
-        return render_query(
-            rule.metrics_query, external_query_data(entry.series, selector, namespace_matcher)
+        data = external_query_data(
+            entry.series, selector, namespace_matcher, regex_escape_values=self.regex_escape_values
         )
+        return render_query(rule.metrics_query, data)
 
     def _namespace_label(self, rule: DiscoveryRule, rule_id: RuleId) -> str:
         info = self.mapper.resolve(NAMESPACES.group, NAMESPACES.resource)

@@ -144,10 +144,11 @@ class Controller:
         self._selectors: dict[str, dict[Key, str]] = {}
         # Which autoscalers selected a pod at their last reconcile (and the reverse): the ambiguity check
         # and pod events then only look at the autoscalers that share pods, not at the whole namespace.
-        # A pod almost always has one owner: that one is held as the key itself, a set only once shared
-        # (100,000 one-element sets would cost about 25 MB).
-        self._owners: dict[Key, Key | set[Key]] = {}
-        self._owned: dict[Key, tuple[Key, ...]] = {}
+        # Pods by namespace and name (an autoscaler selects only in its own namespace). A pod almost always
+        # has one owner: that one is held as the key itself, a set only once shared (100,000 one-element
+        # sets would cost about 25 MB).
+        self._owners: dict[str, dict[str, Key | set[Key]]] = {}
+        self._owned: dict[Key, tuple[str, ...]] = {}
         # The autoscalers of the first list, queued (spread) once the caches are synced, and the time
         # each of their second reconciles is due (see FIRST_PASS_RATE).
         self._initial: list[tuple[Key, float]] = []
@@ -249,14 +250,15 @@ class Controller:
             or (before.deletion_timestamp is None) != (after.deletion_timestamp is None)
             or old["metadata"]["labels"] != new["metadata"]["labels"]
         ):
-            self._poke(self._owners_of(_pod_key(new)))
+            self._poke(self._owners_of(*_pod_key(new)))
             if old["metadata"]["labels"] != new["metadata"]["labels"]:
                 self._poke_selecting(new)
 
     def _pod_deleted(self, slim: Obj) -> None:
         self.pod_index.on_delete(slim)
-        self._poke(self._owners_of(_pod_key(slim)))
-        self._owners.pop(_pod_key(slim), None)
+        namespace, name = _pod_key(slim)
+        self._poke(self._owners_of(namespace, name))
+        self._owners.get(namespace, {}).pop(name, None)
 
     def _poke_selecting(self, slim: Obj) -> None:
         """Poke the autoscalers whose last known selector selects this (new or relabelled) pod."""
@@ -278,37 +280,41 @@ class Controller:
             # earliest pending time of a key).
             self.queue.add_after(key, self.options.readiness_debounce)
 
-    def _owners_of(self, pod: Key) -> tuple[Key, ...] | set[Key]:
-        owners = self._owners.get(pod)
+    def _owners_of(self, namespace: str, pod: str) -> tuple[Key, ...] | set[Key]:
+        owners = self._owners.get(namespace, {}).get(pod)
         if owners is None:
             return ()
         return owners if isinstance(owners, set) else (owners,)
 
-    def _remember_pods(self, key: Key, pods: tuple[Key, ...]) -> None:
+    def _remember_pods(self, key: Key, pods: tuple[str, ...]) -> None:
+        """Record the pods (names in the autoscaler's namespace) that `key` selected."""
         if self._owned.get(key) == pods:
             return
+        owners_by_pod = self._owners.setdefault(key[0], {})
         for pod in self._owned.pop(key, ()):
-            owners = self._owners.get(pod)
+            owners = owners_by_pod.get(pod)
             if owners == key:
-                del self._owners[pod]
+                del owners_by_pod[pod]
             elif isinstance(owners, set):
                 owners.discard(key)
                 if len(owners) == 1:
-                    self._owners[pod] = owners.pop()
+                    owners_by_pod[pod] = owners.pop()
         if pods:
             self._owned[key] = pods
             for pod in pods:
-                owners = self._owners.get(pod)
+                owners = owners_by_pod.get(pod)
                 if owners is None:
-                    self._owners[pod] = key
+                    owners_by_pod[pod] = key
                 elif isinstance(owners, set):
                     owners.add(key)
                 elif owners != key:
-                    self._owners[pod] = {owners, key}
+                    owners_by_pod[pod] = {owners, key}
+        if not owners_by_pod:
+            del self._owners[key[0]]
 
-    def _sharing_pods(self, key: Key, pods: tuple[Key, ...]) -> dict[str, str]:
+    def _sharing_pods(self, key: Key, pods: tuple[str, ...]) -> dict[str, str]:
         """Selectors of the other autoscalers that selected any of these pods (for the ambiguity check)."""
-        others = {other for pod in pods for other in self._owners_of(pod) if other != key}
+        others = {other for pod in pods for other in self._owners_of(key[0], pod) if other != key}
         selectors = self._selectors.get(key[0], {})
         return {_key_str(k): selectors[k] for k in others if k in selectors}
 
@@ -393,9 +399,8 @@ class Controller:
             pods = self.pod_index.select(hpa.namespace, scale.selector) if scale.selector else ()
         except ValueError:
             pods = ()  # the core reports the unparsable selector
-        pod_keys = tuple((hpa.namespace, pod.name) for pod in pods)
-        if self._owned.get(key) != pod_keys:
-            self._remember_pods(key, pod_keys)
+        pod_names = tuple(pod.name for pod in pods)
+        self._remember_pods(key, pod_names)
         metric_specs = effective_metrics(hpa.spec)
         answers: tuple[MetricAnswer, ...]
         if len(metric_specs) == 1:
@@ -415,7 +420,7 @@ class Controller:
             now=self._clock.wall(),
             history=history,
             config=self.options.config,
-            other_selectors=self._sharing_pods(key, pod_keys),
+            other_selectors=self._sharing_pods(key, pod_names),
         )
         decision = decide(snapshot)
         return await self._act(key, obj, hpa, decision, path, scale_obj)

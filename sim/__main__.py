@@ -26,7 +26,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--port", type=port_number, default=0, help="API server port on 127.0.0.1 (default: free)"
     )
     parser.add_argument(
-        "--prometheus-sd", type=Path, help="Prometheus file_sd JSON to keep listing the running pods"
+        "--prometheus-sd",
+        type=Path,
+        help="Prometheus file_sd JSON to keep listing the scrape targets (running pods, nodes' kubelets)",
     )
     parser.add_argument("--insecure-http", action="store_true", help="serve plain HTTP instead of HTTPS")
     add_logging_flags(parser)
@@ -55,7 +57,7 @@ async def serve(args: argparse.Namespace) -> None:
             url=cluster.url,
             kubeconfig=str(args.kubeconfig),
             prometheus_sd=str(cluster.sd_path),
-            pod_metrics=cluster.metrics_url,
+            metrics=cluster.metrics_url,
         )
         await stop.wait()
         log.info("stopping")

@@ -1,5 +1,11 @@
 """SimCluster: the simulated API server, the workload controller (scheduler, kubelets, replica
-controllers, load models), the pods' metrics endpoint, metrics.k8s.io and a Prometheus file_sd file.
+controllers, load models), the scrape targets (each pod's metrics, each node's kubelet
+`/metrics/resource` and node-exporter), metrics.k8s.io and a Prometheus file_sd file listing the targets.
+
+The built-in metrics.k8s.io stands for the metrics-server a cluster ships with. An APIService that
+claims `v1beta1.metrics.k8s.io` with a service (e.g. Surge's adapter, or prometheus-adapter) takes the
+group-version over and the aggregator proxies to it, as it would to any metrics server; deleting that
+APIService brings the built-in back, as re-applying metrics-server's own APIService would.
 
 All of it runs on one event loop. `start(host, port)`/`stop()`/`url`/`ca_file`/`write_kubeconfig`
 match what `sim.runner.ServerThread` drives, so a SimCluster can run in a background thread too.
@@ -17,9 +23,9 @@ from sim.apiserver import ApiServer, CertificateAuthority, Store
 from sim.apiserver.errors import method_not_allowed
 from sim.apiserver.handlers import json_response
 from sim.workload.controller import WorkloadConfig, WorkloadController
-from sim.workload.file_sd import FileSdWriter
+from sim.workload.file_sd import FileSdWriter, Group, node_target_groups, target_groups
 from sim.workload.metrics_api import ResourceMetricsApi
-from sim.workload.metrics_http import PodMetricsServer
+from sim.workload.metrics_http import MetricsServer
 from sim.workload.resource_metrics import API_RESOURCES, GROUP, VERSION
 
 
@@ -44,16 +50,15 @@ class SimCluster:
         self.workload = WorkloadController(
             self.apiserver.store, workload, on_targets_changed=self._targets_changed
         )
-        self.pod_metrics = PodMetricsServer(self.workload.kubelet.sample, port=metrics_port)
-        self._file_sd = FileSdWriter(
-            self.sd_path, lambda: self.pod_metrics.address, self.workload.kubelet.running_targets
-        )
+        kubelet = self.workload.kubelet
+        self.metrics_server = MetricsServer(kubelet.sample, kubelet.node_stats, port=metrics_port)
+        self._file_sd = FileSdWriter(self.sd_path, self._target_groups)
         self._metrics_api = ResourceMetricsApi(self.apiserver.store, self.workload.kubelet)
         self.apiserver.add_api_group(GROUP, VERSION, API_RESOURCES, self._serve_metrics_api)
         self._started = False
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        await self.pod_metrics.start()
+        await self.metrics_server.start()
         await self.apiserver.start(host, port)
         self.workload.start()
         self._file_sd.write_now()
@@ -64,7 +69,7 @@ class SimCluster:
         self._file_sd.close()
         self.workload.stop()
         await self.apiserver.stop()
-        await self.pod_metrics.stop()
+        await self.metrics_server.stop()
         if self._own_sd_dir is not None:
             shutil.rmtree(self._own_sd_dir, ignore_errors=True)
 
@@ -83,11 +88,18 @@ class SimCluster:
 
     @property
     def metrics_url(self) -> str:
-        """Base URL of the pods' metrics endpoint (`/pods/<namespace>/<pod>/metrics`)."""
-        return self.pod_metrics.url
+        """Base URL of the scrape targets: `/pods/<namespace>/<pod>/metrics`,
+        `/nodes/<node>/metrics/resource` (kubelet) and `/nodes/<node>/node-exporter/metrics`."""
+        return self.metrics_server.url
 
     def write_kubeconfig(self, path: str | Path, user: str = "admin") -> Path:
         return self.apiserver.write_kubeconfig(path, user)
+
+    def _target_groups(self) -> list[Group]:
+        address, kubelet = self.metrics_server.address, self.workload.kubelet
+        return target_groups(address, kubelet.running_targets()) + node_target_groups(
+            address, kubelet.node_names
+        )
 
     def _targets_changed(self) -> None:
         if self._started:

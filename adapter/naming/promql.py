@@ -1,9 +1,12 @@
 """PromQL escaping and label-matcher building.
 
 Every value that reaches a query goes through `go_quote` (Go's `%q`, which PromQL's string
-literal grammar accepts unchanged); values placed inside a regex matcher are first escaped with
-`quote_meta` (Go's `regexp.QuoteMeta`), so neither object names nor selector values can change the
-query's shape or widen a match. Label keys must be valid Prometheus label names.
+literal grammar accepts unchanged), so no value can change the query's shape. Values that go into
+a regex (several object names, `in`/`notin` values, `.LabelValuesByName`) are joined with `|` as they
+are, as prometheus-adapter does (a single `in` value is a regex pass-through there on purpose, and
+rules rely on a `.` matching any character). With `regex_escape_values` (the `--regex-escape-values`
+flag) each value is first escaped with `quote_meta` (Go's `regexp.QuoteMeta`), so it matches only
+itself. Label keys must be valid Prometheus label names.
 """
 
 from collections.abc import Iterable, Sequence
@@ -63,9 +66,9 @@ def is_valid_label_name(name: str) -> bool:
     return bool(name) and name[0] in _LABEL_START and all(ch in _LABEL_REST for ch in name[1:])
 
 
-def regex_alternation(values: Iterable[str]) -> str:
-    """`v1|v2|…` with every value regex-escaped, so each alternative matches only itself."""
-    return "|".join(quote_meta(v) for v in values)
+def regex_alternation(values: Iterable[str], *, regex_escape_values: bool = False) -> str:
+    """`v1|v2|…` as prometheus-adapter joins them; each value regex-escaped with `regex_escape_values`."""
+    return "|".join(quote_meta(v) for v in values) if regex_escape_values else "|".join(values)
 
 
 class SelectorRequirement(Protocol):
@@ -132,7 +135,7 @@ def _check_key(key: str) -> None:
         raise InvalidSelectorError(f"label selector key {key!r} is not a valid Prometheus label name")
 
 
-def requirement_matcher(requirement: SelectorRequirement) -> Matcher:
+def requirement_matcher(requirement: SelectorRequirement, *, regex_escape_values: bool = False) -> Matcher:
     """Turn one selector requirement into a PromQL matcher, per operator as prometheus-adapter does."""
     key = requirement.key
     _check_key(key)
@@ -148,25 +151,33 @@ def requirement_matcher(requirement: SelectorRequirement) -> Matcher:
         raise InvalidSelectorError(f"label selector {key}: operator {op} requires values")
     if op in ("=", "!=") and len(values) == 1:
         return Matcher(key, op, values[0])
-    positive = op in ("=", "in")
-    return Matcher(key, "=~" if positive else "!~", regex_alternation(values))
+    regex = regex_alternation(values, regex_escape_values=regex_escape_values)
+    return Matcher(key, "=~" if op in ("=", "in") else "!~", regex)
 
 
-def selector_matchers(requirements: Iterable[SelectorRequirement]) -> list[Matcher]:
+def selector_matchers(
+    requirements: Iterable[SelectorRequirement], *, regex_escape_values: bool = False
+) -> list[Matcher]:
     """Matchers for a metric selector, sorted by key (stable), as prometheus-adapter orders them."""
-    return sorted((requirement_matcher(r) for r in requirements), key=lambda m: m.key)
+    matchers = (requirement_matcher(r, regex_escape_values=regex_escape_values) for r in requirements)
+    return sorted(matchers, key=lambda m: m.key)
 
 
-def selector_values_by_name(requirements: Iterable[SelectorRequirement]) -> dict[str, str]:
+def selector_values_by_name(
+    requirements: Iterable[SelectorRequirement], *, regex_escape_values: bool = False
+) -> dict[str, str]:
     """`.LabelValuesByName` entries of a selector: key → its values joined by `|` (operators are lost)."""
-    return {r.key: regex_alternation(sorted(set(r.values))) for r in requirements}
+    return {
+        r.key: regex_alternation(sorted(set(r.values)), regex_escape_values=regex_escape_values)
+        for r in requirements
+    }
 
 
-def object_matcher(label: str, names: Sequence[str]) -> Matcher:
-    """Matcher selecting the objects `names` by `label`: `l="n"` for one, `l=~"a|b"` (escaped) for more."""
+def object_matcher(label: str, names: Sequence[str], *, regex_escape_values: bool = False) -> Matcher:
+    """Matcher selecting the objects `names` by `label`: `l="n"` for one, `l=~"a|b"` for more."""
     if len(names) == 1:
         return Matcher(label, "=", names[0])
-    return Matcher(label, "=~", regex_alternation(names))
+    return Matcher(label, "=~", regex_alternation(names, regex_escape_values=regex_escape_values))
 
 
 def join_matchers(matchers: Iterable[Matcher]) -> str:

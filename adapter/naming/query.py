@@ -2,9 +2,9 @@
 
 `.LabelMatchers` order is that of prometheus-adapter's `naming` package (metrics_query.go):
 metric-selector matchers sorted by key, then the namespace matcher, then (custom metrics) the object
-matcher. `.LabelValuesByName` maps a label to its values as a regex alternation (`a|b`, each value
-regex-escaped) that is also string-escaped, so it can be placed between quotes; `.GroupBy` /
-`.GroupBySlice` are the object label plus extra labels.
+matcher. `.LabelValuesByName` maps a label to its values joined by `|` (`a|b`; each value
+regex-escaped only with `regex_escape_values`), string-escaped so that it can be placed between
+quotes; `.GroupBy` / `.GroupBySlice` are the object label plus extra labels.
 """
 
 from collections.abc import Iterable, Sequence
@@ -49,16 +49,18 @@ def _query_data(
 
 
 def _selector_and_namespace(
-    requirements: Iterable[SelectorRequirement], namespace: tuple[str, str] | None
+    requirements: Iterable[SelectorRequirement],
+    namespace: tuple[str, str] | None,
+    regex_escape_values: bool,
 ) -> tuple[list[Matcher], dict[str, str]]:
     """`.LabelMatchers` and `.LabelValuesByName` of the metric selector, then the namespace if any."""
     requirements = list(requirements)
-    matchers = selector_matchers(requirements)
-    values = selector_values_by_name(requirements)
+    matchers = selector_matchers(requirements, regex_escape_values=regex_escape_values)
+    values = selector_values_by_name(requirements, regex_escape_values=regex_escape_values)
     if namespace is not None:
         label, value = namespace
         matchers.append(Matcher(label, "=", value))
-        values[label] = regex_alternation([value])
+        values[label] = regex_alternation([value], regex_escape_values=regex_escape_values)
     return matchers, values
 
 
@@ -69,6 +71,8 @@ def custom_query_data(
     object_label: str,
     names: Sequence[str],
     extra_group_by: Sequence[str] = (),
+    *,
+    regex_escape_values: bool = False,
 ) -> GoStruct:
     """Template data for a custom-metric query over objects `names` (labelled `object_label`).
 
@@ -76,9 +80,9 @@ def custom_query_data(
     """
     if not names:
         raise QueryBuildError("no object names to query")
-    matchers, values = _selector_and_namespace(requirements, namespace)
-    matchers.append(object_matcher(object_label, names))
-    values[object_label] = regex_alternation(names)
+    matchers, values = _selector_and_namespace(requirements, namespace, regex_escape_values)
+    matchers.append(object_matcher(object_label, names, regex_escape_values=regex_escape_values))
+    values[object_label] = regex_alternation(names, regex_escape_values=regex_escape_values)
     return _query_data(series, matchers, values, [object_label, *extra_group_by])
 
 
@@ -87,9 +91,11 @@ def external_query_data(
     requirements: Iterable[SelectorRequirement],
     namespace: tuple[str, str] | None,
     group_by: Sequence[str] = (),
+    *,
+    regex_escape_values: bool = False,
 ) -> GoStruct:
     """Template data for an external-metric query; `namespace` is None when not restricted."""
-    matchers, values = _selector_and_namespace(requirements, namespace)
+    matchers, values = _selector_and_namespace(requirements, namespace, regex_escape_values)
     return _query_data(series, matchers, values, group_by)
 
 

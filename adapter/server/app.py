@@ -13,6 +13,8 @@ from aiohttp.typedefs import Handler, Middleware
 from adapter.server import documents
 from adapter.server.health import HealthChecks
 from adapter.server.negotiation import accepts_plain_json
+from adapter.server.resource_provider import ResourceMetricsProvider
+from adapter.server.resource_routes import ResourceMetricRoutes
 from adapter.server.routes import MetricRoutes, MetricsProvider
 from adapter.server.selfmetrics import AdapterMetrics
 from adapter.server.status import StatusError, internal_error, method_not_allowed, not_acceptable, not_found
@@ -57,13 +59,17 @@ class AppDependencies:
     provider: MetricsProvider
     health: HealthChecks
     metrics: AdapterMetrics
+    resource_metrics: ResourceMetricsProvider | None = None  # metrics.k8s.io, with resourceRules
 
 
 def make_app(deps: AppDependencies, middlewares: Sequence[Middleware] = ()) -> web.Application:
     """The adapter's application. `middlewares` run inside error rendering (authn/authz go here), so a
     StatusError they raise is rendered like any other."""
     app = web.Application(middlewares=[deps.metrics.middleware(), render_errors, *middlewares])
-    MetricRoutes(deps.provider).add_routes(app)
+    groups = documents.served_groups(deps.resource_metrics is not None)
+    MetricRoutes(deps.provider, groups).add_routes(app)
+    if deps.resource_metrics is not None:
+        ResourceMetricRoutes(deps.resource_metrics).add_routes(app)
     deps.health.add_routes(app)
 
     async def openapi_v2(request: web.Request) -> web.Response:

@@ -20,9 +20,12 @@ from adapter.objects import ObjectCaches
 from adapter.prometheus import PrometheusClient, PrometheusSettings
 from adapter.registry import SeriesRegistry
 from adapter.resourcemapper import DISCOVERY_ERRORS, DiscoveryResourceMapper
+from adapter.resourcemetrics.queries import unresolved_overrides
 from adapter.server.app import AppDependencies, Middleware, bound_port, make_app, serve
+from adapter.server.documents import group_versions, served_groups
 from adapter.server.health import HealthChecks
 from adapter.server.provider import PrometheusMetricsProvider
+from adapter.server.resource_provider import ResourceMetricsProvider
 from adapter.server.selfmetrics import AdapterMetrics
 from adapter.server.tls import ServingTLS, ensure_self_signed, openssl_cipher_list
 from shared.kube import KubeClient, KubeConfigError, RestMapper, bearer_token, load_access, load_configuration
@@ -125,8 +128,10 @@ class AdapterDaemon:
             await mapper.refresh()
         except DISCOVERY_ERRORS as err:
             raise StartupError(f"unable to discover the Kubernetes API's resources: {err!r}") from err
-        registry = SeriesRegistry(self.config, mapper)
+        registry = SeriesRegistry(self.config, mapper, regex_escape_values=self.options.regex_escape_values)
         unresolved = registry.unresolved_overrides()
+        if self.config.resource_rules is not None:
+            unresolved += unresolved_overrides(self.config.resource_rules, mapper)
         if unresolved:
             raise StartupError("unable to resolve resource overrides: " + "; ".join(unresolved))
         try:
@@ -141,13 +146,23 @@ class AdapterDaemon:
             prometheus, registry, self.options.relist_interval, self.options.max_age, self.metrics
         )
         provider = PrometheusMetricsProvider(registry, prometheus, mapper, objects)
+        resource_metrics = None
+        if self.config.resource_rules is not None:
+            resource_metrics = ResourceMetricsProvider(
+                self.config.resource_rules,
+                prometheus,
+                mapper,
+                objects,
+                self.metrics,
+                regex_escape_values=self.options.regex_escape_values,
+            )
         health = HealthChecks(
             readiness={
                 "metrics-discovery": lambda: self.relister.ready,
                 "background-tasks": lambda: not self.supervisor.down(),
             }
         )
-        app = make_app(AppDependencies(provider, health, self.metrics), self.middlewares)
+        app = make_app(AppDependencies(provider, health, self.metrics, resource_metrics), self.middlewares)
         self.tls = None if self.options.insecure_http else serving_tls(self.options)
         if self.tls is not None:
             for configure in self.tls_hooks:
@@ -171,6 +186,7 @@ class AdapterDaemon:
             address=self.options.bind_address,
             port=self.port,
             scheme="http" if self.tls is None else "https",
+            apis=group_versions(served_groups(resource_metrics is not None)),
         )
 
     async def stop(self) -> None:

@@ -5,11 +5,28 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from adapter.resourcemetrics import documents as resource_documents
 from adapter.server.status import CUSTOM_GROUP, EXTERNAL_GROUP
 
+RESOURCE_GROUP = resource_documents.GROUP
 CUSTOM_VERSIONS = ("v1beta2", "v1beta1")  # preferred first, as the aggregator orders them
 EXTERNAL_VERSIONS = ("v1beta1",)
-GROUP_VERSIONS = {CUSTOM_GROUP: CUSTOM_VERSIONS, EXTERNAL_GROUP: EXTERNAL_VERSIONS}
+RESOURCE_VERSIONS = (resource_documents.VERSION,)
+GROUP_VERSIONS = {
+    CUSTOM_GROUP: CUSTOM_VERSIONS,
+    EXTERNAL_GROUP: EXTERNAL_VERSIONS,
+    RESOURCE_GROUP: RESOURCE_VERSIONS,
+}
+ALWAYS_SERVED = (CUSTOM_GROUP, EXTERNAL_GROUP)  # metrics.k8s.io only with resourceRules
+
+
+def served_groups(resource_metrics: bool) -> tuple[str, ...]:
+    return (*ALWAYS_SERVED, RESOURCE_GROUP) if resource_metrics else ALWAYS_SERVED
+
+
+def group_versions(groups: Iterable[str]) -> list[str]:
+    """`group/version` of every version of `groups` (what the start-up log names)."""
+    return [f"{group}/{version}" for group in groups for version in GROUP_VERSIONS[group]]
 
 
 def _group(name: str) -> dict[str, Any]:
@@ -21,8 +38,8 @@ def api_group(name: str) -> dict[str, Any]:
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(name)}
 
 
-def api_group_list() -> dict[str, Any]:
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group(g) for g in GROUP_VERSIONS]}
+def api_group_list(groups: Iterable[str]) -> dict[str, Any]:
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group(g) for g in groups]}
 
 
 def custom_resource_list(version: str, metrics: Iterable[tuple[str, str, bool]]) -> dict[str, Any]:

@@ -26,3 +26,28 @@ def accepts_plain_json(accept: str | None) -> bool:
             continue
         return True
     return False
+
+
+_TABLE_VERSIONS = frozenset({"v1", "v1beta1"})
+
+
+def table_version(accept: str | None) -> str | None:
+    """The `meta.k8s.io` Table version (`v1`, `v1beta1`) when the first usable media range of `accept` asks
+    for a Table (kubectl get: `application/json;as=Table;v=v1;g=meta.k8s.io,...,application/json`); None
+    when plain JSON comes first."""
+    for media_range in (accept or "").split(","):
+        media_type, *raw_params = (part.strip() for part in media_range.split(";"))
+        if media_type.lower() not in _JSON_RANGES:
+            continue
+        params = {k.strip().lower(): v.strip() for k, _, v in (p.partition("=") for p in raw_params)}
+        try:
+            if float(params.get("q", "1")) <= 0:
+                continue
+        except ValueError:
+            continue
+        version = params.get("v", "")
+        if params.get("as") == "Table" and params.get("g") == "meta.k8s.io" and version in _TABLE_VERSIONS:
+            return version
+        if not params.keys() & _CONVERSION_PARAMS:
+            return None
+    return None

@@ -75,7 +75,8 @@ def _json(document: dict[str, Any]) -> web.Response:
     return web.json_response(document)
 
 
-def _reject_watch(request: web.Request) -> None:
+def reject_watch(request: web.Request) -> None:
+    """Metrics APIs are not watchable: 405, as k8s.io/apiserver answers for a storage without Watch."""
     if request.query.get("watch") in ("1", "true", "True"):
         raise web.HTTPMethodNotAllowed(request.method, ["GET"])
 
@@ -83,9 +84,10 @@ def _reject_watch(request: web.Request) -> None:
 @dataclass
 class MetricRoutes:
     provider: MetricsProvider
+    groups: tuple[str, ...] = documents.ALWAYS_SERVED  # what `/apis` lists
 
     async def apis(self, request: web.Request) -> web.Response:
-        return _json(documents.api_group_list())
+        return _json(documents.api_group_list(self.groups))
 
     async def group(self, request: web.Request) -> web.Response:
         return _json(documents.api_group(request.match_info["group"]))
@@ -103,7 +105,7 @@ class MetricRoutes:
         version = request.match_info["version"]
         if version not in documents.CUSTOM_VERSIONS:
             raise not_found()
-        _reject_watch(request)
+        reject_watch(request)
         query = request.query
         metric_selector = query.get("metricLabelSelector", "")
         label_selector = query.get("labelSelector", "")
@@ -113,7 +115,7 @@ class MetricRoutes:
         return _json(bodies.metric_value_list(version, parsed.metric, selector_json, values))
 
     async def external(self, request: web.Request) -> web.Response:
-        _reject_watch(request)
+        reject_watch(request)
         parts = request.match_info["tail"].split("/")
         if len(parts) != 3 or parts[0] != "namespaces" or not parts[1] or not parts[2]:
             raise not_found()

@@ -9,6 +9,7 @@ from aiohttp.typedefs import Handler, Middleware
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from adapter.resourcemetrics.documents import GROUP as RESOURCE_GROUP
 from adapter.server.status import CUSTOM_GROUP, EXTERNAL_GROUP
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -21,6 +22,8 @@ def api_of(path: str) -> str:
         return "custom" if path.count("/") > 3 else "discovery"
     if path.startswith(f"/apis/{EXTERNAL_GROUP}/"):
         return "external" if path.count("/") > 3 else "discovery"
+    if path.startswith(f"/apis/{RESOURCE_GROUP}/"):
+        return "resource" if path.count("/") > 3 else "discovery"
     if path.startswith("/apis") or path.startswith("/openapi") or path == "/version":
         return "discovery"
     if path in ("/healthz", "/livez", "/readyz") or path.startswith(("/healthz/", "/livez/", "/readyz/")):
@@ -85,6 +88,12 @@ class AdapterMetrics:
         )
         self.discovered_metrics = Gauge(
             "surge_adapter_discovered_metrics", "Metrics served, by API.", ["api"], registry=self.registry
+        )
+        self.resource_metrics_skipped = Counter(
+            "surge_adapter_resource_metrics_skipped",
+            "Pods and nodes left out of metrics.k8s.io answers: no CPU or memory sample, or a failed query.",
+            ["resource", "reason"],
+            registry=self.registry,
         )
         self.last_relist_success = Gauge(
             "surge_adapter_last_successful_relist_timestamp_seconds",

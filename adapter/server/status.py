@@ -79,3 +79,10 @@ def metric_not_found_for(metric: str, group_resource: str, name: str, selector: 
     return StatusError(
         404, "NotFound", message, {"name": name, "group": CUSTOM_GROUP, "kind": group_resource}
     )
+
+
+def object_not_found(resource: str, group: str, name: str) -> StatusError:
+    """apimachinery's `NewNotFound`: `pods "p" not found`, `podmetrics.metrics.k8s.io "ns/p" not found`."""
+    qualified = f"{resource}.{group}" if group else resource
+    details = {"name": name, "group": group, "kind": resource} if group else {"name": name, "kind": resource}
+    return StatusError(404, "NotFound", f'{qualified} "{name}" not found', details)

@@ -146,15 +146,24 @@ class Registry:
                 versions.append(rt.version)
 
     def set_proxied(self, group: str, versions: list[str]) -> None:
-        """Versions of a group served by APIServices (aggregation), preferred first; [] to drop."""
-        local = [v for v in self._versions.get(group, []) if v not in self.proxied.get(group, [])]
+        """Versions of a group served by APIServices (aggregation), preferred first; [] to drop.
+
+        A version served here too (a type or an extra group-version) is proxied while an APIService
+        claims it, and served here again once none does."""
+        local = self._local_versions(group)
+        ordered = [v for v in self._versions.get(group, []) if v in local] + local
         self.proxied[group] = versions
-        merged = list(dict.fromkeys(versions + local))
+        merged = list(dict.fromkeys(versions + ordered))
         if merged:
             self._versions[group] = merged
         else:
             self._versions.pop(group, None)
+        if not versions:
             self.proxied.pop(group, None)
+
+    def _local_versions(self, group: str) -> list[str]:
+        types = [rt.version for rt in self._types.values() if rt.group == group]
+        return list(dict.fromkeys(types + [v for (g, v) in self.extra if g == group]))
 
     def add_extra(self, group: str, version: str, resources: list[Obj]) -> None:
         self.extra[(group, version)] = resources
@@ -167,8 +176,7 @@ class Registry:
             del self._types[key]
         self._by_gr.pop(gr, None)
         group = gr[0]
-        live = {rt.version for rt in self._types.values() if rt.group == group}
-        live |= {v for (g, v) in self.extra if g == group}
+        live = {*self._local_versions(group), *self.proxied.get(group, [])}
         if group in self._versions:
             self._versions[group] = [v for v in self._versions[group] if v in live]
             if not self._versions[group]:

@@ -16,7 +16,7 @@ from sim.apiserver.resources import Obj
 from sim.apiserver.selection import Selection
 from sim.apiserver.store import Store
 from sim.workload.annotations import read_knobs
-from sim.workload.kubelet import Kubelet, Timing, WorkloadKey
+from sim.workload.kubelet import NODES, Kubelet, Timing, WorkloadKey
 from sim.workload.model import LoadModel, PodCosts
 from sim.workload.pods import controller_ref
 from sim.workload.profiles import LoadProfile
@@ -112,6 +112,8 @@ class WorkloadController:
         elif gr == PODS:
             self.kubelet.on_pod_event(event, obj)
             self._enqueue_owner(obj)
+        elif gr == NODES:
+            self.kubelet.on_node_event(event, obj)
 
     def _enqueue_owner(self, obj: Obj) -> None:
         ref = controller_ref(obj)

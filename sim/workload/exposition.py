@@ -1,4 +1,4 @@
-"""Prometheus text exposition (format 0.0.4) of one simulated pod's metrics."""
+"""Prometheus text exposition (format 0.0.4) of one simulated pod's own metrics."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ def escape_label_value(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
-def render_pod_metrics(sample: PodSample, container: str) -> str:
-    """The pod's own series; Prometheus adds `namespace`/`pod` from the file_sd target labels."""
-    c = escape_label_value(container)
+def render_pod_metrics(sample: PodSample) -> str:
+    """The pod's own series; Prometheus adds `namespace`/`pod` from the file_sd target labels. Its
+    containers' CPU and memory come from its node's kubelet (node_exposition), as in a real cluster."""
     lines = [
         "# HELP http_requests_total HTTP requests answered by the pod, by status code.",
         "# TYPE http_requests_total counter",
@@ -22,11 +22,5 @@ def render_pod_metrics(sample: PodSample, container: str) -> str:
         "# HELP http_requests_in_flight HTTP requests being served right now.",
         "# TYPE http_requests_in_flight gauge",
         f"http_requests_in_flight {sample.in_flight!r}",
-        "# HELP container_cpu_usage_seconds_total Cumulative CPU time consumed by the container.",
-        "# TYPE container_cpu_usage_seconds_total counter",
-        f'container_cpu_usage_seconds_total{{container="{c}"}} {sample.cpu_seconds!r}',
-        "# HELP container_memory_working_set_bytes Current working set of the container.",
-        "# TYPE container_memory_working_set_bytes gauge",
-        f'container_memory_working_set_bytes{{container="{c}"}} {sample.memory_bytes}',
     ]
     return "\n".join(lines) + "\n"

@@ -1,4 +1,10 @@
-"""Prometheus file_sd target groups for the simulated pods, written atomically."""
+"""Prometheus file_sd target groups for the simulated pods and nodes, written atomically.
+
+Every target is on the one metrics server and differs by `__metrics_path__`. A node's targets carry
+the labels Prometheus' kubernetes_sd relabelling gives them in a real cluster (kube-prometheus-stack):
+`job` (`kubelet` or `node-exporter`; a target's own `job` label wins over the scrape job's name), `node`,
+and `metrics_path` on the kubelet's. Pods' targets keep the scrape job's name.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+Group = dict[str, Any]
+KUBELET_JOB = "kubelet"
+NODE_EXPORTER_JOB = "node-exporter"
+
 
 @dataclass(frozen=True, order=True)
 class PodTarget:
@@ -22,7 +32,15 @@ def metrics_path(namespace: str, pod: str) -> str:
     return f"/pods/{namespace}/{pod}/metrics"
 
 
-def target_groups(address: str, pods: Iterable[PodTarget]) -> list[dict[str, Any]]:
+def resource_metrics_path(node: str) -> str:
+    return f"/nodes/{node}/metrics/resource"
+
+
+def node_exporter_path(node: str) -> str:
+    return f"/nodes/{node}/node-exporter/metrics"
+
+
+def target_groups(address: str, pods: Iterable[PodTarget]) -> list[Group]:
     """One group per pod: they share one address and differ by `__metrics_path__`."""
     return [
         {
@@ -37,7 +55,27 @@ def target_groups(address: str, pods: Iterable[PodTarget]) -> list[dict[str, Any
     ]
 
 
-def write_atomically(path: Path, groups: list[dict[str, Any]]) -> None:
+def node_target_groups(address: str, nodes: Iterable[str]) -> list[Group]:
+    """Two groups per node: its kubelet's `/metrics/resource` and its node-exporter."""
+    groups: list[Group] = []
+    for node in sorted(nodes):
+        groups.append({
+            "targets": [address],
+            "labels": {
+                "__metrics_path__": resource_metrics_path(node),
+                "job": KUBELET_JOB,
+                "metrics_path": "/metrics/resource",
+                "node": node,
+            },
+        })
+        groups.append({
+            "targets": [address],
+            "labels": {"__metrics_path__": node_exporter_path(node), "job": NODE_EXPORTER_JOB, "node": node},
+        })
+    return groups
+
+
+def write_atomically(path: Path, groups: list[Group]) -> None:
     """Prometheus may read at any moment: write a sibling file, then rename it over the target."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -51,19 +89,17 @@ def write_atomically(path: Path, groups: list[dict[str, Any]]) -> None:
 
 
 class FileSdWriter:
-    """Keeps `path` listing the current targets; `changed()` coalesces bursts into one write per loop turn."""
+    """Keeps `path` listing the current target groups; `changed()` coalesces bursts into one write per
+    loop turn."""
 
-    def __init__(
-        self, path: Path, address: Callable[[], str], targets: Callable[[], Iterable[PodTarget]]
-    ) -> None:
+    def __init__(self, path: Path, groups: Callable[[], list[Group]]) -> None:
         self.path = Path(path)
-        self._address = address
-        self._targets = targets
+        self._groups = groups
         self._pending: asyncio.Handle | None = None
 
     def write_now(self) -> None:
         self._pending = None
-        write_atomically(self.path, target_groups(self._address(), self._targets()))
+        write_atomically(self.path, self._groups())
 
     def changed(self) -> None:
         if self._pending is None:

@@ -1,5 +1,7 @@
 """The simulated nodes: a scheduler and kubelets moving every pod through its life on timers, and the
-load model of each workload, which decides what the running pods measure.
+load model of each workload, which decides what the running pods measure. Each node's kubelet reports
+its pods' and its own usage (`node_stats`): CPU as counters integrated on the injected clock, a node's
+including the pods that have left it. Nodes join with `add_node` and leave when their Node is deleted.
 
 Runs on the API server's event loop and writes through its in-process store (synchronous calls).
 Store listeners must not write, so pod events only arm timers; the writes happen when they fire.
@@ -24,6 +26,7 @@ from sim.workload.model import LoadModel, PodCosts, PodSample
 from sim.workload.pods import Stage, container_names, controller_ref, is_terminating, rfc3339, status_at
 from sim.workload.profiles import Constant, LoadProfile
 from sim.workload.resource_metrics import Usage
+from sim.workload.summary import ContainerStats, NodeStats, PodStats
 
 log = structlog.get_logger(__name__)
 
@@ -35,7 +38,8 @@ WorkloadKey = tuple[str, str, str]
 """(kind, namespace, name) of what a pod's load model belongs to: Deployment, StatefulSet, ReplicaSet,
 or Pod for a pod no workload owns."""
 
-# What a node's system daemons use on top of its pods.
+# What each simulated machine has, and what its system daemons use on top of its pods.
+NODE_CAPACITY = Usage(cpu_cores=4, memory_bytes=16 * 1024**3)
 NODE_BASELINE = Usage(cpu_cores=0.1, memory_bytes=512 * 1024 * 1024)
 # Containers other than the first serve no traffic: a sidecar's constant footprint.
 SIDECAR_USAGE = Usage(cpu_cores=0.001, memory_bytes=16 * 1024 * 1024)
@@ -56,15 +60,33 @@ class _Pod:
     namespace: str
     name: str
     workload: WorkloadKey
+    containers: tuple[str, ...]
     stage: Stage = Stage.UNSCHEDULED
     node: str = ""
     ip: str = ""
     terminating: bool = False
+    started: float = 0.0  # when its containers started (stage RUNNING)
     timer: asyncio.TimerHandle | None = field(default=None, repr=False)
 
 
-def node_object(name: str, index: int, now: float) -> Obj:
-    capacity = {"cpu": "4", "memory": "16Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+@dataclass
+class _Node:
+    index: int
+    booted: float
+    # CPU seconds of the pods that ran here and are gone: the node's counter keeps them.
+    retired_cpu_seconds: float = 0.0
+
+
+def node_object(name: str, index: int, now: float, *, unschedulable: bool = False) -> Obj:
+    capacity = {
+        "cpu": f"{NODE_CAPACITY.cpu_cores:g}",
+        "memory": f"{NODE_CAPACITY.memory_bytes // 1024**3}Gi",
+        "pods": "110",
+        "ephemeral-storage": "100Gi",
+    }
+    spec: Obj = {"podCIDR": f"10.244.{index}.0/24", "podCIDRs": [f"10.244.{index}.0/24"]}
+    if unschedulable:
+        spec["unschedulable"] = True
     ready_since = rfc3339(now)
     return {
         "apiVersion": "v1",
@@ -79,7 +101,7 @@ def node_object(name: str, index: int, now: float) -> Obj:
                 "beta.kubernetes.io/arch": "amd64",
             },
         },
-        "spec": {"podCIDR": f"10.244.{index}.0/24", "podCIDRs": [f"10.244.{index}.0/24"]},
+        "spec": spec,
         "status": {
             "capacity": capacity,
             "allocatable": dict(capacity),
@@ -132,19 +154,41 @@ class Kubelet:
         self._costs = costs
         self._clock = clock
         self._on_targets_changed = on_targets_changed
-        self.node_names = node_names
+        self._initial_nodes = node_names
+        self._nodes: dict[str, _Node] = {}
         self._pods: dict[tuple[str, str], _Pod] = {}
         self._models: dict[WorkloadKey, LoadModel] = {}
         self._knobs: dict[WorkloadKey, Knobs] = {}
         self._next_ip: dict[str, int] = {}
 
+    @property
+    def node_names(self) -> list[str]:
+        """The nodes that have a (simulated) kubelet, in the order they joined."""
+        return list(self._nodes)
+
     def create_nodes(self) -> None:
-        for index, name in enumerate(self.node_names, start=1):
-            try:
-                self._store.create(NODES, node_object(name, index, self._clock()), keep_status=True)
-            except ApiError as err:
-                if err.code != 409:
-                    raise
+        for name in self._initial_nodes:
+            self.add_node(name)
+
+    def add_node(self, name: str, *, unschedulable: bool = False) -> None:
+        """A node joins the cluster: its kubelet registers the Node object and serves its metrics.
+        An unschedulable (cordoned) node gets only the pods bound to it by `spec.nodeName`."""
+        index = max((n.index for n in self._nodes.values()), default=0) + 1
+        now = self._clock()
+        try:
+            self._store.create(
+                NODES, node_object(name, index, now, unschedulable=unschedulable), keep_status=True
+            )
+        except ApiError as err:
+            if err.code != 409:
+                raise
+        self._nodes[name] = _Node(index, now)
+        self._on_targets_changed()
+
+    def on_node_event(self, event: str, obj: Obj) -> None:
+        """A deleted Node object takes its kubelet (and its scrape targets) away."""
+        if event == "DELETED" and self._nodes.pop(obj["metadata"]["name"], None) is not None:
+            self._on_targets_changed()
 
     def close(self) -> None:
         for pod in self._pods.values():
@@ -185,41 +229,68 @@ class Kubelet:
     def running_targets(self) -> list[PodTarget]:
         return [PodTarget(p.namespace, p.name) for p in self._pods.values() if p.stage >= Stage.RUNNING]
 
-    def sample(self, namespace: str, name: str, now: float) -> tuple[PodSample, str] | None:
-        """A running pod's counters, and the name of the container that serves (the first)."""
-        found = self._running(namespace, name, now)
-        return None if found is None else (found[0], found[1][0])
+    def sample(self, namespace: str, name: str, now: float) -> PodSample | None:
+        """A running pod's counters (those of the container that serves: the first)."""
+        pod = self._pods.get((namespace, name))
+        return None if pod is None else self._sample(pod, now)
 
     def pod_usage(self, namespace: str, name: str, now: float) -> dict[str, Usage] | None:
         """Per-container usage of a running pod: the first container carries the load."""
-        found = self._running(namespace, name, now)
-        if found is None:
-            return None
-        sample, names = found
-        usage = {names[0]: Usage(sample.cpu_cores, sample.memory_bytes)}
-        usage.update({n: SIDECAR_USAGE for n in names[1:]})
-        return usage
-
-    def _running(self, namespace: str, name: str, now: float) -> tuple[PodSample, list[str]] | None:
         pod = self._pods.get((namespace, name))
-        if pod is None or pod.stage < Stage.RUNNING:
-            return None
-        sample = self.model(pod.workload).sample(now, name)
-        if sample is None:
-            return None
-        try:
-            obj = self._store.get_ref(PODS, namespace, name)
-        except ApiError:
-            return None
-        return sample, container_names(obj) or ["app"]
+        stats = None if pod is None else self._pod_stats(pod, now)
+        return None if stats is None else {c.name: c.usage for c in stats.containers}
 
     def node_usage(self, node: str, now: float) -> Usage:
         total = NODE_BASELINE
-        for pod in list(self._pods.values()):
-            if pod.node == node:
-                for usage in (self.pod_usage(pod.namespace, pod.name, now) or {}).values():
-                    total = total + usage
+        for pod in self._pods_on(node, now):
+            for container in pod.containers:
+                total = total + container.usage
         return total
+
+    def node_stats(self, node: str, now: float) -> NodeStats | None:
+        """What the node's kubelet reports, or None for a node without one."""
+        known = self._nodes.get(node)
+        if known is None:
+            return None
+        pods = self._pods_on(node, now)
+        uptime = max(0.0, now - known.booted)
+        return NodeStats(
+            name=node,
+            time=now,
+            start_time=known.booted,
+            capacity=NODE_CAPACITY,
+            cpu_seconds=NODE_BASELINE.cpu_cores * uptime
+            + known.retired_cpu_seconds
+            + sum(p.cpu_seconds for p in pods),
+            memory_bytes=NODE_BASELINE.memory_bytes + sum(p.memory_bytes for p in pods),
+            pods=pods,
+        )
+
+    def _pods_on(self, node: str, now: float) -> tuple[PodStats, ...]:
+        found = (self._pod_stats(p, now) for p in list(self._pods.values()) if p.node == node)
+        return tuple(stats for stats in found if stats is not None)
+
+    def _pod_stats(self, pod: _Pod, now: float) -> PodStats | None:
+        sample = self._sample(pod, now)
+        if sample is None:
+            return None
+        serving, *sidecars = pod.containers
+        sidecar_cpu_seconds = SIDECAR_USAGE.cpu_cores * max(0.0, now - pod.started)
+        return PodStats(
+            pod.namespace,
+            pod.name,
+            (
+                ContainerStats(
+                    serving, pod.started, sample.cpu_seconds, Usage(sample.cpu_cores, sample.memory_bytes)
+                ),
+                *(ContainerStats(n, pod.started, sidecar_cpu_seconds, SIDECAR_USAGE) for n in sidecars),
+            ),
+        )
+
+    def _sample(self, pod: _Pod, now: float) -> PodSample | None:
+        if pod.stage < Stage.RUNNING:
+            return None
+        return self.model(pod.workload).sample(now, pod.name)
 
     # ---- pod events (from the store listener: arm timers, never write) -------------------------
 
@@ -232,7 +303,9 @@ class Kubelet:
                 self._forget(pod)
             return
         if pod is None:
-            pod = self._pods[key] = _Pod(key[0], key[1], self._workload_of(obj))
+            # A pod's containers never change (the API refuses it), so they are read once.
+            containers = tuple(container_names(obj)) or ("app",)
+            pod = self._pods[key] = _Pod(key[0], key[1], self._workload_of(obj), containers)
             pod.node = obj.get("spec", {}).get("nodeName") or ""
             # A pod created already bound to a node skips the scheduler.
             self._arm(pod, 0 if pod.node else self._timing.scheduling_seconds, self._schedule)
@@ -281,7 +354,11 @@ class Kubelet:
             pod.timer.cancel()
         del self._pods[(pod.namespace, pod.name)]
         if pod.stage >= Stage.RUNNING:
-            self.model(pod.workload).stop_pod(self._clock(), pod.name)
+            now = self._clock()
+            stats, node = self._pod_stats(pod, now), self._nodes.get(pod.node)
+            if stats is not None and node is not None:
+                node.retired_cpu_seconds += stats.cpu_seconds
+            self.model(pod.workload).stop_pod(now, pod.name)
             self._on_targets_changed()
 
     # ---- the stages (timer callbacks: these write) ---------------------------------------------
@@ -307,8 +384,11 @@ class Kubelet:
             return
         obj = self._store.get(PODS, pod.namespace, pod.name)
         if not pod.node:
-            pod.node = self._least_loaded_node()
-            obj["spec"]["nodeName"] = pod.node
+            node = self._least_loaded_node()
+            if node is None:  # every node is cordoned: the pod stays Pending until one is not
+                self._arm(pod, self._timing.scheduling_seconds, self._schedule)
+                return
+            pod.node = obj["spec"]["nodeName"] = node
             self._store.update(PODS, obj)
         pod.ip = self._allocate_ip(pod.node)
         self._write_stage(pod, Stage.SCHEDULED)
@@ -318,7 +398,8 @@ class Kubelet:
         if pod.terminating:
             return
         self._write_stage(pod, Stage.RUNNING)
-        self.model(pod.workload).start_pod(self._clock(), pod.name)
+        pod.started = self._clock()
+        self.model(pod.workload).start_pod(pod.started, pod.name)
         self._on_targets_changed()
         self._arm(pod, self._delay(pod, Stage.READY), self._become_ready)
 
@@ -332,19 +413,28 @@ class Kubelet:
         """The containers have stopped: the kubelet removes the pod for good."""
         self._store.delete(PODS, pod.namespace, pod.name, grace_period_seconds=0)
 
-    def _least_loaded_node(self) -> str:
-        counts = {name: 0 for name in self.node_names}
+    def _least_loaded_node(self) -> str | None:
+        counts = {name: 0 for name in self._nodes if self._schedulable(name)}
         for p in self._pods.values():
             if p.node in counts:
                 counts[p.node] += 1
-        return min(self.node_names, key=lambda n: (counts[n], n))
+        return min(counts, key=lambda n: (counts[n], n), default=None)
+
+    def _schedulable(self, node: str) -> bool:
+        try:
+            return not self._store.get_ref(NODES, None, node).get("spec", {}).get("unschedulable")
+        except ApiError:
+            return False
+
+    def _node_index(self, node: str) -> int:
+        known = self._nodes.get(node)
+        return 0 if known is None else known.index
 
     def _allocate_ip(self, node: str) -> str:
-        index = self.node_names.index(node) + 1 if node in self.node_names else 0
+        index = self._node_index(node)
         n = self._next_ip.get(node, 1) % 254 + 1
         self._next_ip[node] = n
         return f"10.244.{index}.{n}"
 
     def _host_ip(self, node: str) -> str:
-        index = self.node_names.index(node) + 1 if node in self.node_names else 0
-        return f"10.0.0.{index + 10}"
+        return f"10.0.0.{self._node_index(node) + 10}"

@@ -127,7 +127,8 @@ class Adapter:
 
 
 @pytest.fixture(scope="module")
-def adapter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Adapter]:
+def adapters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[bool, Adapter]]:
+    """The adapter by `--regex-escape-values`: off (prometheus-adapter's rendering) and on."""
     # Every refused request logs at info level; at 100,000 examples that is most of the run time.
     previous = structlog.get_config()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
@@ -136,16 +137,19 @@ def adapter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Adapter]:
     path.write_text(rules + EXTERNAL_RULES)
     config = load_config(path)
     mapper = StaticResourceMapper(BUILTIN_RESOURCES)
-    registry = SeriesRegistry(config, mapper)
-    for rule_ids in series_query_groups(config).values():
-        for rule_id in rule_ids:
-            registry.update(rule_id, SERIES)
-    prometheus, objects = RecordingPrometheus(), ListedObjects()
-    provider = PrometheusMetricsProvider(registry, prometheus, mapper, objects)  # type: ignore[arg-type]
-    app = web.Application()
-    MetricRoutes(provider).add_routes(app)
     loop = asyncio.new_event_loop()
-    yield Adapter(app, registry, mapper, prometheus, objects, loop)
+    adapters = {}
+    for regex_escape_values in (False, True):
+        registry = SeriesRegistry(config, mapper, regex_escape_values=regex_escape_values)
+        for rule_ids in series_query_groups(config).values():
+            for rule_id in rule_ids:
+                registry.update(rule_id, SERIES)
+        prometheus, objects = RecordingPrometheus(), ListedObjects()
+        provider = PrometheusMetricsProvider(registry, prometheus, mapper, objects)  # type: ignore[arg-type]
+        app = web.Application()
+        MetricRoutes(provider).add_routes(app)
+        adapters[regex_escape_values] = Adapter(app, registry, mapper, prometheus, objects, loop)
+    yield adapters
     loop.close()
     structlog.configure(**previous)
 
@@ -215,13 +219,22 @@ def placeholders(values: Sequence[str], prefix: str) -> dict[str, str]:
     return table
 
 
-def check_same_shape(fuzzed: str, reference: str, originals: dict[str, str]) -> None:
-    """`reference` ran with placeholders; `originals` maps each placeholder back to the requested value."""
+def check_same_shape(
+    fuzzed: str, reference: str, originals: dict[str, str], regex_escape_values: bool
+) -> None:
+    """`reference` ran with placeholders; `originals` maps each placeholder back to the requested value.
+
+    Regex literals match exactly the requested values with `regex_escape_values`; without it they are
+    the requested values joined by `|` as they are, as prometheus-adapter renders them.
+    """
     skeleton, literals = split_literals(fuzzed)
     expected_skeleton, expected_literals = split_literals(reference)
     assert skeleton == expected_skeleton, f"shape changed:\n{fuzzed}\n{reference}"
     for (operator, literal), (_, stand_in) in zip(literals, expected_literals, strict=True):
-        if operator in ("=~", "!~"):
+        if operator in ("=~", "!~") and not regex_escape_values:
+            joined = "|".join(originals.get(part, part) for part in stand_in.split("|"))
+            assert literal == joined, f"{literal!r} stands for {stand_in!r}"
+        elif operator in ("=~", "!~"):
             wanted = [originals[part] for part in stand_in.split("|")] if stand_in else [""]
             pattern = re2.compile(f"^(?:{literal})$")
             for value in wanted:
@@ -332,15 +345,19 @@ def go_query(params: dict[str, str]) -> str:
 
 
 @pytest.mark.fuzz
-@given(request=custom_requests())
-def test_fuzz_custom_metrics_requests(adapter: Adapter, request: dict[str, Any]) -> None:
-    check_custom_request(adapter, **request)
+@given(request=custom_requests(), regex_escape_values=st.booleans())
+def test_fuzz_custom_metrics_requests(
+    adapters: dict[bool, Adapter], request: dict[str, Any], regex_escape_values: bool
+) -> None:
+    check_custom_request(adapters[regex_escape_values], **request)
 
 
 @SMALL_SAMPLE
-@given(request=custom_requests())
-def test_custom_metrics_requests_sample(adapter: Adapter, request: dict[str, Any]) -> None:
-    check_custom_request(adapter, **request)
+@given(request=custom_requests(), regex_escape_values=st.booleans())
+def test_custom_metrics_requests_sample(
+    adapters: dict[bool, Adapter], request: dict[str, Any], regex_escape_values: bool
+) -> None:
+    check_custom_request(adapters[regex_escape_values], **request)
 
 
 def check_custom_request(
@@ -392,7 +409,7 @@ def check_custom_request(
         mapped_requirements(metric_selector, value_table),
     ).promql
     originals = {v: k for table in (name_table, namespace_table, value_table) for k, v in table.items()}
-    check_same_shape(promql, reference, originals)
+    check_same_shape(promql, reference, originals, adapter.registry.regex_escape_values)
 
 
 def check_authorization_attributes(request: web.Request, segments: list[str]) -> None:
@@ -421,11 +438,12 @@ def check_authorization_attributes(request: web.Request, segments: list[str]) ->
     namespace=namespaces,
     metric=st.just("queue_depth") | st.just("queue_depth") | weird_text,
     label_selector=selectors(),
+    regex_escape_values=st.booleans(),
 )
 def test_fuzz_external_metrics_requests(
-    adapter: Adapter, namespace: str, metric: str, label_selector: str
+    adapters: dict[bool, Adapter], namespace: str, metric: str, label_selector: str, regex_escape_values: bool
 ) -> None:
-    check_external_request(adapter, namespace, metric, label_selector)
+    check_external_request(adapters[regex_escape_values], namespace, metric, label_selector)
 
 
 @SMALL_SAMPLE
@@ -433,11 +451,12 @@ def test_fuzz_external_metrics_requests(
     namespace=namespaces,
     metric=st.just("queue_depth") | st.just("queue_depth") | weird_text,
     label_selector=selectors(),
+    regex_escape_values=st.booleans(),
 )
 def test_external_metrics_requests_sample(
-    adapter: Adapter, namespace: str, metric: str, label_selector: str
+    adapters: dict[bool, Adapter], namespace: str, metric: str, label_selector: str, regex_escape_values: bool
 ) -> None:
-    check_external_request(adapter, namespace, metric, label_selector)
+    check_external_request(adapters[regex_escape_values], namespace, metric, label_selector)
 
 
 def check_external_request(adapter: Adapter, namespace: str, metric: str, label_selector: str) -> None:
@@ -459,7 +478,7 @@ def check_external_request(adapter: Adapter, namespace: str, metric: str, label_
     except (InvalidSelectorError, MetricNotFoundError, QueryBuildError) as err:
         raise AssertionError(f"accepted {url!r} but its placeholder twin fails: {err}") from err
     originals = {v: k for table in (namespace_table, value_table) for k, v in table.items()}
-    check_same_shape(promql, reference, originals)
+    check_same_shape(promql, reference, originals, adapter.registry.regex_escape_values)
 
 
 HEADERS = RequestHeaderConfig(
@@ -504,10 +523,10 @@ def test_identity_headers_sample(headers: list[tuple[str, str]], path: str) -> N
     check_identity_headers(headers, path)
 
 
-def test_numeric_metric_selector_is_a_bad_request(adapter: Adapter) -> None:
+def test_numeric_metric_selector_is_a_bad_request(adapters: dict[bool, Adapter]) -> None:
     """Found by this campaign: `k>0` parses as a selector but has no LabelSelector form (was a 500)."""
     url = "/apis/custom.metrics.k8s.io/v1beta2/nodes/n1/node_load1?metricLabelSelector=app%3E0"
-    _, promql = adapter.get(url)
+    _, promql = adapters[False].get(url)
     assert promql is None
 
 
@@ -515,8 +534,14 @@ def test_the_checker_notices_a_shape_change() -> None:
     """The property is not vacuous: an unescaped value would be caught."""
     safe = 'sum(rate(x{namespace="ns0",pod="n0"}[5m])) by (pod)'
     injected = 'sum(rate(x{namespace="a",pod!=""} or vector(1) or x{pod="n0"}[5m])) by (pod)'
-    with pytest.raises(AssertionError, match="shape changed"):
-        check_same_shape(injected, safe, {"ns0": 'a",pod!="'})
+    for regex_escape_values in (False, True):
+        with pytest.raises(AssertionError, match="shape changed"):
+            check_same_shape(injected, safe, {"ns0": 'a",pod!="'}, regex_escape_values)
+    names = {"n0": "a.b", "n1": "c"}
     with pytest.raises(AssertionError, match="matches more"):
-        check_same_shape('x{pod=~"a.b|c"}', 'x{pod=~"n0|n1"}', {"n0": "a.b", "n1": "c"})
-    check_same_shape('x{pod=~"a\\\\.b|c"}', 'x{pod=~"n0|n1"}', {"n0": "a.b", "n1": "c"})
+        check_same_shape('x{pod=~"a.b|c"}', 'x{pod=~"n0|n1"}', names, regex_escape_values=True)
+    check_same_shape('x{pod=~"a\\\\.b|c"}', 'x{pod=~"n0|n1"}', names, regex_escape_values=True)
+    # prometheus-adapter's rendering: the names as they are, and nothing else.
+    check_same_shape('x{pod=~"a.b|c"}', 'x{pod=~"n0|n1"}', names, regex_escape_values=False)
+    with pytest.raises(AssertionError, match="stands for"):
+        check_same_shape('x{pod=~"a.b|c|.*"}', 'x{pod=~"n0|n1"}', names, regex_escape_values=False)

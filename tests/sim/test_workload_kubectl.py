@@ -256,7 +256,10 @@ def test_deleting_a_deployment_removes_its_pods(
     sim_kubectl("delete", "deployment", "web")
     wait_until(lambda: not pods(sim_kubectl))
     assert not json.loads(sim_kubectl("get", "rs", "-o", "json").stdout)["items"]
-    wait_until(lambda: json.loads(sim_cluster.server.sd_path.read_text()) == [])
+    sd = sim_cluster.server.sd_path
+    wait_until(lambda: all("pod" not in g["labels"] for g in json.loads(sd.read_text())))
+    # The nodes' kubelet and node-exporter targets stay.
+    assert {g["labels"]["node"] for g in json.loads(sd.read_text())} == {"sim-node-1", "sim-node-2"}
 
 
 def test_python_api_profile_holds_until_the_annotation_changes(

@@ -123,7 +123,7 @@ def test_bad_annotations_are_reported_and_ignored() -> None:
     assert len(problems) == 2
 
 
-def test_exposition_has_both_codes_and_escapes_container_names() -> None:
+def test_pod_exposition_has_both_codes_and_leaves_containers_to_the_kubelet() -> None:
     sample = PodSample(
         served=10.5,
         rejected=2.0,
@@ -134,10 +134,10 @@ def test_exposition_has_both_codes_and_escapes_container_names() -> None:
         in_flight=0.5,
         memory_bytes=1024,
     )
-    text = render_pod_metrics(sample, 'a"b')
+    text = render_pod_metrics(sample)
     assert 'http_requests_total{code="200"} 10.5\n' in text
     assert 'http_requests_total{code="503"} 2.0\n' in text
-    assert 'container_cpu_usage_seconds_total{container="a\\"b"} 0.25\n' in text
+    assert "container_" not in text  # summed with the kubelet's, they would count twice
     assert "# TYPE http_requests_in_flight gauge" in text
 
 

@@ -79,6 +79,7 @@ def test_defaults_match_prometheus_adapter() -> None:
     assert options.cert_dir == "apiserver.local.config/certificates"
     assert options.prometheus_verb == "GET"
     assert options.insecure_http is False
+    assert options.regex_escape_values is False  # prometheus-adapter's rendering
 
 
 def test_go_bool_flags() -> None:
@@ -88,6 +89,10 @@ def test_go_bool_flags() -> None:
     assert options.insecure_http is False
     options, _, _ = parse_flags(["--config=c", "--prometheus-auth-incluster=true"])
     assert options.prometheus_auth_incluster is True
+    options, _, _ = parse_flags(["--config=c", "--regex-escape-values"])
+    assert options.regex_escape_values is True
+    options, _, _ = parse_flags(["--config=c", "-regex-escape-values=false"])
+    assert options.regex_escape_values is False
 
 
 def test_repeated_prometheus_headers() -> None:

@@ -1,11 +1,13 @@
-"""Hostile names and selectors never reach Prometheus as broken or widened PromQL: every answer is a
-well-formed 2xx/400/404, never a 500 caused by a query Prometheus could not parse."""
+"""Hostile names and selectors never reach Prometheus as broken PromQL: every answer is a well-formed
+2xx/400/404, never a 500 caused by a query Prometheus could not parse. Values joined into a regex match
+as in prometheus-adapter (a `.` matches any character) unless `--regex-escape-values` is given."""
 
 from __future__ import annotations
 
 from typing import Any
 from urllib.parse import quote
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from yarl import URL
@@ -63,6 +65,26 @@ async def test_hostile_selectors(
         assert status in (200, 400, 404), (path, body)
         if status != 200:
             assert body["kind"] == "Status"
+
+
+@pytest.mark.parametrize(
+    ("flags", "pods"),
+    [
+        # prometheus-adapter's rendering: the single `in` value is a regex, `web.1` matches `web-1`.
+        ((), ["web-1"]),
+        # Escaped, `web\.1` matches only a pod named `web.1`, and there is none.
+        (("--regex-escape-values",), []),
+    ],
+    ids=["pa-exact", "regex-escaped"],
+)
+async def test_selector_value_with_a_regex_character(
+    static_prometheus: PrometheusProcess, start_adapter: Any, flags: tuple[str, ...], pods: list[str]
+) -> None:
+    adapter = await start_adapter(static_prometheus.url, *flags)
+    path = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/%2A/queue_length"
+    status, body = await _get(adapter, f"{path}?metricLabelSelector={quote('pod in (web.1)', safe='')}")
+    assert status == 200, body
+    assert [item["describedObject"]["name"] for item in body["items"]] == pods
 
 
 _ADAPTERS: dict[int, Any] = {}

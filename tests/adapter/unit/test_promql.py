@@ -88,13 +88,36 @@ def test_label_name_validity(name: str, valid: bool) -> None:
         (req("k", "notin", "a", "b"), 'k!~"a|b"'),
         (req("k", "exists"), 'k!=""'),
         (req("k", "!"), 'k=""'),
-        # Values placed in a regex are regex-escaped (then string-escaped).
-        (req("k", "in", "a.b", "c|d"), 'k=~"a\\\\.b|c\\\\|d"'),
+        # Quote escaping is always on, also inside a regex.
         (req("k", "=", 'q"uote'), 'k="q\\"uote"'),
+        (req("k", "in", 'a"b', "c\\d"), 'k=~"a\\"b|c\\\\d"'),
     ],
 )
 def test_operator_table(requirement: object, matcher: str) -> None:
     assert str(requirement_matcher(requirement)) == matcher  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("requirement", "pa_exact", "regex_escaped"),
+    [
+        # prometheus-adapter passes a single `in` value through as a regex, on purpose.
+        (req("k", "in", "my_queue_.*"), 'k=~"my_queue_.*"', 'k=~"my_queue_\\\\.\\\\*"'),
+        (req("k", "notin", "my_queue_.*"), 'k!~"my_queue_.*"', 'k!~"my_queue_\\\\.\\\\*"'),
+        # Several values are joined with `|` as they are.
+        (req("k", "in", "c|d", "a.b"), 'k=~"a.b|c|d"', 'k=~"a\\\\.b|c\\\\|d"'),
+        (req("k", "notin", "a.b", "c+"), 'k!~"a.b|c+"', 'k!~"a\\\\.b|c\\\\+"'),
+        # Equality matchers are no regex: the flag changes nothing there.
+        (req("k", "=", "api.v2"), 'k="api.v2"', 'k="api.v2"'),
+        (req("k", "!=", "a.*"), 'k!="a.*"', 'k!="a.*"'),
+        (req("k", "exists"), 'k!=""', 'k!=""'),
+    ],
+)
+def test_regex_values_as_prometheus_adapter_or_escaped(
+    requirement: object, pa_exact: str, regex_escaped: str
+) -> None:
+    assert str(requirement_matcher(requirement)) == pa_exact  # type: ignore[arg-type]
+    escaped = requirement_matcher(requirement, regex_escape_values=True)  # type: ignore[arg-type]
+    assert str(escaped) == regex_escaped
 
 
 @pytest.mark.parametrize(
@@ -136,6 +159,10 @@ def test_selector_matchers_sorted_by_key_stably() -> None:
 
 def test_object_matcher_forms() -> None:
     assert str(object_matcher("pod", ["web-1"])) == 'pod="web-1"'
-    assert str(object_matcher("pod", ["web-1", "web.2"])) == 'pod=~"web-1|web\\\\.2"'
-    # A single name is an equality matcher: no regex escaping.
+    # Several names are joined without regex escaping, as prometheus-adapter does.
+    assert str(object_matcher("pod", ["web-1", "web.2"])) == 'pod=~"web-1|web.2"'
+    escaped = object_matcher("pod", ["web-1", "web.2"], regex_escape_values=True)
+    assert str(escaped) == 'pod=~"web-1|web\\\\.2"'
+    # A single name is an equality matcher: no regex escaping in either mode.
     assert str(object_matcher("node", ["n.example"])) == 'node="n.example"'
+    assert str(object_matcher("node", ["n.example"], regex_escape_values=True)) == 'node="n.example"'

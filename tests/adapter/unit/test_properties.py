@@ -3,7 +3,8 @@
 The rendered query is parsed back with a tiny PromQL selector tokenizer written here (independent
 of the code under test): the fixed parts of the template must come back unchanged, the matchers
 must be exactly the expected (label, operator) pairs, equality values must decode to the original
-strings, and regex values must match exactly the intended names under RE2.
+strings, and regex values must decode to the values joined by `|` as prometheus-adapter joins them
+or, with `regex_escape_values`, match exactly the intended names under RE2.
 """
 
 import re2
@@ -83,8 +84,15 @@ requirements = st.one_of(
     st.builds(lambda k: Req(k, "!"), label_names),
 )
 
-REGISTRY = SeriesRegistry(default_config(), StaticResourceMapper(BUILTIN_RESOURCES))
-REGISTRY.update(RuleId(False, 4), [{"__name__": "http_requests_total", "namespace": "n", "pod": "p"}])
+
+def http_requests_registry(regex_escape_values: bool) -> SeriesRegistry:
+    mapper = StaticResourceMapper(BUILTIN_RESOURCES)
+    registry = SeriesRegistry(default_config(), mapper, regex_escape_values=regex_escape_values)
+    registry.update(RuleId(False, 4), [{"__name__": "http_requests_total", "namespace": "n", "pod": "p"}])
+    return registry
+
+
+REGISTRIES = {escape: http_requests_registry(escape) for escape in (False, True)}
 PODS = StaticResourceMapper(BUILTIN_RESOURCES).resolve("", "pods")
 
 
@@ -97,17 +105,27 @@ def check_regex(regex: str, wanted: set[str], others: list[str]) -> None:
         assert (compiled.fullmatch(value) is not None) == (value in wanted), (regex, value)
 
 
+def check_regex_value(regex: str, values: list[str], others: list[str], regex_escape_values: bool) -> None:
+    """Escaped: matches exactly `values`. Default: the values joined by `|` as they are (as in PA)."""
+    if regex_escape_values:
+        check_regex(regex, set(values), others)
+    else:
+        assert regex == "|".join(values)
+
+
 @given(
     namespace=tricky_text,
     names=st.lists(tricky_text, min_size=1, max_size=5, unique=True),
     selector=st.lists(requirements, max_size=4),
     others=st.lists(tricky_text, max_size=5),
+    regex_escape_values=st.booleans(),
 )
 def test_rendered_query_keeps_its_shape(
-    namespace: str, names: list[str], selector: list[Req], others: list[str]
+    namespace: str, names: list[str], selector: list[Req], others: list[str], regex_escape_values: bool
 ) -> None:
     assert PODS is not None
-    promql = REGISTRY.custom_query("http_requests", PODS, namespace, names, selector).promql
+    registry = REGISTRIES[regex_escape_values]
+    promql = registry.custom_query("http_requests", PODS, namespace, names, selector).promql
     prefix, suffix = "sum(rate(http_requests_total{", "[5m])) by (pod)"
     assert promql.startswith(prefix)
     matchers, end = read_matchers(promql, len(prefix))
@@ -124,25 +142,30 @@ def test_rendered_query_keeps_its_shape(
             assert op == requirement.operator
         else:
             assert op == ("=~" if requirement.operator in ("=", "in") else "!~")
-            check_regex(value, values, others)
+            check_regex_value(value, sorted(values), others, regex_escape_values)
     _, pod_op, pod_value = matchers[-1]
     if len(names) == 1:
         assert (pod_op, pod_value) == ("=", names[0])
     else:
         assert pod_op == "=~"
-        check_regex(pod_value, set(names), others)
+        check_regex_value(pod_value, names, others, regex_escape_values)
 
 
 @given(
-    names=st.lists(tricky_text, min_size=1, max_size=5, unique=True), others=st.lists(tricky_text, max_size=5)
+    names=st.lists(tricky_text, min_size=1, max_size=5, unique=True),
+    others=st.lists(tricky_text, max_size=5),
+    regex_escape_values=st.booleans(),
 )
-def test_label_values_by_name_stay_inside_quotes(names: list[str], others: list[str]) -> None:
+def test_label_values_by_name_stay_inside_quotes(
+    names: list[str], others: list[str], regex_escape_values: bool
+) -> None:
     template = parse('q{pod=~"<<index .LabelValuesByName "pod">>"}')
-    promql = render_query(template, custom_query_data("q", [], None, "pod", names))
+    data = custom_query_data("q", [], None, "pod", names, regex_escape_values=regex_escape_values)
+    promql = render_query(template, data)
     matchers, end = read_matchers(promql, 2)
     assert end == len(promql)
     assert [(m[0], m[1]) for m in matchers] == [("pod", "=~")]
-    check_regex(matchers[0][2], set(names), others)
+    check_regex_value(matchers[0][2], names, others, regex_escape_values)
 
 
 @given(key=tricky_text, value=tricky_text)

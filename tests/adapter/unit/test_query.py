@@ -18,9 +18,13 @@ def build(
     namespace: str | None = None,
     selector: tuple[Req, ...] = (),
     extra: tuple[str, ...] = (),
+    regex_escape_values: bool = False,
 ) -> str:
     ns = (NS_LABEL, namespace) if namespace else None
-    return render_query(parse(template), custom_query_data("foo", selector, ns, "resource", names, extra))
+    data = custom_query_data(
+        "foo", selector, ns, "resource", names, extra, regex_escape_values=regex_escape_values
+    )
+    return render_query(parse(template), data)
 
 
 @pytest.mark.parametrize(
@@ -78,9 +82,11 @@ def build_external(
     namespace: str | None = None,
     selector: tuple[Req, ...] = (),
     group_by: tuple[str, ...] = (),
+    regex_escape_values: bool = False,
 ) -> str:
     ns = (NS_LABEL, namespace) if namespace else None
-    return render_query(parse(template), external_query_data("foo", selector, ns, group_by))
+    data = external_query_data("foo", selector, ns, group_by, regex_escape_values=regex_escape_values)
+    return render_query(parse(template), data)
 
 
 @pytest.mark.parametrize(
@@ -125,9 +131,97 @@ def test_build_external_selector(
     assert build_external(template, namespace, selector, group_by) == expected
 
 
-def test_label_values_are_escaped_for_a_quoted_regex_context() -> None:
-    text = build('<<index .LabelValuesByName "resource">>', ['a"b', "c.d"])
-    assert text == 'a\\"b|c\\\\.d'
+# The cases above with values holding regex characters: prometheus-adapter joins names and
+# selector values with `|` as they are (a single `in` value is a regex on purpose), and so does
+# Surge by default; `--regex-escape-values` escapes each value (`QuoteMeta`, then string-escaped).
+@pytest.mark.parametrize(
+    ("template", "names", "namespace", "selector", "pa_exact", "regex_escaped"),
+    [
+        (
+            "<<.LabelMatchers>>",
+            ["bar.1", "baz*"],
+            None,
+            (),
+            'resource=~"bar.1|baz*"',
+            'resource=~"bar\\\\.1|baz\\\\*"',
+        ),
+        ("<<.LabelMatchers>>", ["bar.1"], None, (), 'resource="bar.1"', 'resource="bar.1"'),
+        (
+            "<<.LabelMatchers>>",
+            ["bar"],
+            None,
+            (req("queue", "in", "my_queue_.*"),),
+            'queue=~"my_queue_.*",resource="bar"',
+            'queue=~"my_queue_\\\\.\\\\*",resource="bar"',
+        ),
+        # `.LabelValuesByName` in an equality matcher: a dotted name must stay as it is to match.
+        (
+            'x{deployment="<<index .LabelValuesByName "resource">>"}',
+            ["api.v2"],
+            None,
+            (),
+            'x{deployment="api.v2"}',
+            'x{deployment="api\\\\.v2"}',
+        ),
+        ('<<index .LabelValuesByName "resource">>', ["bar.x", "baz"], None, (), "bar.x|baz", "bar\\\\.x|baz"),
+        (
+            '<<index .LabelValuesByName "namespaces">> <<index .LabelValuesByName "resource">>',
+            ["bar.1", "baz"],
+            "default",
+            (),
+            "default bar.1|baz",
+            "default bar\\\\.1|baz",
+        ),
+        (
+            "<<.LabelValuesByName>>",
+            ["bar"],
+            None,
+            (req("queue", "in", "c", "a.b"),),
+            "map[queue:a.b|c resource:bar]",
+            "map[queue:a\\\\.b|c resource:bar]",
+        ),
+    ],
+)
+def test_regex_characters_as_prometheus_adapter_or_escaped(
+    template: str,
+    names: list[str],
+    namespace: str | None,
+    selector: tuple[Req, ...],
+    pa_exact: str,
+    regex_escaped: str,
+) -> None:
+    assert build(template, names, namespace, selector) == pa_exact
+    assert build(template, names, namespace, selector, regex_escape_values=True) == regex_escaped
+
+
+@pytest.mark.parametrize(
+    ("template", "selector", "pa_exact", "regex_escaped"),
+    [
+        (
+            "<<.LabelMatchers>>",
+            (req("foo", "=", "b.r"), req("qux", "in", "bar.*", "baz")),
+            'foo="b.r",qux=~"bar.*|baz",namespaces="default"',
+            'foo="b.r",qux=~"bar\\\\.\\\\*|baz",namespaces="default"',
+        ),
+        (
+            "<<.LabelValuesByName>>",
+            (req("foo", "=", "b.r"),),
+            "map[foo:b.r namespaces:default]",
+            "map[foo:b\\\\.r namespaces:default]",
+        ),
+    ],
+)
+def test_external_regex_characters_as_prometheus_adapter_or_escaped(
+    template: str, selector: tuple[Req, ...], pa_exact: str, regex_escaped: str
+) -> None:
+    assert build_external(template, "default", selector) == pa_exact
+    assert build_external(template, "default", selector, regex_escape_values=True) == regex_escaped
+
+
+def test_label_values_are_always_quote_escaped() -> None:
+    template = '<<index .LabelValuesByName "resource">>'
+    assert build(template, ['a"b', "c.d\\"]) == 'a\\"b|c.d\\\\'
+    assert build(template, ['a"b', "c.d"], regex_escape_values=True) == 'a\\"b|c\\\\.d'
 
 
 def test_empty_render_is_an_error() -> None:

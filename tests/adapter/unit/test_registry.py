@@ -429,6 +429,30 @@ def test_example_f_external(external_registry: SeriesRegistry) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("regex_escape_values", "pods", "queues"),
+    [
+        # prometheus-adapter's rendering: names and `in` values joined as they are.
+        (False, 'pod=~"web.1|web-2"', 'topic=~"orders.*"'),
+        (True, 'pod=~"web\\\\.1|web-2"', 'topic=~"orders\\\\.\\\\*"'),
+    ],
+)
+def test_regex_escape_values_reaches_both_query_kinds(
+    regex_escape_values: bool, pods: str, queues: str
+) -> None:
+    mapper = StaticResourceMapper(BUILTIN_RESOURCES)
+    custom = SeriesRegistry(default_config(), mapper, regex_escape_values=regex_escape_values)
+    custom.update(RuleId(False, 4), [EXAMPLE_SERIES])
+    query = custom.custom_query("http_requests", info("pods"), "shop", ["web.1", "web-2"])
+    assert query.promql == f'sum(rate(http_requests_total{{namespace="shop",{pods}}}[5m])) by (pod)'
+    external = SeriesRegistry(parse_config(EXTERNAL), mapper, regex_escape_values=regex_escape_values)
+    external.update(RuleId(True, 0), [{"__name__": "queue_depth", "topic": "orders", "namespace": "work"}])
+    selector = [req("topic", "in", "orders.*")]
+    assert external.external_query("queue_depth", "work", selector) == (
+        f'sum(queue_depth{{{queues},namespace="work"}}) by (topic)'
+    )
+
+
 def test_external_without_namespace_label_fails(external_registry: SeriesRegistry) -> None:
     with pytest.raises(QueryBuildError, match="no generic resource label form specified"):
         external_registry.external_query("lag", "work")
