@@ -178,13 +178,17 @@ class Controller:
     def _queue_initial(self) -> None:
         """Queue the autoscalers of the first list, their first reconciles spread (see FIRST_PASS_RATE)."""
         initial, self._initial = self._initial, []
-        spread = len(initial) / FIRST_PASS_RATE
+        self._queue_spread(initial)
+
+    def _queue_spread(self, entries: list[tuple[Key, float]]) -> None:
+        """Queue (key, period) entries as a first pass: spread by key hash (see FIRST_PASS_RATE)."""
+        spread = len(entries) / FIRST_PASS_RATE
         if spread < MIN_SPREAD:
-            for key, _ in initial:
+            for key, _ in entries:
                 self.queue.add(key)
             return
         now = self._clock.now()
-        for key, period in initial:
+        for key, period in entries:
             if self.autoscalers.store.get(*key) is None:
                 continue  # deleted since
             phase = zlib.crc32(_key_str(key).encode()) / 2**32
@@ -196,9 +200,11 @@ class Controller:
         return self.pods.synced.is_set() and self.autoscalers.synced.is_set()
 
     def resync_all(self) -> None:
-        """Queue every known autoscaler (e.g. on becoming leader)."""
-        for key, _ in self.autoscalers.store.items():
-            self.queue.add(key)
+        """Queue every known autoscaler (on becoming leader), spread as the first pass after a start."""
+        self._queue_spread([(key, self._period_of(obj)) for key, obj in self.autoscalers.store.items()])
+
+    def _period_of(self, obj: Obj) -> float:
+        return sync_period(self.source.sync_period_of(obj), self.options.default_sync_period)
 
     async def stop(self, grace: float) -> None:
         """Stop taking work and let in-flight reconciles finish within `grace`; the supervisor's owner
@@ -213,8 +219,7 @@ class Controller:
     def _autoscaler_added(self, obj: Obj) -> None:
         if not self.autoscalers.synced.is_set():
             # The first list (a restart): queued once both caches are synced, spread.
-            period = sync_period(self.source.sync_period_of(obj), self.options.default_sync_period)
-            self._initial.append((object_key(obj), period))
+            self._initial.append((object_key(obj), self._period_of(obj)))
             return
         self.queue.add(object_key(obj))  # created while we run: reconciled at once
 

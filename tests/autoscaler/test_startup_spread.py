@@ -84,3 +84,27 @@ async def test_few_autoscalers_are_all_reconciled_at_once(
             key = ("default", name)
             await eventually(lambda key=key: key in controller.queue._waiting)
             assert controller.queue._waiting[key] == pytest.approx(fake_clock.now() + PERIOD)
+
+
+async def test_becoming_leader_spreads_the_resync_like_a_first_pass(
+    kube: KubeClient,
+    apiserver: ServerThread,
+    kubeconfig_path: Path,
+    backend: MetricsBackend,
+    fake_clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(controller_module, "FIRST_PASS_RATE", 2.0)
+    spread = len(NAMES) / 2.0
+    await install_crd(kube)
+    await _seed(kube, apiserver, backend, NAMES)
+    async with running_controller(kubeconfig_path, backend.url, clock=fake_clock) as controller:
+        fake_clock.advance(spread)
+        await eventually(lambda: reconciles(controller) == len(NAMES))
+        now = fake_clock.now()
+        controller.resync_all()  # what the daemon does on becoming leader
+        for name in NAMES:
+            # Not all due at once: each at its hash's slot in the spread, as after a start.
+            assert controller.queue._waiting[("default", name)] == pytest.approx(now + _phase(name) * spread)
+        fake_clock.advance(spread)
+        await eventually(lambda: reconciles(controller) == 2 * len(NAMES))
