@@ -1,0 +1,116 @@
+"""HTTP routes of metrics.k8s.io/v1beta1 (served when the config has `resourceRules`).
+
+PodMetrics and NodeMetrics, list and get, pods in one namespace or all, `labelSelector` and
+`fieldSelector` on lists; a Table instead of JSON when the Accept header asks for one first (`kubectl
+get`), with `includeObject`; not watchable (405). The group's discovery documents are here too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from adapter.resourcemetrics import documents as bodies
+from adapter.resourcemetrics import tables
+from adapter.resourcemetrics.usage import NodeUsage, PodUsage
+from adapter.server import documents
+from adapter.server.negotiation import table_version
+from adapter.server.resource_provider import ResourceMetricsProvider
+from adapter.server.routes import reject_watch
+from adapter.server.status import bad_request
+
+_PREFIX = f"/apis/{bodies.GROUP}"
+_Table = tuple[str, str]  # (Table version, includeObject)
+_VERSIONED = f"{_PREFIX}/{bodies.VERSION}"
+
+
+@dataclass
+class ResourceMetricRoutes:
+    provider: ResourceMetricsProvider
+    clock: Callable[[], float] = time.time  # metadata.creationTimestamp is "now", as in metrics-server
+    window: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.window = bodies.go_duration(self.provider.rules.window_seconds)
+
+    async def group(self, request: web.Request) -> web.Response:
+        return web.json_response(documents.api_group(bodies.GROUP))
+
+    async def resources(self, request: web.Request) -> web.Response:
+        return web.json_response(bodies.resource_list())
+
+    async def list_pods(self, request: web.Request) -> web.Response:
+        reject_watch(request)
+        table = _table_request(request)  # a bad includeObject is refused before any work
+        query = request.query
+        usages = await self.provider.list_pods(
+            request.match_info.get("namespace", ""),
+            query.get("labelSelector", ""),
+            query.get("fieldSelector", ""),
+        )
+        return self._pods(usages, table, single=False)
+
+    async def get_pod(self, request: web.Request) -> web.Response:
+        table = _table_request(request)
+        usage = await self.provider.get_pod(request.match_info["namespace"], request.match_info["name"])
+        return self._pods([usage], table, single=True)
+
+    async def list_nodes(self, request: web.Request) -> web.Response:
+        reject_watch(request)
+        table = _table_request(request)
+        query = request.query
+        usages = await self.provider.list_nodes(
+            query.get("labelSelector", ""), query.get("fieldSelector", "")
+        )
+        return self._nodes(usages, table, single=False)
+
+    async def get_node(self, request: web.Request) -> web.Response:
+        table = _table_request(request)
+        usage = await self.provider.get_node(request.match_info["name"])
+        return self._nodes([usage], table, single=True)
+
+    def _pods(self, usages: Sequence[PodUsage], table: _Table | None, single: bool) -> web.Response:
+        now = self.clock()
+        items = [bodies.pod_metrics(usage, self.window, now) for usage in usages]
+        objects = [bodies.single(bodies.POD_METRICS, item) for item in items]
+        if table is not None:
+            return web.json_response(tables.pod_table(usages, objects, self.window, *table))
+        if single:
+            return web.json_response(objects[0])
+        return web.json_response(bodies.metrics_list(bodies.POD_METRICS, items))
+
+    def _nodes(self, usages: Sequence[NodeUsage], table: _Table | None, single: bool) -> web.Response:
+        now = self.clock()
+        items = [bodies.node_metrics(usage, self.window, now) for usage in usages]
+        objects = [bodies.single(bodies.NODE_METRICS, item) for item in items]
+        if table is not None:
+            return web.json_response(tables.node_table(usages, objects, self.window, *table))
+        if single:
+            return web.json_response(objects[0])
+        return web.json_response(bodies.metrics_list(bodies.NODE_METRICS, items))
+
+    def add_routes(self, app: web.Application) -> None:
+        router = app.router
+        router.add_get(_PREFIX, self.group)
+        router.add_get(f"{_PREFIX}/", self.group)
+        router.add_get(_VERSIONED, self.resources)
+        router.add_get(f"{_VERSIONED}/", self.resources)
+        router.add_get(f"{_VERSIONED}/pods", self.list_pods)
+        router.add_get(f"{_VERSIONED}/namespaces/{{namespace}}/pods", self.list_pods)
+        router.add_get(f"{_VERSIONED}/namespaces/{{namespace}}/pods/{{name}}", self.get_pod)
+        router.add_get(f"{_VERSIONED}/nodes", self.list_nodes)
+        router.add_get(f"{_VERSIONED}/nodes/{{name}}", self.get_node)
+
+
+def _table_request(request: web.Request) -> _Table | None:
+    """(Table version, includeObject) when the client asked for a Table; a bad includeObject is 400."""
+    version = table_version(request.headers.get("Accept"))
+    if version is None:
+        return None
+    try:
+        return version, tables.check_include_object(request.query.get("includeObject", ""))
+    except tables.IncludeObjectError as err:
+        raise bad_request(str(err)) from None
