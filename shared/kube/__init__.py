@@ -1,6 +1,8 @@
 """The Kubernetes client stack both daemons use.
 
 config       kubeconfig / in-cluster loading -> ClusterAccess (URL, one TLS context, credentials)
+kubeconfig   a kubeconfig's current context, resolved as kubectl resolves it
+exec_plugin  client-go credential plugins: run one, read its ExecCredential
 credentials  the Authorization header, kept current (token files re-read, exec plugins re-run)
 client       KubeClient: JSON requests and watch streams on aiohttp, ApiError with the Status
 watch        watch events read chunk by chunk (no line-length cap), decode errors
@@ -12,7 +14,6 @@ restmapper   discovery: (apiVersion, kind) -> resource, and everything that is s
 from shared.kube.client import ApiError, KubeClient, Obj
 from shared.kube.config import (
     ClusterAccess,
-    KubeConfigError,
     bearer_token,
     direct_access,
     in_cluster,
@@ -22,6 +23,7 @@ from shared.kube.config import (
 )
 from shared.kube.credentials import CredentialsError
 from shared.kube.informer import EventHandlers, Informer
+from shared.kube.kubeconfig import KubeConfigError
 from shared.kube.restmapper import MappingError, ResourceMapping, RestMapper
 from shared.kube.store import Store
 

@@ -1,9 +1,8 @@
 """What a client sends as its `Authorization` header, kept current as credentials rotate.
 
-kubernetes-asyncio resolves a kubeconfig user once, into a fixed header; that is right only for users
-whose credentials never change. Bound service-account tokens (in-cluster, or a kubeconfig `tokenFile`)
-are rotated in place by the kubelet and expire, and `exec` credential plugins hand out short-lived
-tokens. So the client asks its `Credentials` for the header on every request:
+Bound service-account tokens (in-cluster, or a kubeconfig `tokenFile`) are rotated in place by the
+kubelet and expire, and `exec` credential plugins hand out short-lived tokens, so a header fixed at
+load time stops working. The client asks its `Credentials` for the header on every request:
 
 * `FixedCredentials`: a kubeconfig `token`, basic auth, or nothing (client certificates, anonymous).
 * `TokenFileCredentials`: the file's token, re-read whenever the file changes.
@@ -15,12 +14,11 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
 import aiohttp
-from kubernetes_asyncio.config import ConfigException
-from kubernetes_asyncio.config.exec_provider import ExecProvider
 
+from shared.kube.exec_plugin import ExecAnswer, ExecPlugin, ExecPluginError
 from shared.tokenfile import TokenFile
 
 # Run the plugin again a little before its token expires, so no request is sent with a dead one.
@@ -78,15 +76,14 @@ class ExecCredentials:
 
     The token is used until the plugin's `expirationTimestamp` (when it gives one) or until the API
     server rejects it; then the next request runs the plugin again (once, however many are waiting).
-    A plugin that answers with a client certificate instead is read once, into the TLS context.
+    A client certificate in the plugin's first answer is read once, into the TLS context.
     """
 
-    def __init__(self, exec_config: Any, header: str, expiry: datetime | None) -> None:
-        """`exec_config` is the kubeconfig user's `exec` node as kubernetes-asyncio parsed it; `header`
-        and `expiry` are what the plugin answered when the kubeconfig was loaded."""
-        self._provider = ExecProvider(exec_config)
-        self._header: str | None = header
-        self._expiry = expiry
+    def __init__(self, plugin: ExecPlugin, answer: ExecAnswer) -> None:
+        """`answer` is what the plugin answered when the kubeconfig was loaded (it has a token)."""
+        self._plugin = plugin
+        self._header: str | None = f"Bearer {answer.token}"
+        self._expiry = answer.expiry
         self._lock = asyncio.Lock()
 
     def _stale(self) -> bool:
@@ -107,22 +104,10 @@ class ExecCredentials:
 
     async def _run_plugin(self) -> None:
         try:
-            status = await self._provider.run()
-        except (ConfigException, OSError, RuntimeError) as err:
-            raise CredentialsError(f"exec credential plugin failed: {err}") from err
-        token = status.get("token") if isinstance(status, dict) else None
-        if not isinstance(token, str) or not token:
+            answer = await self._plugin.run()
+        except ExecPluginError as err:
+            raise CredentialsError(str(err)) from err
+        if not answer.token:
             raise CredentialsError("exec credential plugin answered without a token")
-        self._header = f"Bearer {token}"
-        self._expiry = parse_expiry(status.get("expirationTimestamp"))
-
-
-def parse_expiry(text: object) -> datetime | None:
-    """An ExecCredential's `expirationTimestamp` (RFC 3339), None when absent or unreadable."""
-    if not isinstance(text, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+        self._header = f"Bearer {answer.token}"
+        self._expiry = answer.expiry

@@ -3,9 +3,11 @@ access, and credentials that follow rotation (token files, exec plugins)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import ssl
 import sys
+import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,9 +16,20 @@ from typing import Any
 import pytest
 import trustme
 import yaml
-from kubernetes_asyncio.config import incluster_config
 
-from shared.kube import ApiError, KubeClient, KubeConfigError, direct_access, load_access
+from shared.kube import (
+    ApiError,
+    CredentialsError,
+    KubeClient,
+    KubeConfigError,
+    bearer_token,
+    direct_access,
+    load_access,
+    load_configuration,
+    server_url,
+)
+from shared.kube import config as kube_config
+from sim.apiserver.reviews import Decision
 from sim.runner import ServerThread
 
 NAMESPACES = "/api/v1/namespaces"
@@ -100,8 +113,8 @@ async def test_not_in_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _in_cluster(monkeypatch: pytest.MonkeyPatch, host: str, port: str, token: Path, ca: Path) -> None:
-    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
-    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca))
+    monkeypatch.setattr(kube_config, "SERVICE_ACCOUNT_TOKEN", str(token))
+    monkeypatch.setattr(kube_config, "SERVICE_ACCOUNT_CA", str(ca))
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", host)
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", port)
 
@@ -193,8 +206,9 @@ async def test_in_cluster_token_is_reread_when_the_kubelet_rotates_it(
         await kube.close()
 
 
-def _exec_plugin(tmp_path: Path) -> tuple[dict[str, Any], Callable[[str, datetime | None], None], Path]:
-    """An exec credential plugin answering with the token (and expiry) last set; it counts its runs."""
+def _exec_plugin(tmp_path: Path) -> tuple[dict[str, Any], Callable[..., None], Path]:
+    """An exec credential plugin answering with the token (expiry, certificate) last set; it counts its
+    runs."""
     answer, runs = tmp_path / "answer.json", tmp_path / "runs"
     script = tmp_path / "plugin.py"
     script.write_text(
@@ -204,8 +218,8 @@ def _exec_plugin(tmp_path: Path) -> tuple[dict[str, Any], Callable[[str, datetim
         f"sys.stdout.write(pathlib.Path({str(answer)!r}).read_text())\n"
     )
 
-    def answer_with(token: str, expiry: datetime | None) -> None:
-        status: dict[str, Any] = {"token": token}
+    def answer_with(token: str, expiry: datetime | None, **certificate: str) -> None:
+        status: dict[str, Any] = {"token": token, **certificate}
         if expiry is not None:
             status["expirationTimestamp"] = expiry.strftime("%Y-%m-%dT%H:%M:%SZ")
         credential = {
@@ -261,3 +275,97 @@ async def test_exec_plugin_runs_again_when_its_token_expires(apiserver: ServerTh
         assert runs.read_text() == "3"  # then good for an hour
     finally:
         await kube.close()
+
+
+def _client_certificate(apiserver: ServerThread) -> dict[str, str]:
+    """A kubeconfig user authenticated by a client certificate (in system:masters), as *-data fields."""
+    assert apiserver.server.ca is not None
+    pair = apiserver.server.ca.issue_client("operator", ("system:masters",))
+    return {
+        "client-certificate-data": base64.b64encode(pair.cert_pem).decode(),
+        "client-key-data": base64.b64encode(pair.key_pem).decode(),
+    }
+
+
+async def test_client_certificate_data(
+    apiserver: ServerThread, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The certificate reaches the TLS context through files that are gone once it is loaded."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    apiserver.server.reviews.policy = lambda spec: Decision(False)  # only system:masters gets through
+    anonymous = KubeClient(await load_access(str(_sim_kubeconfig(apiserver, tmp_path / "anonymous", {}))))
+    user = _client_certificate(apiserver)
+    kube = KubeClient(await load_access(str(_sim_kubeconfig(apiserver, tmp_path / "config", user))))
+    try:
+        with pytest.raises(ApiError) as forbidden:
+            await anonymous.get(NAMESPACES)
+        assert forbidden.value.code == 403
+        assert await kube.access.credentials.authorization() is None
+        await kube.get(NAMESPACES)
+    finally:
+        await anonymous.close()
+        await kube.close()
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+async def test_exec_plugin_answering_with_a_client_certificate(
+    apiserver: ServerThread, tmp_path: Path
+) -> None:
+    user, answer_with, _ = _exec_plugin(tmp_path)
+    certificate = _client_certificate(apiserver)
+    answer_with(
+        "",
+        None,
+        clientCertificateData=base64.b64decode(certificate["client-certificate-data"]).decode(),
+        clientKeyData=base64.b64decode(certificate["client-key-data"]).decode(),
+    )
+    kube = KubeClient(await load_access(str(_sim_kubeconfig(apiserver, tmp_path / "config", user))))
+    try:
+        await kube.get(NAMESPACES)
+    finally:
+        await kube.close()
+
+
+async def test_basic_auth(tmp_path: Path) -> None:
+    access = await load_access(
+        str(_kubeconfig(tmp_path / "config", "http://127.0.0.1:8080", {"username": "jane", "password": "pw"}))
+    )
+    assert await access.credentials.authorization() == "Basic " + base64.b64encode(b"jane:pw").decode()
+
+
+async def test_exec_plugin_failures(apiserver: ServerThread, tmp_path: Path) -> None:
+    """At load a failing plugin is a configuration error; later, a failed request."""
+    user, answer_with, _ = _exec_plugin(tmp_path)
+    path = _sim_kubeconfig(apiserver, tmp_path / "config", user)
+    (tmp_path / "answer.json").write_text("{}")
+    with pytest.raises(KubeConfigError, match=r"cannot load kubeconfig .*not an ExecCredential"):
+        await load_access(str(path))
+    answer_with(apiserver.server.admin_token, None)
+    kube = KubeClient(await load_access(str(path)))
+    try:
+        await kube.get(NAMESPACES)
+        _rotate(apiserver, apiserver.server.admin_token, "exec-token-2")
+        answer_with("", None)
+        with pytest.raises(ApiError):
+            await kube.get(NAMESPACES)
+        with pytest.raises(CredentialsError, match="exec plugin didn't return a token"):
+            await kube.get(NAMESPACES)
+    finally:
+        await kube.close()
+
+
+async def test_load_configuration(tmp_path: Path) -> None:
+    """For a client that opens the TLS files itself: PEM data is written to files that stay."""
+    ca = trustme.CA()
+    (tmp_path / "token").write_text("file-token\n")
+    cluster = {"certificate-authority-data": base64.b64encode(ca.cert_pem.bytes()).decode()}
+    path = _kubeconfig(tmp_path / "config", "https://prometheus:9090/", {"tokenFile": "token"}, cluster)
+    configuration = await load_configuration(str(path))
+    assert server_url(configuration) == "https://prometheus:9090"
+    assert bearer_token(configuration) == "file-token"
+    assert configuration.ssl_ca_cert is not None and configuration.verify_ssl
+    assert Path(configuration.ssl_ca_cert).read_bytes() == ca.cert_pem.bytes()  # noqa: ASYNC240
+    assert configuration.cert_file is None and configuration.key_file is None
+    basic = _kubeconfig(tmp_path / "basic", "https://p:9090", {"username": "u", "password": "p"})
+    assert bearer_token(await load_configuration(str(basic))) == ""
