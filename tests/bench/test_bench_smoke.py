@@ -41,6 +41,8 @@ EXPECTED: dict[str, list[tuple[str, float, float]]] = {
         (r"^median: http11 ([\d.]+) vs", 0, 100),
         (r"^median: http11 [\d.]+ vs aiohttp ([\d.]+)", 0, 100),
     ],
+    # The replay's wall time in seconds (two profiles over the smoke's 6-hour series).
+    "bench_simulate": [(r"^replay: [\d,]+ decisions in ([\d.]+) s", 0.001, 120)],
     "bench_kube_client": [
         (r"^aiohttp\s+([\d.]+) CPU s / 1000 requests", 0.001, 100),
         (r"^http11 \(shared\.kube\)\s+([\d.]+) CPU s / 1000 requests", 0.001, 100),

@@ -1,0 +1,1 @@
+"""The `surge` command: tools around the autoscaler, one subcommand a module (`surge simulate`, ...)."""

@@ -1,0 +1,76 @@
+"""replicas.png: per profile, the load (as the pods it needs), the ready pods and the desired replicas.
+
+One panel per profile, all on one time axis, so profiles compare at a glance. matplotlib's object API
+with the Agg canvas: no display, no pyplot state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from surge.simulate.replay import Replay
+from surge.simulate.summary import Summary
+
+# (upper bound of the span in seconds, unit name, seconds per unit): the first that fits the series.
+_UNITS = ((2 * 3600, "minutes", 60.0), (3 * 86400, "hours", 3600.0), (float("inf"), "days", 86400.0))
+LOAD_COLOR, READY_COLOR, DESIRED_COLOR, SHORTFALL_COLOR = "#c8c8c8", "#1f77b4", "#ff7f0e", "#d62728"
+
+
+def _unit(span: float) -> tuple[str, float]:
+    return next((name, size) for bound, name, size in _UNITS if span <= bound)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds < 2 * 3600 else f"{seconds / 3600:.1f} h"
+
+
+def _title(replay: Replay, summary: Summary) -> str:
+    return (
+        f"{replay.profile}: {summary.scale_events} scale writes, {summary.pod_hours:.1f} pod-hours, "
+        f"underprovisioned {_duration(summary.underprovisioned_seconds)}, "
+        f"shortfall {summary.shortfall_pod_seconds / 3600:.2f} pod-hours"
+    )
+
+
+def write_plot(
+    path: Path, replays: Sequence[Replay], summaries: Mapping[str, Summary], capacity_per_pod: float
+) -> None:
+    unit, size = _unit(replays[0].end)
+    figure = Figure(figsize=(12, 1.2 + 3.2 * len(replays)), dpi=100, layout="constrained")
+    axes = figure.subplots(len(replays), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, replay in zip(axes, replays, strict=True):
+        # Each state holds until the next; the last until the series ends.
+        times = [s.time / size for s in replay.states] + [replay.end / size]
+        states = [*replay.states, replay.states[-1]]
+        needed = [s.load / capacity_per_pod for s in states]
+        ready = [s.ready for s in states]
+        ax.fill_between(times, needed, step="post", color=LOAD_COLOR, label="pods the load needs")
+        # Between ready and needed where ready falls short (zero height elsewhere): a `where=` mask would
+        # drop a shortfall that lasts a single state.
+        short_of = [max(n, r) for n, r in zip(needed, ready, strict=True)]
+        ax.fill_between(
+            times, ready, short_of, step="post", color=SHORTFALL_COLOR, alpha=0.45, lw=0, label="shortfall"
+        )
+        ax.step(times, ready, where="post", color=READY_COLOR, lw=1.6, label="ready pods")
+        ax.step(
+            times,
+            [s.desired for s in states],
+            where="post",
+            color=DESIRED_COLOR,
+            lw=1.1,
+            ls="--",
+            label="desired replicas",
+        )
+        ax.set_title(_title(replay, summaries[replay.profile]), loc="left", fontsize=11)
+        ax.set_ylabel("pods")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, color="#e6e6e6")
+    # One legend for all panels, above them, where it hides no data.
+    figure.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center", ncols=4, frameon=False)
+    axes[-1].set_xlabel(f"time since the series start ({unit})")
+    axes[-1].set_xlim(0, replays[0].end / size)
+    FigureCanvasAgg(figure).print_png(str(path))

@@ -1,0 +1,75 @@
+"""Profiles from autoscaler YAML files: a HorizontalAutoscaler or an autoscaling/v2 HPA with one metric.
+
+The spec is parsed and checked as the daemon does (kube_json, the API's rules in validation), and its
+sync period is read where the daemon's source reads it (`spec.syncPeriodSeconds` of a HorizontalAutoscaler,
+the sync-period annotation of an HPA). The status in the file is dropped: a replay starts afresh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from autoscaler.core import effective_metrics
+from autoscaler.core.kube_json import hpa_from_json
+from autoscaler.core.types import HPAStatus
+from autoscaler.core.validation import metric_source_violations, spec_violations
+from autoscaler.sources import SOURCES
+from autoscaler.workqueue import sync_period
+from surge.simulate.replay import SUPPORTED_TYPES, Profile
+
+DEFAULT_PROFILE = "default"
+
+
+class SpecError(ValueError):
+    """The file is no usable autoscaler: the message says why."""
+
+
+def _one_object(path: Path) -> dict[str, Any]:
+    try:
+        documents = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise SpecError(f"cannot read: {err}") from None
+    if len(documents) != 1:
+        raise SpecError(f"expected one autoscaler object, found {len(documents)} YAML documents")
+    if not isinstance(documents[0], dict):
+        raise SpecError("not an autoscaler object (a YAML mapping)")
+    return documents[0]
+
+
+def load_profile(path: Path) -> Profile:
+    """The profile of one file, named after the file's stem."""
+    obj = _one_object(path)
+    kind = (obj.get("apiVersion"), obj.get("kind"))
+    source = next((s for s in SOURCES.values() if (s.api_version, s.kind) == kind), None)
+    if source is None:
+        raise SpecError(
+            f"apiVersion {kind[0]!r} kind {kind[1]!r} is neither a HorizontalAutoscaler "
+            "(autoscaling.surge.dev/v1alpha1) nor a HorizontalPodAutoscaler (autoscaling/v2)"
+        )
+    violations = metric_source_violations(obj.get("spec") or {})
+    try:
+        hpa = hpa_from_json(obj) if not violations else None
+    except (ValueError, TypeError, AttributeError, KeyError) as err:
+        raise SpecError(f"not an autoscaler spec: {err}") from None
+    if hpa is not None:
+        violations = spec_violations(hpa.spec)
+    if violations:
+        raise SpecError("the API would refuse this spec: " + "; ".join(str(v) for v in violations))
+    assert hpa is not None
+    metrics = effective_metrics(hpa.spec)
+    if len(metrics) != 1:
+        raise SpecError(f"the spec has {len(metrics)} metrics; a replay feeds one series, so give it one")
+    if metrics[0].type not in SUPPORTED_TYPES:
+        raise SpecError(f"metric type {metrics[0].type!r} cannot be replayed")
+    return Profile(path.stem, replace(hpa, status=HPAStatus()), sync_period(source.sync_period_of(obj)))
+
+
+def default_profile(profile: Profile) -> Profile:
+    """The built-in HPA's settings for the same spec: no behavior (so no tolerance of its own either)
+    and the controller's own 15 s period."""
+    spec = replace(profile.hpa.spec, behavior=None)
+    return Profile(DEFAULT_PROFILE, replace(profile.hpa, spec=spec), sync_period(None))

@@ -1,0 +1,304 @@
+"""Replay a load series through `decide()`, the algorithm core the daemon runs, against a modelled workload.
+
+Pure: a series, a profile and the workload's settings in, a timeline out; no clock, no files.
+
+The model, per profile:
+- The autoscaler reconciles at t = 0, P, 2P, ... (P = the profile's sync period) until the series ends,
+  and carries each decision's `history` and `status` into the next snapshot, as the daemon does.
+- The load holds each sample's value until the next sample.
+- The workload starts with `initial_replicas` pods, ready since long before the series. A scale-up write
+  creates pods at once, Pending until they turn Running and Ready `pod_startup_seconds` later; a
+  scale-down write deletes the newest pods at once (the not-yet-ready ones first, as a ReplicaSet does).
+- The metric the autoscaler reads comes from the load (see `metric_reading`): for a per-pod metric
+  (Pods, Resource, ContainerResource) each ready pod reports load ÷ ready pods, and pods that are not
+  ready report nothing (the core then counts them as unready, as upstream); an Object or External metric
+  is the load itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
+
+from autoscaler.core import decide, effective_metrics
+from autoscaler.core.types import (
+    CONTAINER_RESOURCE,
+    EXTERNAL,
+    HPA,
+    OBJECT,
+    PODS,
+    RESOURCE,
+    Container,
+    ContainerUsage,
+    ControllerConfig,
+    ExternalMetricAnswer,
+    History,
+    MetricAnswer,
+    MetricSpec,
+    ObjectMetricAnswer,
+    Pod,
+    PodCondition,
+    PodMetricsItem,
+    PodMetricValue,
+    PodsMetricAnswer,
+    ResourceMetricsAnswer,
+    Scale,
+    Snapshot,
+)
+
+SAMPLE = "sample"
+SCALE = "scale"
+
+PER_POD_TYPES = (PODS, RESOURCE, CONTAINER_RESOURCE)
+SUPPORTED_TYPES = (*PER_POD_TYPES, OBJECT, EXTERNAL)
+# Each modelled pod requests one unit (1000m) of a Resource metric's resource, so that a Utilization
+# target reads the series as the sum of the pods' utilizations in percent.
+REQUEST_MILLI = 1000
+# metrics-server's default resolution: the window of its samples, which the core's CPU readiness rule reads.
+RESOURCE_WINDOW = timedelta(seconds=15)
+# Long enough before the series that the initial pods are past any CPU initialization period.
+INITIAL_POD_AGE = timedelta(days=1)
+_LABELS = {"app": "replay"}
+_SELECTOR = "app=replay"
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """A load series: `times` in seconds from `start` (unix seconds), strictly increasing from 0."""
+
+    start: float
+    times: tuple[float, ...]
+    values: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.times) < 2 or len(self.times) != len(self.values) or self.times[0] != 0:
+            raise ValueError("a series needs two or more samples, the first at time 0")
+
+    @property
+    def end(self) -> float:
+        return self.times[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """One way to autoscale: an autoscaler (its spec; status and history start empty) and its sync period."""
+
+    name: str
+    hpa: HPA
+    sync_period: float
+
+    @property
+    def metric(self) -> MetricSpec:
+        return effective_metrics(self.hpa.spec)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    capacity_per_pod: float  # load one pod serves, in the series' unit
+    pod_startup_seconds: float
+    initial_replicas: int
+
+
+class State(NamedTuple):
+    """The workload from `time` until the next state (seconds from the series start)."""
+
+    time: float
+    load: float
+    ready: int
+    desired: int
+
+
+class Row(NamedTuple):
+    """One row of the timeline: at every series sample, and at every scale write (`event`)."""
+
+    time: float
+    load: float
+    ready: int
+    desired: int
+    metric_value: float | None  # what the autoscaler reads (None: no ready pod to report a per-pod value)
+    event: str  # SAMPLE | SCALE
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    profile: str
+    rows: tuple[Row, ...]
+    # Every change of load, ready or desired pods, exact in time (rows only see readiness at samples).
+    states: tuple[State, ...]
+    end: float
+
+
+def metric_reading(metric: MetricSpec, load: float, ready: int) -> float | None:
+    """The metric as the autoscaler reads it: per ready pod for per-pod metrics, else the load itself."""
+    if metric.type not in PER_POD_TYPES:
+        return load
+    return load / ready if ready else None
+
+
+def _milli(value: float) -> int:
+    return round(value * 1000)
+
+
+def _answer(metric: MetricSpec, load: float, ready_pods: Sequence[Pod], now: datetime) -> MetricAnswer:
+    """The metrics API's answer for the load, as the daemon would fetch it for `metric`."""
+    if metric.type == OBJECT:
+        return ObjectMetricAnswer(_milli(load), now)
+    if metric.type == EXTERNAL:
+        return ExternalMetricAnswer((_milli(load),), now)
+    per_pod = load / len(ready_pods) if ready_pods else 0.0
+    if metric.type == PODS:
+        value = _milli(per_pod)
+        return PodsMetricAnswer(tuple(PodMetricValue(p.name, value, now) for p in ready_pods))
+    # Resource / ContainerResource: a Utilization target reads percent of the one-unit request.
+    usage = round(per_pod * REQUEST_MILLI / 100) if metric.target.type == "Utilization" else _milli(per_pod)
+    containers = (ContainerUsage(_container_name(metric), {metric.name: usage}),)
+    return ResourceMetricsAnswer(
+        tuple(PodMetricsItem(p.name, now, RESOURCE_WINDOW, containers) for p in ready_pods)
+    )
+
+
+def _container_name(metric: MetricSpec) -> str:
+    return metric.container or "app"
+
+
+class _Fleet:
+    """The target's pods, oldest first. With one startup time for all, pods become ready in creation
+    order, so the ready ones are always a prefix."""
+
+    def __init__(self, profile: Profile, workload: Workload, base: datetime) -> None:
+        metric = profile.metric
+        request = {metric.name: REQUEST_MILLI} if metric.type in (RESOURCE, CONTAINER_RESOURCE) else {}
+        self._containers = (Container(_container_name(metric), request),)
+        self._prefix = profile.hpa.name
+        self._startup = workload.pod_startup_seconds
+        self._base = base
+        self._serial = 0
+        self._ready_at: list[float] = []  # seconds from the series start, per pod
+        self._pods: list[Pod] = []
+        self.ready = 0
+        self._snapshot_pods: tuple[Pod, ...] | None = None
+        started = base - INITIAL_POD_AGE
+        for _ in range(workload.initial_replicas):
+            self._add(self._running(self._name(), started, started), -math.inf)
+        self.ready = workload.initial_replicas
+
+    def __len__(self) -> int:
+        return len(self._pods)
+
+    def _name(self) -> str:
+        self._serial += 1
+        return f"{self._prefix}-{self._serial}"
+
+    def _running(self, name: str, started: datetime, ready_since: datetime) -> Pod:
+        return Pod(
+            name=name,
+            labels=_LABELS,
+            phase="Running",
+            ready_condition=PodCondition("True", ready_since),
+            start_time=started,
+            containers=self._containers,
+        )
+
+    def _add(self, pod: Pod, ready_at: float) -> None:
+        self._pods.append(pod)
+        self._ready_at.append(ready_at)
+        self._snapshot_pods = None
+
+    @property
+    def next_ready(self) -> float:
+        return self._ready_at[self.ready] if self.ready < len(self._pods) else math.inf
+
+    def become_ready(self, time: float) -> None:
+        """Every pod due by `time` turns Running and Ready."""
+        while self.ready < len(self._pods) and self._ready_at[self.ready] <= time:
+            ready_at = self._ready_at[self.ready]
+            started = self._base + timedelta(seconds=ready_at - self._startup)
+            ready_since = self._base + timedelta(seconds=ready_at)
+            self._pods[self.ready] = self._running(self._pods[self.ready].name, started, ready_since)
+            self.ready += 1
+            self._snapshot_pods = None
+
+    def scale_to(self, replicas: int, time: float) -> None:
+        while len(self._pods) > replicas:
+            self._pods.pop()
+            self._ready_at.pop()
+            self._snapshot_pods = None
+        self.ready = min(self.ready, len(self._pods))
+        while len(self._pods) < replicas:
+            pending = Pod(name=self._name(), labels=_LABELS, phase="Pending", containers=self._containers)
+            self._add(pending, time + self._startup)
+        self.become_ready(time)  # a zero startup makes them ready at once
+
+    def pods(self) -> tuple[Pod, ...]:
+        """The pods the scale's selector selects, for the snapshot (rebuilt only after a change)."""
+        if self._snapshot_pods is None:
+            self._snapshot_pods = tuple(self._pods)
+        return self._snapshot_pods
+
+    def ready_pods(self) -> Sequence[Pod]:
+        return self._pods[: self.ready]
+
+
+def replay(
+    series: Series, profile: Profile, workload: Workload, config: ControllerConfig | None = None
+) -> Replay:
+    """The timeline of one profile over the series (see the module docstring for the model)."""
+    config = config or ControllerConfig()
+    metric = profile.metric
+    base = datetime.fromtimestamp(series.start, UTC)
+    period = timedelta(seconds=profile.sync_period)
+    fleet = _Fleet(profile, workload, base)
+    hpa, history = profile.hpa, History()
+    times, values, end = series.times, series.values, series.end
+    load = values[0]
+    rows: list[Row] = []
+    states: list[State] = []
+
+    def note(time: float, event: str | None) -> None:
+        ready, desired = fleet.ready, len(fleet)
+        state = State(time, load, ready, desired)
+        if states and states[-1].time == time:
+            states[-1] = state  # held for no time
+        elif not states or states[-1][1:] != state[1:]:
+            states.append(state)
+        if event is not None:
+            rows.append(Row(time, load, ready, desired, metric_reading(metric, load, ready), event))
+
+    sample, tick = 0, 0
+    while True:
+        tick_time = tick * profile.sync_period
+        next_sample = times[sample] if sample < len(times) else math.inf
+        time = min(fleet.next_ready, next_sample, tick_time)
+        if time > end:
+            break
+        # At one instant: pods turn ready, then the load changes, then the autoscaler reconciles.
+        if fleet.next_ready == time:
+            fleet.become_ready(time)
+            note(time, None)
+        elif next_sample == time:
+            load = values[sample]
+            sample += 1
+            note(time, SAMPLE)
+        else:
+            now = base + tick * period
+            snapshot = Snapshot(
+                hpa=hpa,
+                scale=Scale(spec_replicas=len(fleet), status_replicas=len(fleet), selector=_SELECTOR),
+                pods=fleet.pods(),
+                metric_answers=(_answer(metric, load, fleet.ready_pods(), now),),
+                now=now,
+                history=history,
+                config=config,
+            )
+            decision = decide(snapshot)
+            history = decision.history
+            if decision.status_changed:
+                hpa = replace(hpa, status=decision.status)
+            if decision.rescale:
+                fleet.scale_to(decision.desired_replicas, time)
+                note(time, SCALE)
+            tick += 1
+    return Replay(profile.name, tuple(rows), tuple(states), end)
