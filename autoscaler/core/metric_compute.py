@@ -238,7 +238,8 @@ def _external(
 
 
 class MetricsResult(NamedTuple):
-    """computeReplicasForMetrics' result. ``replicas == -1`` means "do not scale"."""
+    """computeReplicasForMetrics' result. ``replicas == -1`` with failures means "do not scale" (a
+    negative metric value alone can also propose -1; normalization then applies minReplicas)."""
 
     replicas: int
     metric_name: str

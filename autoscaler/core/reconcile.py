@@ -385,7 +385,8 @@ def decide(snapshot: Snapshot) -> Decision:
         events.extend(Event("Warning", f.reason, f.detail) for f in result.failures)
         statuses = result.statuses
         computations = _metric_computations(spec, result, original.current_replicas)
-        if result.replicas == -1:
+        # Upstream's `err != nil && replicas == -1`: a negative metric can propose -1 without failing.
+        if result.replicas == -1 and result.failures:
             first = result.failures[0]
             conditions = set_condition(
                 conditions,

@@ -435,3 +435,20 @@ def test_scale_to_zero_and_back() -> None:
     )
     assert not off.rescale and "ScaledToZero" not in conditions(off)
     assert conditions(off)["ScalingActive"][1] == "ScalingDisabled"
+
+
+def test_a_negative_metric_proposing_minus_one_is_a_proposal_not_a_failure() -> None:
+    # -5 against a Value target of 10 at 2 ready pods: ceil(-0.5 * 2) = -1, which is also what
+    # computeReplicasForMetrics returns on failure; upstream tells them apart by the error.
+    ext = MetricSpec(
+        type="External", metric=MetricIdentifier("lag"), target=MetricTarget("Value", value=10_000)
+    )
+    decision = decide(
+        b.snapshot(
+            b.hpa(metrics=(ext,)), 2, b.pods(2, 100, STARTED), (ExternalMetricAnswer((-5_000,), b.T0),), b.T0
+        )
+    )
+    assert decision.error is None
+    # Normalized up to minReplicas (1), then held at 2 by the scale-down stabilization window.
+    assert decision.desired_replicas == 2 and decision.reason == "All metrics below target"
+    assert conditions(decision)["ScalingActive"][0] == "True"
