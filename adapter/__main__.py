@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 from collections.abc import Sequence
 
 import structlog
 
 from adapter.auth import Security, SecurityStartupError, add_auth_flags, auth_options_from_namespace
-from adapter.config import AdapterConfig, ConfigError, load_config
+from adapter.config import AdapterConfig, ConfigError, parse_config, read_config_text
 from adapter.flags import FLAG_GROUPS, PROG, AdapterOptions, parse_flags
 from adapter.server.daemon import AdapterDaemon, StartupError
+from adapter.server.reload import config_digest
 from shared.cli import usage_error
 from shared.lifecycle import start_unless_stopped, stop_on_signals
 from shared.logging import configure_logging
@@ -22,14 +24,21 @@ log = structlog.get_logger("adapter")
 async def run(options: AdapterOptions, security: Security) -> int:
     # Signals are handled before anything connects: SIGTERM must stop an adapter still starting.
     stop = stop_on_signals()
+    # SIGHUP reloads the config file (its default action would end the process); one that comes while
+    # the adapter is starting is kept for the reloader.
+    reload_requested = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload_requested.set)
     try:
-        config = load_config(options.config)
+        text = read_config_text(options.config)
+        config = parse_config(text, str(options.config))
     except ConfigError as err:
         log.error("cannot start", error=str(err))
         return 1
+    # The digest of the very text parsed: a change from then on, even during the start, is a change.
+    digest = config_digest(text)
     try:
         # A failed or abandoned start has already stopped what the daemon started.
-        daemon = await start_unless_stopped(_start(options, config, security), stop)
+        daemon = await start_unless_stopped(_start(options, config, digest, security, reload_requested), stop)
     except (StartupError, SecurityStartupError) as err:
         log.error("cannot start", error=str(err))
         await security.close()
@@ -42,7 +51,13 @@ async def run(options: AdapterOptions, security: Security) -> int:
     return 0
 
 
-async def _start(options: AdapterOptions, config: AdapterConfig, security: Security) -> AdapterDaemon:
+async def _start(
+    options: AdapterOptions,
+    config: AdapterConfig,
+    digest: str,
+    security: Security,
+    reload_requested: asyncio.Event,
+) -> AdapterDaemon:
     await security.start()
     daemon = AdapterDaemon(
         options,
@@ -50,6 +65,8 @@ async def _start(options: AdapterOptions, config: AdapterConfig, security: Secur
         middlewares=[security.middleware],
         tls_hooks=[security.configure_tls],
         loops={"auth settings refresh": security.refresh_forever},
+        reload_requested=reload_requested,
+        config_digest=digest,
     )
     await daemon.start()
     return daemon

@@ -330,13 +330,17 @@ def parse_config(text: str, source: str = "<config>") -> AdapterConfig:
     )
 
 
-def load_config(path: str | Path) -> AdapterConfig:
-    """Read and parse the `--config` file."""
+def read_config_text(path: str | Path) -> str:
+    """The `--config` file's text (what a reload hashes before it parses it)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"unable to load metrics discovery config file {path}: {exc}") from None
-    return parse_config(text, str(path))
+
+
+def load_config(path: str | Path) -> AdapterConfig:
+    """Read and parse the `--config` file."""
+    return parse_config(read_config_text(path), str(path))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,6 +4,10 @@ One `/api/v1/series` call per distinct `seriesQuery` (rules sharing a query shar
 concurrent, each with `start = now - --metrics-max-age`. Unlike prometheus-adapter (all-or-nothing),
 a failing call only keeps *its* rules' previous entries; the others update. The adapter is ready once
 every rule has been listed successfully at least once, so the first answers are never a partial view.
+
+A reloaded config's registry is listed by `discover` while the old one is still served, and `adopt`ed
+only once every rule of it has been listed: a reload never serves a partial view either, and never
+makes a ready adapter unready.
 """
 
 from __future__ import annotations
@@ -22,10 +26,14 @@ from adapter.server.selfmetrics import AdapterMetrics
 log = structlog.get_logger(__name__)
 
 
+def _rules(registry: SeriesRegistry) -> set[RuleId]:
+    return {rule for rules in series_query_groups(registry.config).values() for rule in rules}
+
+
 @dataclass
 class Relister:
     prometheus: PrometheusClient
-    registry: SeriesRegistry
+    registry: SeriesRegistry  # the one served; `adopt` replaces it after a config reload
     interval: float
     max_age: float
     metrics: AdapterMetrics
@@ -41,24 +49,53 @@ class Relister:
         await self._ready.wait()
 
     async def relist_once(self) -> bool:
-        """One discovery round; True when every series call succeeded."""
-        groups = series_query_groups(self.registry.config)
-        start = self.clock() - self.max_age
-        outcomes = await asyncio.gather(
-            *(self._relist(query, rules, start) for query, rules in groups.items())
-        )
-        all_rules = {rule for rules in groups.values() for rule in rules}
-        if all_rules <= self._listed and not self._ready.is_set():
-            self._ready.set()
-            log.info("first complete series discovery done; ready")
-        self.metrics.discovered_metrics.labels("custom").set(len(self.registry.custom_metrics()))
-        self.metrics.discovered_metrics.labels("external").set(len(self.registry.external_metrics()))
-        ok = all(outcomes)
+        """One discovery round of the served registry; True when every series call succeeded."""
+        registry, listed = self.registry, self._listed
+        ok = await self._round(registry, listed)
+        if registry is self.registry:  # (unless a reload replaced it during the round)
+            if _rules(registry) <= listed:
+                self._set_ready()
+            self._publish(registry)
         if ok:
             self.metrics.last_relist_success.set(self.clock())
         return ok
 
-    async def _relist(self, query: str, rules: list[RuleId], start: float) -> bool:
+    async def discover(self, registry: SeriesRegistry, listed: set[RuleId]) -> bool:
+        """One discovery round of a registry not served yet (a reloaded config's), adding the rules it
+        lists to `listed`; True once every rule has been listed, in this round or an earlier one."""
+        await self._round(registry, listed)
+        return _rules(registry) <= listed
+
+    def adopt(self, registry: SeriesRegistry) -> None:
+        """Serve `registry`, every rule of it listed by `discover`, from now on; later rounds relist it."""
+        self.registry, self._listed = registry, _rules(registry)
+        self._set_ready()
+        self._publish(registry)
+
+    def _set_ready(self) -> None:
+        if not self._ready.is_set():
+            self._ready.set()
+            log.info("first complete series discovery done; ready")
+
+    def _publish(self, registry: SeriesRegistry) -> None:
+        # Cleared first: a reload may have removed rules, whose series must not linger.
+        self.metrics.discovered_series.clear()
+        for rule, stats in registry.rule_stats().items():
+            self.metrics.discovered_series.labels(str(rule)).set(stats.series)
+        self.metrics.discovered_metrics.labels("custom").set(len(registry.custom_metrics()))
+        self.metrics.discovered_metrics.labels("external").set(len(registry.external_metrics()))
+
+    async def _round(self, registry: SeriesRegistry, listed: set[RuleId]) -> bool:
+        groups = series_query_groups(registry.config)
+        start = self.clock() - self.max_age
+        outcomes = await asyncio.gather(
+            *(self._relist(registry, listed, query, rules, start) for query, rules in groups.items())
+        )
+        return all(outcomes)
+
+    async def _relist(
+        self, registry: SeriesRegistry, listed: set[RuleId], query: str, rules: list[RuleId], start: float
+    ) -> bool:
         started = time.perf_counter()
         try:
             # A relist may take as long as the interval; beyond that the next round should start afresh.
@@ -71,9 +108,8 @@ class Relister:
         for rule in rules:
             # Building entries for 100,000 series takes a while: keep the event loop serving meanwhile.
             # (The registry serialises concurrent updates' swaps itself.)
-            stats = await asyncio.to_thread(self.registry.update, rule, series)
-            self._listed.add(rule)
-            self.metrics.discovered_series.labels(str(rule)).set(stats.series)
+            await asyncio.to_thread(registry.update, rule, series)
+            listed.add(rule)
             self.metrics.relist_seconds.labels(str(rule)).observe(time.perf_counter() - started)
         log.debug("series discovered", query=query, series=len(series), seconds=time.perf_counter() - started)
         return True

@@ -13,9 +13,9 @@ from aiohttp.typedefs import Handler, Middleware
 from adapter.server import documents
 from adapter.server.health import HealthChecks
 from adapter.server.negotiation import accepts_plain_json
-from adapter.server.resource_provider import ResourceMetricsProvider
 from adapter.server.resource_routes import ResourceMetricRoutes
-from adapter.server.routes import MetricRoutes, MetricsProvider
+from adapter.server.routes import MetricRoutes
+from adapter.server.rules import RulesHolder
 from adapter.server.selfmetrics import AdapterMetrics
 from adapter.server.status import StatusError, internal_error, method_not_allowed, not_acceptable, not_found
 from adapter.server.tls import ServingTLS
@@ -56,21 +56,21 @@ async def render_errors(request: web.Request, handler: Handler) -> web.StreamRes
 
 @dataclass
 class AppDependencies:
-    provider: MetricsProvider
+    rules: RulesHolder  # the rules served now; a config reload swaps them
     health: HealthChecks
     metrics: AdapterMetrics
-    resource_metrics: ResourceMetricsProvider | None = None  # metrics.k8s.io, with resourceRules
 
 
 def make_app(deps: AppDependencies, middlewares: Sequence[Middleware] = ()) -> web.Application:
     """The adapter's application. `middlewares` run inside error rendering (authn/authz go here), so a
     StatusError they raise is rendered like any other."""
     app = web.Application(middlewares=[deps.metrics.middleware(), render_errors, *middlewares])
-    groups = documents.served_groups(deps.resource_metrics is not None)
-    MetricRoutes(deps.provider, groups).add_routes(app)
-    if deps.resource_metrics is not None:
-        ResourceMetricRoutes(deps.resource_metrics).add_routes(app)
+    MetricRoutes(lambda: deps.rules.current.provider).add_routes(app)
+    ResourceMetricRoutes(lambda: deps.rules.current.resource_metrics).add_routes(app)
     deps.health.add_routes(app)
+
+    async def apis(request: web.Request) -> web.Response:
+        return web.json_response(documents.api_group_list(deps.rules.current.groups))
 
     async def openapi_v2(request: web.Request) -> web.Response:
         return web.json_response(documents.openapi_v2())
@@ -81,6 +81,8 @@ def make_app(deps: AppDependencies, middlewares: Sequence[Middleware] = ()) -> w
     async def version(request: web.Request) -> web.Response:
         return web.json_response(documents.version_info(VERSION))
 
+    # Only `/apis`: custom-metrics-apiserver answers 404 for `/apis/` (its installer tests check it).
+    app.router.add_get("/apis", apis)
     app.router.add_get("/openapi/v2", openapi_v2)
     app.router.add_get("/openapi/v3", openapi_v3)
     app.router.add_get("/version", version)

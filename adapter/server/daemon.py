@@ -1,11 +1,14 @@
-"""Wiring of the whole adapter: Kubernetes discovery, registry, relist loop, Prometheus, HTTP(S) serving.
+"""Wiring of the whole adapter: Kubernetes discovery, registry, relist loop, Prometheus, HTTP(S) serving,
+config reload.
 
 `AdapterDaemon` is what `python -m adapter` runs and what end-to-end tests start in-process.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ssl
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -13,19 +16,17 @@ from pathlib import Path
 import structlog
 from aiohttp import web
 
-from adapter.config import AdapterConfig
+from adapter.config import AdapterConfig, ConfigError, read_config_text
 from adapter.discovery import Relister
 from adapter.flags import PROG, AdapterOptions
 from adapter.objects import ObjectCaches
 from adapter.prometheus import PrometheusClient, PrometheusSettings
-from adapter.registry import SeriesRegistry
 from adapter.resourcemapper import DISCOVERY_ERRORS, DiscoveryResourceMapper
-from adapter.resourcemetrics.queries import unresolved_overrides
 from adapter.server.app import AppDependencies, Middleware, bound_port, make_app, serve
-from adapter.server.documents import group_versions, served_groups
+from adapter.server.documents import group_versions
 from adapter.server.health import HealthChecks
-from adapter.server.provider import PrometheusMetricsProvider
-from adapter.server.resource_provider import ResourceMetricsProvider
+from adapter.server.reload import ConfigReloader, config_digest
+from adapter.server.rules import RulesBuilder, RulesHolder
 from adapter.server.selfmetrics import AdapterMetrics
 from adapter.server.tls import ServingTLS, ensure_self_signed, openssl_cipher_list
 from shared.kube import KubeClient, KubeConfigError, RestMapper, bearer_token, load_access, load_configuration
@@ -97,10 +98,17 @@ class AdapterDaemon:
     # More background loops to run under the daemon's supervisor (e.g. the auth settings' refresh).
     loops: Mapping[str, Loop] = field(default_factory=dict)
     cert_reload_interval: float = 10.0
+    config_reload_interval: float = 10.0  # between two looks at the --config file
+    # Set (by SIGHUP in `python -m adapter`) to reload the --config file now, changed or not.
+    reload_requested: asyncio.Event = field(default_factory=asyncio.Event)
+    # The SHA-256 of the text `config` was parsed from; None: the file is read (hashed) at start-up.
+    config_digest: str | None = None
     metrics: AdapterMetrics = field(default_factory=AdapterMetrics)
     port: int = field(default=0, init=False)
     tls: ServingTLS | None = field(default=None, init=False)
+    rules: RulesHolder = field(init=False)
     relister: Relister = field(init=False)
+    reloader: ConfigReloader = field(init=False)
     supervisor: Supervisor = field(init=False)
     _runner: web.AppRunner | None = field(default=None, init=False)
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list, init=False)
@@ -128,12 +136,6 @@ class AdapterDaemon:
             await mapper.refresh()
         except DISCOVERY_ERRORS as err:
             raise StartupError(f"unable to discover the Kubernetes API's resources: {err!r}") from err
-        registry = SeriesRegistry(self.config, mapper, regex_escape_values=self.options.regex_escape_values)
-        unresolved = registry.unresolved_overrides()
-        if self.config.resource_rules is not None:
-            unresolved += unresolved_overrides(self.config.resource_rules, mapper)
-        if unresolved:
-            raise StartupError("unable to resolve resource overrides: " + "; ".join(unresolved))
         try:
             prometheus = PrometheusClient(
                 await prometheus_settings(self.options), observe=self.metrics.observe_prometheus
@@ -142,27 +144,33 @@ class AdapterDaemon:
             raise StartupError(f"invalid Prometheus connection settings: {err}") from err
         self._closers.append(prometheus.close)
         objects = ObjectCaches(kube, self.supervisor)
+        builder = RulesBuilder(mapper, prometheus, objects, self.metrics, self.options.regex_escape_values)
+        config_file = self.options.config
+        try:
+            rules = builder.build(self.config, str(config_file))
+        except ConfigError as err:
+            raise StartupError(str(err)) from err
+        self.rules = RulesHolder(rules)
         self.relister = Relister(
-            prometheus, registry, self.options.relist_interval, self.options.max_age, self.metrics
+            prometheus, rules.registry, self.options.relist_interval, self.options.max_age, self.metrics
         )
-        provider = PrometheusMetricsProvider(registry, prometheus, mapper, objects)
-        resource_metrics = None
-        if self.config.resource_rules is not None:
-            resource_metrics = ResourceMetricsProvider(
-                self.config.resource_rules,
-                prometheus,
-                mapper,
-                objects,
-                self.metrics,
-                regex_escape_values=self.options.regex_escape_values,
-            )
+        self.reloader = ConfigReloader(
+            config_file,
+            builder.build,
+            self.rules,
+            self.relister,
+            self.metrics,
+            self.config_reload_interval,
+            self.reload_requested,
+            loaded=self._served_digest(),
+        )
         health = HealthChecks(
             readiness={
                 "metrics-discovery": lambda: self.relister.ready,
                 "background-tasks": lambda: not self.supervisor.down(),
             }
         )
-        app = make_app(AppDependencies(provider, health, self.metrics, resource_metrics), self.middlewares)
+        app = make_app(AppDependencies(self.rules, health, self.metrics), self.middlewares)
         self.tls = None if self.options.insecure_http else serving_tls(self.options)
         if self.tls is not None:
             for configure in self.tls_hooks:
@@ -175,6 +183,7 @@ class AdapterDaemon:
             ) from err
         self.port = bound_port(self._runner)
         self.supervisor.start("relist", self.relister.run)
+        self.supervisor.start("config reload", self.reloader.run)
         self.supervisor.start("resource mapper", lambda: mapper.run(self.options.mapper_refresh_interval))
         if self.tls is not None:
             tls = self.tls
@@ -186,8 +195,21 @@ class AdapterDaemon:
             address=self.options.bind_address,
             port=self.port,
             scheme="http" if self.tls is None else "https",
-            apis=group_versions(served_groups(resource_metrics is not None)),
+            apis=group_versions(rules.groups),
         )
+
+    def _served_digest(self) -> str | None:
+        """The digest of the config served; None when the file cannot be read (the first look at it
+        reports that)."""
+        digest = self.config_digest
+        if digest is None:
+            try:
+                digest = config_digest(read_config_text(self.options.config))
+            except ConfigError as err:
+                log.warning("cannot read the config file to watch it", error=str(err))
+                return None
+        self.metrics.config_served(digest, time.time())
+        return digest
 
     async def stop(self) -> None:
         await self.supervisor.stop()

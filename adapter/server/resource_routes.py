@@ -1,15 +1,18 @@
-"""HTTP routes of metrics.k8s.io/v1beta1 (served when the config has `resourceRules`).
+"""HTTP routes of metrics.k8s.io/v1beta1 (served while the config has `resourceRules`).
 
 PodMetrics and NodeMetrics, list and get, pods in one namespace or all, `labelSelector` and
 `fieldSelector` on lists; a Table instead of JSON when the Accept header asks for one first (`kubectl
 get`), with `includeObject`; not watchable (405). The group's discovery documents are here too.
+
+The routes are always registered, and answer 404, as unregistered paths do, while the config served
+has no `resourceRules`: a config reload adds or removes the group.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from aiohttp import web
 
@@ -20,7 +23,7 @@ from adapter.server import documents
 from adapter.server.negotiation import table_version
 from adapter.server.resource_provider import ResourceMetricsProvider
 from adapter.server.routes import reject_watch
-from adapter.server.status import bad_request
+from adapter.server.status import bad_request, not_found
 
 _PREFIX = f"/apis/{bodies.GROUP}"
 _Table = tuple[str, str]  # (Table version, includeObject)
@@ -29,65 +32,85 @@ _VERSIONED = f"{_PREFIX}/{bodies.VERSION}"
 
 @dataclass
 class ResourceMetricRoutes:
-    provider: ResourceMetricsProvider
+    # The provider of the rules served now (None without `resourceRules`). Each request calls it once and
+    # keeps what it got, so a config reload never changes the rules under a request in flight.
+    current: Callable[[], ResourceMetricsProvider | None]
     clock: Callable[[], float] = time.time  # metadata.creationTimestamp is "now", as in metrics-server
-    window: str = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.window = bodies.go_duration(self.provider.rules.window_seconds)
+    def _provider(self) -> ResourceMetricsProvider:
+        provider = self.current()
+        if provider is None:
+            raise not_found()
+        return provider
 
     async def group(self, request: web.Request) -> web.Response:
+        self._provider()
         return web.json_response(documents.api_group(bodies.GROUP))
 
     async def resources(self, request: web.Request) -> web.Response:
+        self._provider()
         return web.json_response(bodies.resource_list())
 
     async def list_pods(self, request: web.Request) -> web.Response:
+        provider = self._provider()
         reject_watch(request)
         table = _table_request(request)  # a bad includeObject is refused before any work
         query = request.query
-        usages = await self.provider.list_pods(
+        usages = await provider.list_pods(
             request.match_info.get("namespace", ""),
             query.get("labelSelector", ""),
             query.get("fieldSelector", ""),
         )
-        return self._pods(usages, table, single=False)
+        return self._pods(provider, usages, table, single=False)
 
     async def get_pod(self, request: web.Request) -> web.Response:
+        provider = self._provider()
         table = _table_request(request)
-        usage = await self.provider.get_pod(request.match_info["namespace"], request.match_info["name"])
-        return self._pods([usage], table, single=True)
+        usage = await provider.get_pod(request.match_info["namespace"], request.match_info["name"])
+        return self._pods(provider, [usage], table, single=True)
 
     async def list_nodes(self, request: web.Request) -> web.Response:
+        provider = self._provider()
         reject_watch(request)
         table = _table_request(request)
         query = request.query
-        usages = await self.provider.list_nodes(
-            query.get("labelSelector", ""), query.get("fieldSelector", "")
-        )
-        return self._nodes(usages, table, single=False)
+        usages = await provider.list_nodes(query.get("labelSelector", ""), query.get("fieldSelector", ""))
+        return self._nodes(provider, usages, table, single=False)
 
     async def get_node(self, request: web.Request) -> web.Response:
+        provider = self._provider()
         table = _table_request(request)
-        usage = await self.provider.get_node(request.match_info["name"])
-        return self._nodes([usage], table, single=True)
+        usage = await provider.get_node(request.match_info["name"])
+        return self._nodes(provider, [usage], table, single=True)
 
-    def _pods(self, usages: Sequence[PodUsage], table: _Table | None, single: bool) -> web.Response:
-        now = self.clock()
-        items = [bodies.pod_metrics(usage, self.window, now) for usage in usages]
+    def _pods(
+        self,
+        provider: ResourceMetricsProvider,
+        usages: Sequence[PodUsage],
+        table: _Table | None,
+        single: bool,
+    ) -> web.Response:
+        now, window = self.clock(), bodies.go_duration(provider.rules.window_seconds)
+        items = [bodies.pod_metrics(usage, window, now) for usage in usages]
         objects = [bodies.single(bodies.POD_METRICS, item) for item in items]
         if table is not None:
-            return web.json_response(tables.pod_table(usages, objects, self.window, *table))
+            return web.json_response(tables.pod_table(usages, objects, window, *table))
         if single:
             return web.json_response(objects[0])
         return web.json_response(bodies.metrics_list(bodies.POD_METRICS, items))
 
-    def _nodes(self, usages: Sequence[NodeUsage], table: _Table | None, single: bool) -> web.Response:
-        now = self.clock()
-        items = [bodies.node_metrics(usage, self.window, now) for usage in usages]
+    def _nodes(
+        self,
+        provider: ResourceMetricsProvider,
+        usages: Sequence[NodeUsage],
+        table: _Table | None,
+        single: bool,
+    ) -> web.Response:
+        now, window = self.clock(), bodies.go_duration(provider.rules.window_seconds)
+        items = [bodies.node_metrics(usage, window, now) for usage in usages]
         objects = [bodies.single(bodies.NODE_METRICS, item) for item in items]
         if table is not None:
-            return web.json_response(tables.node_table(usages, objects, self.window, *table))
+            return web.json_response(tables.node_table(usages, objects, window, *table))
         if single:
             return web.json_response(objects[0])
         return web.json_response(bodies.metrics_list(bodies.NODE_METRICS, items))

@@ -7,7 +7,7 @@ custom-metrics-apiserver library) can be reproduced exactly.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -83,11 +83,9 @@ def reject_watch(request: web.Request) -> None:
 
 @dataclass
 class MetricRoutes:
-    provider: MetricsProvider
-    groups: tuple[str, ...] = documents.ALWAYS_SERVED  # what `/apis` lists
-
-    async def apis(self, request: web.Request) -> web.Response:
-        return _json(documents.api_group_list(self.groups))
+    # The provider of the rules served now. Each request calls it once and keeps what it got, so a
+    # config reload never changes the rules under a request in flight.
+    current: Callable[[], MetricsProvider]
 
     async def group(self, request: web.Request) -> web.Response:
         return _json(documents.api_group(request.match_info["group"]))
@@ -96,22 +94,23 @@ class MetricRoutes:
         version = request.match_info["version"]
         if version not in documents.CUSTOM_VERSIONS:
             raise not_found()
-        return _json(documents.custom_resource_list(version, self.provider.custom_metrics()))
+        return _json(documents.custom_resource_list(version, self.current().custom_metrics()))
 
     async def external_resources(self, request: web.Request) -> web.Response:
-        return _json(documents.external_resource_list(self.provider.external_metrics()))
+        return _json(documents.external_resource_list(self.current().external_metrics()))
 
     async def custom(self, request: web.Request) -> web.Response:
         version = request.match_info["version"]
         if version not in documents.CUSTOM_VERSIONS:
             raise not_found()
         reject_watch(request)
+        provider = self.current()
         query = request.query
         metric_selector = query.get("metricLabelSelector", "")
         label_selector = query.get("labelSelector", "")
         parsed = parse_custom_path(request.match_info["tail"], label_selector, metric_selector)
-        selector_json = self.provider.metric_selector_json(metric_selector) if metric_selector else None
-        values = await self.provider.custom_values(parsed)
+        selector_json = provider.metric_selector_json(metric_selector) if metric_selector else None
+        values = await provider.custom_values(parsed)
         return _json(bodies.metric_value_list(version, parsed.metric, selector_json, values))
 
     async def external(self, request: web.Request) -> web.Response:
@@ -121,14 +120,12 @@ class MetricRoutes:
             raise not_found()
         namespace, metric = parts[1], parts[2]
         selector = request.query.get("labelSelector", "")
-        values = await self.provider.external_values(namespace, metric, selector)
+        values = await self.current().external_values(namespace, metric, selector)
         return _json(bodies.external_value_list(metric, values))
 
     def add_routes(self, app: web.Application) -> None:
         custom, external = CUSTOM_GROUP, EXTERNAL_GROUP
         router = app.router
-        # Only `/apis`: custom-metrics-apiserver answers 404 for `/apis/` (its installer tests check it).
-        router.add_get("/apis", self.apis)
         for group in (custom, external):
             router.add_get(f"/apis/{{group:{group.replace('.', '[.]')}}}", self.group)
             router.add_get(f"/apis/{{group:{group.replace('.', '[.]')}}}/", self.group)

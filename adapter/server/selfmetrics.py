@@ -101,6 +101,37 @@ class AdapterMetrics:
             registry=self.registry,
         )
 
+        self.config_reloads = Counter(
+            "surge_adapter_config_reload",
+            "Reloads of the --config file: success (now served) or failure (refused; the previous config"
+            " keeps serving).",
+            ["result"],
+            registry=self.registry,
+        )
+        for result in ("success", "failure"):
+            self.config_reloads.labels(result)
+        self.config_last_reload_successful = Gauge(
+            "surge_adapter_config_last_reload_successful",
+            "1 when the last load of the --config file succeeded, 0 when it was refused.",
+            registry=self.registry,
+        )
+        self.config_hash = Gauge(
+            "surge_adapter_config_hash",
+            "The first 48 bits of the SHA-256 of the --config file served, as a number.",
+            registry=self.registry,
+        )
+        self.config_loaded = Gauge(
+            "surge_adapter_config_last_reload_success_timestamp_seconds",
+            "Unix time the --config file served was loaded (at start-up or by a reload).",
+            registry=self.registry,
+        )
+
+    def config_served(self, digest: str, at: float) -> None:
+        """The config whose SHA-256 is `digest` (hex) is served since `at`."""
+        self.config_hash.set(int(digest[:12], 16))  # 48 bits: exact in a float sample
+        self.config_loaded.set(at)
+        self.config_last_reload_successful.set(1)
+
     def observe_prometheus(self, path: str, outcome: str, seconds: float) -> None:
         self.prometheus_seconds.labels(path, outcome).observe(seconds)
         if outcome != "success":
