@@ -15,6 +15,7 @@ COPY autoscaler ./autoscaler
 COPY shared ./shared
 COPY sim ./sim
 COPY demo ./demo
+COPY surge ./surge
 # The same install CI runs (scripts/setup.sh), minus the editable flag and the test extras.
 RUN /opt/venv/bin/pip install . \
     && /opt/venv/bin/python -m compileall -q /opt/venv/lib
