@@ -1,12 +1,20 @@
 """`python -m demo` (`make demo`): Surge end to end on one machine, finishing by itself.
 
-A simulated Kubernetes cluster, a real Prometheus scraping its pods every second, the adapter over HTTPS
-and the autoscaler. A Deployment at 2 replicas (100 rps capacity per pod) gets a load step to 4x what 2
-pods serve; a HorizontalAutoscaler on `http_requests` per pod scales it out. A live timeline shows offered
-load, ready pods, desired replicas and the metric; the summary gives the seconds from the load step to the
-first scale write and to the needed size, and the largest size reached. `--profile default` uses the
-built-in HPA's settings (15 s period, default behaviour) for comparison. Everything started is stopped at
-the end, or on Ctrl-C.
+A simulated Kubernetes cluster, a real Prometheus scraping its pods and kubelets every second, the adapter
+over HTTPS and the autoscaler. Two scenarios:
+
+http-requests (the default): a Deployment at 2 replicas (100 rps capacity per pod) gets a load step to 4x
+what 2 pods serve; a HorizontalAutoscaler on `http_requests` per pod scales it out. A live timeline shows
+offered load, ready pods, desired replicas and the metric; the summary gives the seconds from the load
+step to the first scale write and to the needed size, and the largest size reached.
+
+cpu-surge: the slow-HPA experiment of the field report "Why Is HPA Scaling Slow". A Deployment `nginx`
+(2 replicas, CPU request 20m) under a HorizontalAutoscaler on CPU utilization 20% (2 to 10 replicas)
+gets a load step; CPU comes from Surge's metrics.k8s.io through the API server. Both profiles run in
+turn (or the one given), and a PNG chart shows load, ready pods and desired replicas over time.
+
+`--profile default` uses the built-in HPA's settings (15 s period, default behaviour) for comparison.
+Everything started is stopped at the end, or on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -33,12 +41,24 @@ def _demo(argv: list[str] | None) -> int:
     try:
         import argparse
         import asyncio
+        from pathlib import Path
 
-        from demo.autoscaling import PROFILES, run, summary
-        from shared.cli import OneLineErrorParser, number
+        from demo import autoscaling, cpu_surge
+        from demo.autoscaling import PROFILES
+        from demo.chart import write_chart
+        from shared.cli import OneLineErrorParser, number, usage_error
         from shared.logging import LEVELS, add_logging_flags, configure_logging
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+    def png_path(text: str) -> Path:
+        """argparse type: a `.png` file in an existing directory (checked before anything starts)."""
+        path = Path(text)
+        if path.suffix.lower() != ".png":
+            raise argparse.ArgumentTypeError(f"{text!r} does not end in .png")
+        if not path.resolve().parent.is_dir():
+            raise argparse.ArgumentTypeError(f"{text!r} is not in an existing directory")
+        return path
 
     parser = OneLineErrorParser(
         prog="python -m demo",
@@ -48,16 +68,29 @@ def _demo(argv: list[str] | None) -> int:
         conflict_handler="resolve",
     )
     parser.add_argument(
+        "--scenario",
+        choices=["http-requests", "cpu-surge"],
+        default="http-requests",
+        help="http-requests: a custom metric (default); cpu-surge: CPU, the slow-HPA experiment, charted",
+    )
+    parser.add_argument(
         "--profile",
         choices=sorted(PROFILES),
-        default="fast",
-        help="fast: 1 s period, event-driven (default); default: the built-in HPA's settings",
+        default=None,
+        help="fast: 1 s period, event-driven; default: the built-in HPA's settings "
+        "(default: fast; cpu-surge runs both in turn)",
     )
     parser.add_argument(
         "--seconds",
         type=number(1),
         default=None,
         help="seconds to follow the scale-out after the load step at most (default: 60 fast, 150 default)",
+    )
+    parser.add_argument(
+        "--chart",
+        type=png_path,
+        default=None,
+        help="the PNG cpu-surge draws (default: cpu-surge.png in the current directory)",
     )
     add_logging_flags(parser)
     parser.add_argument(
@@ -67,12 +100,37 @@ def _demo(argv: list[str] | None) -> int:
         help="minimum level to log (default: warning, so that the timeline stays readable)",
     )
     args = parser.parse_args(argv)
+    if args.chart is not None and args.scenario != "cpu-surge":
+        usage_error(parser.prog, "--chart: only the cpu-surge scenario draws a chart")
     configure_logging(args.log_level, args.log_format)
-    profile = PROFILES[args.profile]
-    limit = args.seconds if args.seconds is not None else (60.0 if profile.name == "fast" else 150.0)
-    outcome = asyncio.run(run(profile, lambda line: print(line, flush=True), limit))
-    print()
-    print(summary(profile, outcome))
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    def limit(profile: autoscaling.Profile) -> float:
+        return args.seconds if args.seconds is not None else (60.0 if profile.name == "fast" else 150.0)
+
+    if args.scenario == "http-requests":
+        profile = PROFILES[args.profile or "fast"]
+        outcome = asyncio.run(autoscaling.run(profile, say, limit(profile)))
+        print()
+        print(autoscaling.summary(profile, outcome))
+    else:
+        # The report's setting first, then Surge's; the chart shows them in that order, top to bottom.
+        names = [args.profile] if args.profile else ["default", "fast"]
+        runs = []
+        for profile in (PROFILES[name] for name in names):
+            runs.append(asyncio.run(cpu_surge.run(profile, say, limit(profile))))
+            print()
+            print(cpu_surge.summary(runs[-1]))
+            print()
+        chart = (args.chart or Path("cpu-surge.png")).resolve()
+        write_chart(runs, chart)
+        print(f"Chart of load, ready pods and desired replicas over time: {chart}")
+        print(
+            "The report, on a real cluster with the built-in HPA: first scale-up about 26 s after the surge, "
+            "10 replicas after about 57 s."
+        )
     print("\nThe adapter and the autoscaler are stopped.")
     print("Done: the cluster and Prometheus are stopped.")
     return 0

@@ -1,4 +1,5 @@
-"""The autoscaling scenario of the demo: a load step on a Deployment under a HorizontalAutoscaler.
+"""The demo's two profiles, and its `http-requests` scenario: a load step on a Deployment under a
+HorizontalAutoscaler on a custom metric.
 
 A Deployment runs 2 pods (100 rps capacity each) at 150 rps; the autoscaler keeps `http_requests` per pod
 at 100. The load steps to 4x the capacity of 2 pods (800 rps), which needs 8 pods. The timeline shows what
@@ -13,26 +14,26 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-from demo.stack import running_stack
-from demo.world import World, running_world
+from demo.stack import running_adapter, running_autoscaler
+from demo.world import DEPLOYMENTS, HZAS, World, running_world
 from sim.workload import manifests
-from sim.workload.annotations import RPS as RPS_ANNOTATION
-from sim.workload.pods import is_ready
 
 NAMESPACE, NAME = "default", "web"
-DEPLOYMENTS = ("apps", "deployments")
-PODS = ("", "pods")
-HZAS = ("autoscaling.surge.dev", "horizontalautoscalers")
 CAPACITY_RPS = 100.0
 BEFORE_RPS = 150.0
 STEP_RPS = 4 * 2 * CAPACITY_RPS
 NEEDED = math.ceil(STEP_RPS / CAPACITY_RPS)
 MAX_REPLICAS = 20
+# Requests per second per pod (all status codes), from 1 s scrapes; 3 s spans enough samples for rate().
+ADAPTER_RULES = """
+rules:
+- seriesQuery: 'http_requests_total{namespace!="",pod!=""}'
+  resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
+  name: {matches: '^(.*)_total$'}
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[3s])) by (<<.GroupBy>>)'
+"""
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,27 @@ class Profile:
             f"--sync-period={self.sync_period:g}s",
             "--react-to-pods" if self.react_to_pods else "--no-react-to-pods",
         ]
+
+    def autoscaler(
+        self, namespace: str, name: str, min_replicas: int, max_replicas: int, metric: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A HorizontalAutoscaler of Deployment `name` on `metric`, with this profile's settings."""
+        spec: dict[str, Any] = {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "minReplicas": min_replicas,
+            "maxReplicas": max_replicas,
+            "metrics": [metric],
+        }
+        if self.behavior is not None:
+            spec["behavior"] = self.behavior
+        if self.name == "fast":
+            spec["syncPeriodSeconds"] = int(self.sync_period)
+        return {
+            "apiVersion": "autoscaling.surge.dev/v1alpha1",
+            "kind": "HorizontalAutoscaler",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": spec,
+        }
 
 
 PROFILES = {
@@ -83,71 +105,25 @@ class Outcome:
     most_pods_ready: int
 
 
-def install_crd(world: World, crd_file: str) -> None:
-    with open(crd_file) as f:
-        world.cluster.store.create(("apiextensions.k8s.io", "customresourcedefinitions"), yaml.safe_load(f))
-
-
 def create_workload(world: World, profile: Profile) -> None:
     store = world.cluster.store
     store.create(
         DEPLOYMENTS,
         manifests.deployment(NAME, NAMESPACE, replicas=2, rps=BEFORE_RPS, capacity_rps=CAPACITY_RPS),
     )
-    spec: dict[str, Any] = {
-        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": NAME},
-        "minReplicas": 2,
-        "maxReplicas": MAX_REPLICAS,
-        "metrics": [
-            {
-                "type": "Pods",
-                "pods": {
-                    "metric": {"name": "http_requests"},
-                    "target": {"type": "AverageValue", "averageValue": f"{CAPACITY_RPS:g}"},
-                },
-            }
-        ],
-    }
-    if profile.behavior is not None:
-        spec["behavior"] = profile.behavior
-    if profile.name == "fast":
-        spec["syncPeriodSeconds"] = int(profile.sync_period)
-    store.create(
-        HZAS,
-        {
-            "apiVersion": "autoscaling.surge.dev/v1alpha1",
-            "kind": "HorizontalAutoscaler",
-            "metadata": {"name": NAME, "namespace": NAMESPACE},
-            "spec": spec,
+    metric = {
+        "type": "Pods",
+        "pods": {
+            "metric": {"name": "http_requests"},
+            "target": {"type": "AverageValue", "averageValue": f"{CAPACITY_RPS:g}"},
         },
-    )
-
-
-def set_rps(world: World, rps: float) -> None:
-    patch = {"metadata": {"annotations": {RPS_ANNOTATION: f"{rps:g}"}}}
-    world.cluster.store.patch(DEPLOYMENTS, NAMESPACE, NAME, patch)
-
-
-def spec_replicas(world: World) -> int:
-    return int(world.cluster.store.get(DEPLOYMENTS, NAMESPACE, NAME)["spec"]["replicas"])
-
-
-def ready_pods(world: World) -> int:
-    pods = world.cluster.store.list(PODS, NAMESPACE, label_selector=f"app={NAME}")
-    return sum(1 for p in pods if is_ready(p) and not p["metadata"].get("deletionTimestamp"))
+    }
+    store.create(HZAS, profile.autoscaler(NAMESPACE, NAME, 2, MAX_REPLICAS, metric))
 
 
 def metric_value(world: World) -> str:
-    status = world.cluster.store.get(HZAS, NAMESPACE, NAME).get("status") or {}
-    metrics = status.get("currentMetrics") or [{}]
+    metrics = world.autoscaler_status(NAMESPACE, NAME).get("currentMetrics") or [{}]
     return str(((metrics[0].get("pods") or {}).get("current") or {}).get("averageValue", "<unknown>"))
-
-
-def metric_active(world: World) -> bool:
-    status = world.cluster.store.get(HZAS, NAMESPACE, NAME).get("status") or {}
-    return any(
-        c.get("type") == "ScalingActive" and c.get("status") == "True" for c in status.get("conditions") or []
-    )
 
 
 async def total_rps(world: World) -> float:
@@ -161,25 +137,25 @@ async def play(world: World, profile: Profile, say: Callable[[str], None], limit
     It has settled once the needed size is ready and every replica written has been ready for 2 s.
     """
     deadline = time.monotonic() + 60
-    while not metric_active(world):
+    while not world.metric_active(NAMESPACE, NAME):
         if time.monotonic() > deadline:
             raise RuntimeError("the autoscaler got no metric within 60 s")
         await asyncio.sleep(0.2)
     await asyncio.sleep(3)  # a settled rate window before the step
     baseline = await total_rps(world)
     say(
-        f"metrics flow: {baseline:.0f} rps in total, {spec_replicas(world)} replicas; "
+        f"metrics flow: {baseline:.0f} rps in total, {world.spec_replicas(NAMESPACE, NAME)} replicas; "
         f"stepping the load to {STEP_RPS:g} rps (needs {NEEDED} pods)\n"
     )
     say(f"{'t(s)':>6} {'offered':>8} {'ready':>6} {'desired':>8}  metric (rps/pod)")
-    set_rps(world, STEP_RPS)
+    world.set_rps(NAMESPACE, NAME, STEP_RPS)
     step = time.monotonic()
     visible = first = written = ready = settled = None
     most_replicas = most_ready = 0
     shown: tuple[int, int] | None = None
     next_row = 0.0
     while (elapsed := time.monotonic() - step) < limit:
-        replicas, ready_now = spec_replicas(world), ready_pods(world)
+        replicas, ready_now = world.spec_replicas(NAMESPACE, NAME), world.ready_pods(NAMESPACE, NAME)
         most_replicas, most_ready = max(most_replicas, replicas), max(most_ready, ready_now)
         if visible is None and await total_rps(world) > 1.2 * baseline:
             visible = elapsed
@@ -193,7 +169,7 @@ async def play(world: World, profile: Profile, say: Callable[[str], None], limit
             say(f"{elapsed:6.1f}  >> {ready_now} pods ready")
         # A row every second and at every change, so the timeline shows each size the summary reports.
         if elapsed >= next_row or (replicas, ready_now) != shown:
-            offered = world.cluster.workload.model(NAMESPACE, NAME).offered_rps(time.time())
+            offered = world.offered_rps(NAMESPACE, NAME)
             say(f"{elapsed:6.1f} {offered:8.0f} {ready_now:6d} {replicas:8d}  {metric_value(world)}")
             shown = (replicas, ready_now)
             next_row = elapsed + 1.0
@@ -222,25 +198,31 @@ def summary(profile: Profile, outcome: Outcome) -> str:
     )
 
 
-CRD_FILE = Path(__file__).resolve().parents[1] / "manifests" / "crd-horizontalautoscaler.yaml"
-
-
 async def run(profile: Profile, say: Callable[[str], None], limit: float) -> Outcome:
     """The whole demo once: world, daemons, scenario; everything is stopped on return."""
     async with running_world() as world:
-        install_crd(world, str(CRD_FILE))
+        world.install_crd()
         create_workload(world, profile)
-        cluster = world.cluster
-        async with running_stack(
-            world.kubeconfig, world.prometheus.url, world.kubeconfig.parent, profile.autoscaler_flags()
-        ) as stack:
+        cluster, workdir = world.cluster, world.kubeconfig.parent
+        async with (
+            running_adapter(world.kubeconfig, world.prometheus.url, workdir, ADAPTER_RULES) as adapter_url,
+            running_autoscaler(
+                world.kubeconfig,
+                workdir,
+                [
+                    *profile.autoscaler_flags(),
+                    f"--metrics-url={adapter_url}",
+                    "--metrics-insecure-skip-tls-verify",
+                ],
+            ) as autoscaler_url,
+        ):
             say(f"Surge demo, profile {profile.name}\n")
             say(f"  API server       {cluster.url}")
             say(f"  kubeconfig       {world.kubeconfig}")
             say(f"  Prometheus       {world.prometheus.url}")
             say(f"  pod metrics      {cluster.metrics_url}/pods/<namespace>/<pod>/metrics")
-            say(f"  adapter          {stack.adapter_url}/apis/custom.metrics.k8s.io/v1beta2")
-            say(f"  autoscaler       {stack.autoscaler_url}/metrics")
+            say(f"  adapter          {adapter_url}/apis/custom.metrics.k8s.io/v1beta2")
+            say(f"  autoscaler       {autoscaler_url}/metrics")
             say(f"  try              kubectl --kubeconfig {world.kubeconfig} get hza,deploy,pods")
             say(
                 f"  Deployment       {NAME}: 2 replicas, {BEFORE_RPS:g} rps offered, {CAPACITY_RPS:g} rps "

@@ -10,27 +10,11 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
 
 from sim.prometheus import free_port
-
-# Requests per second per pod (all status codes), from 1 s scrapes; 3 s spans enough samples for rate().
-ADAPTER_RULES = """
-rules:
-- seriesQuery: 'http_requests_total{namespace!="",pod!=""}'
-  resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
-  name: {matches: '^(.*)_total$'}
-  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[3s])) by (<<.GroupBy>>)'
-"""
-
-
-@dataclass(frozen=True)
-class Stack:
-    adapter_url: str
-    autoscaler_url: str
 
 
 def _spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
@@ -73,54 +57,57 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @asynccontextmanager
-async def running_stack(
-    kubeconfig: Path, prometheus_url: str, workdir: Path, autoscaler_flags: list[str]
-) -> AsyncIterator[Stack]:
-    """Start the adapter, then the autoscaler querying it directly; both are stopped on exit."""
-    rules = workdir / "adapter-rules.yaml"
-    rules.write_text(ADAPTER_RULES)
-    adapter_port, autoscaler_port = free_port(), free_port()
-    adapter_log, autoscaler_log = workdir / "adapter.log", workdir / "autoscaler.log"
-    adapter_url = f"https://127.0.0.1:{adapter_port}"
-    processes: list[subprocess.Popen[bytes]] = []
+async def _running(args: list[str], log: Path, ready_url: str) -> AsyncIterator[None]:
+    """One daemon, started and healthy on entry, stopped (SIGTERM, then SIGKILL) on exit."""
+    proc = _spawn(args, log)
     try:
-        adapter = _spawn(
-            [
-                "-m",
-                "adapter",
-                f"--config={rules}",
-                f"--prometheus-url={prometheus_url}",
-                f"--lister-kubeconfig={kubeconfig}",
-                f"--authentication-kubeconfig={kubeconfig}",
-                f"--authorization-kubeconfig={kubeconfig}",
-                f"--cert-dir={workdir / 'adapter-certs'}",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={adapter_port}",
-                "--metrics-relist-interval=1s",
-                "--log-format=json",
-            ],
-            adapter_log,
-        )
-        processes.append(adapter)
-        await _wait_ok(f"{adapter_url}/healthz", adapter, adapter_log)
-        autoscaler = _spawn(
-            [
-                "-m",
-                "autoscaler",
-                f"--kubeconfig={kubeconfig}",
-                f"--metrics-url={adapter_url}",
-                "--metrics-insecure-skip-tls-verify",
-                "--bind-address=127.0.0.1",
-                f"--port={autoscaler_port}",
-                "--log-format=json",
-                *autoscaler_flags,
-            ],
-            autoscaler_log,
-        )
-        processes.append(autoscaler)
-        autoscaler_url = f"http://127.0.0.1:{autoscaler_port}"
-        await _wait_ok(f"{autoscaler_url}/readyz", autoscaler, autoscaler_log)
-        yield Stack(adapter_url=adapter_url, autoscaler_url=autoscaler_url)
+        await _wait_ok(ready_url, proc, log)
+        yield
     finally:
-        for proc in reversed(processes):
-            await asyncio.to_thread(_stop, proc)
+        await asyncio.to_thread(_stop, proc)
+
+
+@asynccontextmanager
+async def running_adapter(
+    kubeconfig: Path, prometheus_url: str, workdir: Path, rules: str
+) -> AsyncIterator[str]:
+    """The adapter on the config `rules`, with delegated authentication and authorization against the
+    simulated API server, over HTTPS with a self-signed certificate; yields its URL."""
+    config = workdir / "adapter-rules.yaml"
+    config.write_text(rules)
+    port = free_port()
+    url = f"https://127.0.0.1:{port}"
+    args = [
+        "-m",
+        "adapter",
+        f"--config={config}",
+        f"--prometheus-url={prometheus_url}",
+        f"--lister-kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        f"--cert-dir={workdir / 'adapter-certs'}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        "--metrics-relist-interval=1s",
+        "--log-format=json",
+    ]
+    async with _running(args, workdir / "adapter.log", f"{url}/healthz"):
+        yield url
+
+
+@asynccontextmanager
+async def running_autoscaler(kubeconfig: Path, workdir: Path, flags: list[str]) -> AsyncIterator[str]:
+    """The autoscaler with `flags` added; yields the URL of its /metrics, /healthz and /readyz."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    args = [
+        "-m",
+        "autoscaler",
+        f"--kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1",
+        f"--port={port}",
+        "--log-format=json",
+        *flags,
+    ]
+    async with _running(args, workdir / "autoscaler.log", f"{url}/readyz"):
+        yield url

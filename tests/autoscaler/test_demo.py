@@ -1,5 +1,8 @@
 """`python -m demo` (README's first command): the load step is scaled out, the summary agrees with the
-timeline, and nothing is left running, also after Ctrl-C.
+timeline, and nothing is left running, also after Ctrl-C. `--scenario cpu-surge`: the fast profile
+reaches 10 replicas within 10 s and the chart is written; the default profile's staging 2 -> 4 -> 8 -> 10
+(four 15 s periods of wall time, too slow for the suite) is checked on the algorithm core with the load
+model's CPU instead.
 
 Only what the algorithm guarantees is asserted: at least the needed size, never above maxReplicas. How far
 above the needed size a run goes varies (a new pod's first counter samples can make rate() read high).
@@ -7,16 +10,39 @@ above the needed size a run goes varies (a new pod's first counter samples can m
 
 from __future__ import annotations
 
+import heapq
 import re
 import signal
 import subprocess
 import sys
 import threading
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from demo.autoscaling import MAX_REPLICAS, NEEDED, STEP_RPS
+from autoscaler.core import decide
+from autoscaler.core import kube_json as kj
+from autoscaler.core.types import (
+    Container,
+    ContainerUsage,
+    ControllerConfig,
+    History,
+    Pod,
+    PodCondition,
+    PodMetricsItem,
+    ResourceMetricsAnswer,
+    Scale,
+    Snapshot,
+)
+from demo import cpu_surge
+from demo.__main__ import main as demo_main
+from demo.autoscaling import MAX_REPLICAS, NEEDED, PROFILES, STEP_RPS
+from demo.world import DEMO_TIMING
+from shared.durations import parse_go_duration
+from shared.quantity import Quantity
+from sim.workload.model import LoadModel
+from sim.workload.profiles import Constant
 
 DEMO = [sys.executable, "-m", "demo", "--profile", "fast"]
 # A timeline row: t(s), offered rps, ready pods, desired replicas, then the metric.
@@ -91,3 +117,152 @@ def test_ctrl_c_prints_one_line_and_stops_everything() -> None:
         watchdog.cancel()
     assert (demo.returncode, err) == (130, "demo: interrupted, stopped everything\n"), err or rest[-3000:]
     assert_nothing_left("".join(header) + rest)
+
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_cpu_surge_fast_profile_reaches_max_replicas_within_10_s_and_charts_it(tmp_path: Path) -> None:
+    chart = tmp_path / "surge.png"
+    argv = ["--scenario", "cpu-surge", "--profile", "fast", "--chart", str(chart), "--seconds", "20"]
+    run = subprocess.run([sys.executable, "-m", "demo", *argv], capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+
+    written = re.search(r"^  replicas written +(.*)$", out, re.MULTILINE)
+    assert written, out
+    writes = [(float(t), int(n)) for n, t in re.findall(r"(\d+) at (\d+\.\d) s", written.group(1))]
+    counts = [n for _, n in writes]
+    assert counts and counts == sorted(set(counts)) and counts[-1] == cpu_surge.MAX_REPLICAS, out
+    full = writes[-1][0]
+    assert 0 < full <= 10, out
+    assert float(shown(out, f"{cpu_surge.MAX_REPLICAS} replicas written")) == full, out
+    assert full <= float(shown(out, f"{cpu_surge.MAX_REPLICAS} pods ready")), out
+
+    rows = [(int(offered), int(ready), int(desired)) for offered, ready, desired in ROW.findall(out)]
+    assert rows and all(offered == cpu_surge.STEP_RPS for offered, _, _ in rows), out
+    assert all(cpu_surge.MIN_REPLICAS <= desired <= cpu_surge.MAX_REPLICAS for _, _, desired in rows), out
+
+    assert f": {chart.resolve()}\n" in out
+    png = chart.read_bytes()
+    assert png.startswith(PNG_MAGIC) and len(png) > 20_000
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")  # IHDR
+    assert width >= 800 and height >= 300
+    assert out.rstrip().endswith("Done: the cluster and Prometheus are stopped.")
+    assert_nothing_left(out)
+
+
+def staged_writes(first_reconcile: float) -> list[int]:
+    """The replica counts the algorithm core writes under the cpu-surge default profile, reconciling every
+    period from `first_reconcile` s after the load step (and once a period before it).
+
+    The inputs are what the demo's cluster gives it: pods created at each write come up on the demo's
+    timing, the sim's load model splits the load over the ready pods and charges their CPU, and each
+    pod's CPU is its counter's increase over the profile's rate range, reported with its window.
+    """
+    profile, cpu = PROFILES["default"], cpu_surge.CPU_RATES["default"]
+    span, window = parse_go_duration(cpu.range), timedelta(seconds=parse_go_duration(cpu.window))
+    hza = kj.hpa_from_json(cpu_surge.autoscaler(profile))
+    container = Container("app", {"cpu": Quantity.parse(cpu_surge.CPU_REQUEST).milli_value()})
+    epoch, step, tick = datetime(2026, 3, 1, tzinfo=UTC), 60.0, 0.1
+    model = LoadModel(now=0.0)
+    lives: dict[str, tuple[float, float, float]] = {}  # pod -> when scheduled, running, ready
+    events: list[tuple[float, str, str]] = []
+    counters: dict[str, list[tuple[float, float]]] = {}  # pod -> (time, CPU seconds) every tick
+
+    def create(count: int, at: float) -> None:
+        for _ in range(count):
+            name = f"{cpu_surge.NAME}-{len(lives)}"
+            scheduled = at + DEMO_TIMING.scheduling_seconds
+            running = scheduled + DEMO_TIMING.startup_seconds
+            lives[name] = (scheduled, running, running + DEMO_TIMING.readiness_seconds)
+            heapq.heappush(events, (running, "start", name))
+            heapq.heappush(events, (running + DEMO_TIMING.readiness_seconds, "ready", name))
+
+    def pod(name: str, now: float) -> Pod:
+        scheduled, running, ready = lives[name]
+        at = epoch + timedelta(seconds=ready if now >= ready else running)
+        return Pod(
+            name,
+            {"app": cpu_surge.NAME},
+            "Running" if now >= running else "Pending",
+            PodCondition("True" if now >= ready else "False", at) if now >= running else None,
+            epoch + timedelta(seconds=scheduled) if now >= scheduled else None,
+            containers=(container,),
+        )
+
+    def usage(name: str, now: float) -> PodMetricsItem:
+        since, at_since = next((t, c) for t, c in counters[name] if t >= now - span - 1e-9)
+        milli = int((counters[name][-1][1] - at_since) / (now - since) * 1000)
+        return PodMetricsItem(
+            name, epoch + timedelta(seconds=now), window, (ContainerUsage("app", {"cpu": milli}),)
+        )
+
+    create(cpu_surge.MIN_REPLICAS, 0.0)
+    heapq.heappush(events, (step, "step", ""))
+    reconciles = [step + first_reconcile + k * profile.sync_period for k in range(-1, 4)]
+    replicas, history, writes = cpu_surge.MIN_REPLICAS, History(), []
+    now = 0.0
+    while reconciles:
+        now = round(now + tick, 6)
+        while events and events[0][0] <= now:
+            at, kind, name = heapq.heappop(events)
+            if kind == "step":
+                model.set_profile(at, Constant(cpu_surge.STEP_RPS))
+            elif kind == "start":
+                model.start_pod(at, name)
+            else:
+                model.set_ready(at, name, True)
+        for name in model.pods:
+            counters.setdefault(name, []).append((now, model.sample(now, name).cpu_seconds))
+        if now < reconciles[0] - 1e-9:
+            continue
+        reconciles.pop(0)
+        pods = tuple(pod(name, now) for name in lives)
+        # Prometheus needs two samples of a counter, a second apart, before rate() has a value.
+        measured = [name for name in model.pods if now - counters[name][0][0] >= 1]
+        decision = decide(
+            Snapshot(
+                hza,
+                Scale(replicas, replicas, f"app={cpu_surge.NAME}"),
+                pods,
+                (ResourceMetricsAnswer(tuple(usage(name, now) for name in measured)),),
+                epoch + timedelta(seconds=now),
+                history,
+                ControllerConfig(),
+            )
+        )
+        history = decision.history
+        if decision.rescale:
+            create(decision.desired_replicas - replicas, now)
+            replicas = decision.desired_replicas
+            writes.append(replicas)
+    return writes
+
+
+@pytest.mark.parametrize("first_reconcile", [0.5, 5.0, 10.0, 14.9])
+def test_cpu_surge_default_profile_stages_2_4_8_10_one_step_per_period(first_reconcile: float) -> None:
+    # Wherever the step falls in the period (except within ~0.25 s before a reconcile, where the rate has
+    # only begun to rise and a ratio between 1.1 and 1.5 gives 3), every reconcile from the first one
+    # after the step writes the next stage, and the last one finds nothing left to do.
+    assert staged_writes(first_reconcile) == [4, 8, 10]
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["--scenario=cpu"], "--scenario"),
+        (["--chart=chart.png"], "--chart"),
+        (["--scenario=cpu-surge", "--chart=chart.svg"], "--chart"),
+        (["--scenario=cpu-surge", "--chart=/no/such/directory/chart.png"], "--chart"),
+    ],
+)
+def test_flag_errors_are_one_line_naming_the_flag(
+    argv: list[str], flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        demo_main(argv)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert err.startswith(f"python -m demo: error: {flag}: ") and err.count("\n") == 1, err

@@ -1,0 +1,98 @@
+"""The cpu-surge scenario's chart: offered load, ready pods and desired replicas over time, one panel per
+profile on a shared time axis, written as a PNG (matplotlib's Agg renderer, no display needed)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from demo.autoscaling import Profile
+from demo.cpu_surge import (
+    CPU_RATES,
+    CPU_REQUEST,
+    MAX_REPLICAS,
+    MIN_REPLICAS,
+    NAME,
+    STEP_RPS,
+    TARGET_UTILIZATION,
+    Run,
+)
+
+# The colours of `surge simulate`'s chart, so that the two read alike.
+LOAD_COLOR, READY_COLOR, DESIRED_COLOR = "#c8c8c8", "#1f77b4", "#ff7f0e"
+
+
+def settings(profile: Profile) -> str:
+    rate = CPU_RATES[profile.name]
+    behavior = "default behavior" if profile.behavior is None else "scale-up unlimited"
+    return f"{profile.sync_period:g} s period, {behavior}, CPU {rate.function}[{rate.range}]"
+
+
+def outcome(run: Run) -> str:
+    if run.full_size_written is None:
+        return f"{MAX_REPLICAS} replicas not reached"
+    steps = " → ".join([str(MIN_REPLICAS), *(str(replicas) for _, replicas in run.writes)])
+    return f"{steps}; {MAX_REPLICAS} replicas {run.full_size_written:.1f} s after the step"
+
+
+def write_chart(runs: Sequence[Run], path: Path) -> None:
+    """One panel per run, top to bottom, the same time axis for all."""
+    figure = Figure(figsize=(10, 1.4 + 3.2 * len(runs)), dpi=110, layout="constrained")
+    axes = figure.subplots(len(runs), 1, sharex=True, squeeze=False)[:, 0]
+    end = max(run.points[-1].seconds for run in runs)
+    for ax, run in zip(axes, runs, strict=True):
+        seconds = [p.seconds for p in run.points]
+        load = ax.twinx()
+        load.fill_between(seconds, [p.offered_rps for p in run.points], step="post", color=LOAD_COLOR, lw=0)
+        load.set_ylim(0, STEP_RPS * 1.15)
+        load.set_ylabel("offered load (requests/s)", color="#52606d")
+        ax.set_zorder(load.get_zorder() + 1)  # the pod lines over the load area
+        ax.patch.set_visible(False)
+        ax.step(seconds, [p.ready_pods for p in run.points], where="post", color=READY_COLOR, lw=2)
+        desired = [p.desired_replicas for p in run.points]
+        ax.step(seconds, desired, where="post", color=DESIRED_COLOR, lw=1.6, ls="--")
+        for t, replicas in run.writes:
+            ax.annotate(
+                f"{replicas} at {t:.1f} s",
+                (t, replicas),
+                xytext=(4, 4),
+                textcoords="offset points",
+                color="#b35900",
+                fontsize=9,
+            )
+        ax.axvline(0, color="#52606d", lw=1, ls=":")
+        if run.points[-1].seconds < end - 1:  # a shorter run than the others
+            ax.annotate(
+                "settled: the run ends here",
+                (run.points[-1].seconds, MAX_REPLICAS / 2),
+                xytext=(8, 0),
+                textcoords="offset points",
+                va="center",
+                color="#52606d",
+                fontsize=9,
+            )
+        ax.set_ylim(0, MAX_REPLICAS + 1.5)
+        ax.set_yticks(range(0, MAX_REPLICAS + 1, 2))
+        ax.set_ylabel("pods")
+        ax.grid(True, color="#e6e6e6")
+        ax.set_title(f"{run.profile.name} profile ({settings(run.profile)}): {outcome(run)}", loc="left")
+    legend = [
+        Patch(color=LOAD_COLOR, label="offered load (right axis)"),
+        Line2D([], [], color=READY_COLOR, lw=2, label="ready pods"),
+        Line2D([], [], color=DESIRED_COLOR, lw=1.6, ls="--", label="desired replicas"),
+    ]
+    # Below the panels, where it hides no data.
+    figure.legend(handles=legend, loc="outside lower center", ncols=3, frameon=False)
+    start = min(run.points[0].seconds for run in runs)
+    axes[-1].set_xlim(start, end + 0.08 * (end - start))  # room for the last step's label
+    axes[-1].set_xlabel("seconds after the load step")
+    figure.suptitle(
+        f"cpu-surge: Deployment {NAME}, CPU request {CPU_REQUEST}, target {TARGET_UTILIZATION}% CPU, "
+        f"{MIN_REPLICAS}-{MAX_REPLICAS} replicas; load 0 → {STEP_RPS:g} requests/s"
+    )
+    FigureCanvasAgg(figure).print_png(str(path))
