@@ -1,7 +1,7 @@
 """`surge simulate` on a long series: 14 days at 60 s resolution, two profiles (target: under a minute).
 
     .venv/bin/python bench/bench_simulate.py [--days 14] [--resolution 60]
-    .venv/bin/python bench/bench_simulate.py --smoke   # 6 hours (run by the tests)
+    .venv/bin/python bench/bench_simulate.py --smoke   # 1 hour (run by the tests)
 
 The series is synthetic but shaped like real traffic: a daily cycle, noise, and a short spike a day. The
 profiles are a HorizontalAutoscaler with a fast scale-up behavior and the same spec with the built-in
@@ -81,7 +81,7 @@ def main() -> None:
     )
     parser.add_argument("--days", type=float, default=14.0, help="series length")
     parser.add_argument("--resolution", type=float, default=60.0, help="seconds between samples")
-    args = parse_args(parser, {"days": 0.25})
+    args = parse_args(parser, {"days": 1 / 24})
     with tempfile.TemporaryDirectory(prefix="bench-simulate-") as tmp:
         work = Path(tmp)
         samples = write_series(work / "load.csv", args.days, args.resolution)
