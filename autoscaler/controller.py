@@ -40,9 +40,11 @@ from autoscaler.core.types import (
 )
 from autoscaler.core.validation import Violation, metric_source_violations, spec_violations
 from autoscaler.decisionlog import decision_fields
+from autoscaler.decisions import DecisionRecords
 from autoscaler.events import EventRecorder
 from autoscaler.metrics import MetricsClient
 from autoscaler.pods import PodIndex, compiled_selector, slim_pod
+from autoscaler.reasons import reason_of
 from autoscaler.scale import ScaleError, read_scale, scale_path, update_replicas
 from autoscaler.sources import Source
 from autoscaler.telemetry import Telemetry
@@ -136,6 +138,8 @@ class Controller:
         self.pods = Informer(client, "/api/v1/pods", transform=slim_pod)
         self.pod_index = PodIndex(self.pods.store)
         self._history: dict[Key, History] = {}
+        # The last decisions of each autoscaler: /debug/decisions, `surge explain`, the per-target series.
+        self.decisions = DecisionRecords()
         # The parsed spec and status of each autoscaler, by resourceVersion: parsing costs more than a
         # whole decision, and the object only changes on a spec edit or our own status write.
         self._parsed: dict[Key, tuple[str, HPA | None, tuple[Violation, ...]]] = {}
@@ -235,6 +239,7 @@ class Controller:
     def _autoscaler_deleted(self, obj: Obj) -> None:
         key = object_key(obj)
         self._history.pop(key, None)
+        self.decisions.forget(key)
         self._parsed.pop(key, None)
         self._second_due.pop(key, None)
         self._selectors.get(key[0], {}).pop(key, None)
@@ -458,6 +463,7 @@ class Controller:
             # Leadership was lost during the reconcile: the new leader decides; write nothing.
             return "not_leader"
         outcome = "ok"
+        decided_at = self._clock.wall()
         if decision.rescale and path is not None and scale_obj is not None:
             try:
                 _, attempts = await update_replicas(self._client, path, scale_obj, decision.desired_replicas)
@@ -474,6 +480,8 @@ class Controller:
                 self.telemetry.scale_writes.labels(result="error").inc()
                 decision = decision.rescale_failed(err.message)
         self._history[key] = decision.history
+        reason = reason_of(decision)
+        self.decisions.add(key, hpa.spec if hpa is not None else None, decision, reason, decided_at)
         # Most reconciles change nothing: then no coroutine, no task.
         writes = [self._write_status(key, obj, decision)] if decision.status_changed else []
         writes.extend(self._events.record(obj, e.type, e.reason, e.message) for e in decision.events)
@@ -481,7 +489,7 @@ class Controller:
             await writes[0]
         elif writes:
             await asyncio.gather(*writes)
-        self._log_decision(key, hpa, decision)
+        self._log_decision(key, decision, reason)
         if decision.error is not None:
             return "error"
         return outcome
@@ -508,11 +516,10 @@ class Controller:
             log.warning("status not written", key=_key_str(key), error=err.message)
             await self._events.record(obj, "Warning", "FailedUpdateStatus", err.message)
 
-    def _log_decision(self, key: Key, hpa: HPA | None, decision: Decision) -> None:
+    def _log_decision(self, key: Key, decision: Decision, reason: str) -> None:
         if not _decision_logger.isEnabledFor(logging.INFO):
             return  # building the record costs more than the decision itself
-        metrics = effective_metrics(hpa.spec) if hpa is not None else ()
-        log.info("decision", key=_key_str(key), **decision_fields(metrics, decision))
+        log.info("decision", key=_key_str(key), **decision_fields(decision, reason))
 
 
 def object_key(obj: Obj) -> Key:

@@ -1,42 +1,32 @@
-"""The fields of the per-decision log record (pure): metric values, usage ratios, limits, result."""
+"""The fields of the per-decision log record (pure): metric values, usage ratios, limits, result, reason."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from autoscaler.core.kube_json import hpa_status_to_json
 from autoscaler.core.reconcile import Decision
-from autoscaler.core.types import MetricSpec, MetricStatus
 
 
-def _ratio(spec: MetricSpec, status: MetricStatus) -> float | None:
-    """current / target of one metric (the usage ratio before tolerance and pod readiness corrections)."""
-    target, current = spec.target, status.current
-    if current is None or status.type != spec.type:
-        return None
-    pairs = (
-        (current.average_utilization, target.average_utilization),
-        (current.average_value.milli if current.average_value else None, target.average_value),
-        (current.value.milli if current.value else None, target.value),
-    )
-    for have, want in pairs:
-        if have is not None and want:
-            return round(have / want, 4)
-    return None
+def _ratio(ratio: float | None) -> float | None:
+    # Rounded for the reader; a ratio over zero pods is not finite, which JSON cannot carry.
+    return round(ratio, 4) if ratio is not None and math.isfinite(ratio) else None
 
 
-def decision_fields(metrics: tuple[MetricSpec, ...], decision: Decision) -> dict[str, Any]:
+def decision_fields(decision: Decision, reason: str) -> dict[str, Any]:
+    """The log record's fields; `reason` is the decision's sentence (autoscaler.reasons), as in its record.
+    `ratios` are the core's usage ratios (current / target, before tolerance and readiness corrections)."""
     status = decision.status
-    statuses = status.current_metrics or ()
     limited = next((c for c in status.conditions if c.type == "ScalingLimited" and c.status == "True"), None)
     return {
         "metric": decision.metric_name or None,
         "metrics": hpa_status_to_json(status).get("currentMetrics", []),
-        "ratios": [_ratio(spec, st) for spec, st in zip(metrics, statuses, strict=False)],
+        "ratios": [_ratio(r) for r in decision.trace.ratios] if decision.trace is not None else [],
         "current": status.current_replicas,
         "proposal": decision.desired_replicas,
         "limited": limited.reason if limited is not None else None,
         "result": "rescaled" if decision.rescale else ("failed" if decision.error else "unchanged"),
-        "reason": decision.reason or None,
+        "reason": reason,
         "error": decision.error,
     }

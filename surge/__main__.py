@@ -10,9 +10,10 @@ import sys
 from collections.abc import Sequence
 
 from shared.cli import OneLineErrorParser, add_version_flag
+from surge import explain
 from surge.simulate import command as simulate
 
-SUBCOMMANDS = (simulate,)
+SUBCOMMANDS = (simulate, explain)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -559,16 +559,34 @@ def _metric_json(metric: MetricIdentifier) -> dict[str, Any]:
     return out
 
 
+def metric_value_to_json(value: MetricValueStatus) -> dict[str, Any]:
+    """A ``current`` entry of ``status.currentMetrics`` (MetricValueStatus)."""
+    current: dict[str, Any] = {}
+    if value.value is not None:
+        current["value"] = _quantity_json(value.value)
+    if value.average_value is not None:
+        current["averageValue"] = _quantity_json(value.average_value)
+    if value.average_utilization is not None:
+        current["averageUtilization"] = value.average_utilization
+    return current
+
+
+def metric_target_to_json(target: MetricTarget) -> dict[str, Any]:
+    """A metric spec's ``target`` (MetricTarget), quantities in the decimal format."""
+    out: dict[str, Any] = {"type": target.type}
+    if target.value is not None:
+        out["value"] = str(Quantity.from_milli(target.value))
+    if target.average_value is not None:
+        out["averageValue"] = str(Quantity.from_milli(target.average_value))
+    if target.average_utilization is not None:
+        out["averageUtilization"] = target.average_utilization
+    return out
+
+
 def metric_status_to_json(status: MetricStatus) -> dict[str, Any]:
     if status.current is None:
         return {"type": status.type}
-    current: dict[str, Any] = {}
-    if status.current.value is not None:
-        current["value"] = _quantity_json(status.current.value)
-    if status.current.average_value is not None:
-        current["averageValue"] = _quantity_json(status.current.average_value)
-    if status.current.average_utilization is not None:
-        current["averageUtilization"] = status.current.average_utilization
+    current = metric_value_to_json(status.current)
     source: dict[str, Any]
     if status.type == RESOURCE:
         source = {"name": status.name, "current": current}

@@ -52,6 +52,7 @@ class MetricOutcome(NamedTuple):
     metric_name: str
     timestamp: datetime
     status: MetricStatus
+    ratio: float | None  # the calculator's usage ratio (current / target)
 
 
 class MetricFailure(Exception):
@@ -126,7 +127,7 @@ def _resource(
         kind = "container resource" if is_container else "resource"
         name = f"{resource} {kind} utilization (percentage of request)"
     status = MetricStatus(type=spec.type, current=current, name=resource, container=container)
-    return MetricOutcome(p.replicas, name, p.timestamp, status)
+    return MetricOutcome(p.replicas, name, p.timestamp, status, p.ratio)
 
 
 def _pods(
@@ -145,7 +146,7 @@ def _pods(
     status = MetricStatus(
         type=PODS, current=MetricValueStatus(average_value=MilliQuantity(p.usage)), metric=spec.metric
     )
-    return MetricOutcome(p.replicas, f"pods metric {spec.metric.name}", p.timestamp, status)
+    return MetricOutcome(p.replicas, f"pods metric {spec.metric.name}", p.timestamp, status, p.ratio)
 
 
 def _selector_name(spec: MetricSpec) -> str:
@@ -195,7 +196,7 @@ def _object(
             reason, INVALID_OBJECT_SOURCE, f"failed to get object metric value: {INVALID_OBJECT_SOURCE}"
         )
     status = MetricStatus(type=OBJECT, current=current, metric=metric, described_object=described)
-    return MetricOutcome(p.replicas, name, p.timestamp, status)
+    return MetricOutcome(p.replicas, name, p.timestamp, status, p.ratio)
 
 
 def _external(
@@ -234,7 +235,7 @@ def _external(
     else:
         raise MetricFailure(reason, INVALID_EXTERNAL_SOURCE, f"{outer}: {INVALID_EXTERNAL_SOURCE}")
     status = MetricStatus(type=EXTERNAL, current=current, metric=metric)
-    return MetricOutcome(p.replicas, _selector_name(spec), p.timestamp, status)
+    return MetricOutcome(p.replicas, _selector_name(spec), p.timestamp, status, p.ratio)
 
 
 class MetricsResult(NamedTuple):
@@ -248,6 +249,7 @@ class MetricsResult(NamedTuple):
     error: str | None
     failures: tuple[MetricFailure, ...]  # in spec order; each one is also a Warning event
     proposals: tuple[int | None, ...]  # per spec, None where it failed (for the monitor)
+    ratios: tuple[float | None, ...]  # per spec, the usage ratio; None where it failed
 
 
 def compute_replicas_for_metrics(
@@ -268,6 +270,7 @@ def compute_replicas_for_metrics(
     statuses: list[MetricStatus] = []
     failures: list[MetricFailure] = []
     proposals: list[int | None] = []
+    ratios: list[float | None] = []
     for spec, answer in zip(specs, answers, strict=True):
         try:
             outcome = compute_replicas_for_metric(
@@ -277,9 +280,11 @@ def compute_replicas_for_metrics(
             failures.append(failure)
             statuses.append(MetricStatus())
             proposals.append(None)
+            ratios.append(None)
             continue
         statuses.append(outcome.status)
         proposals.append(outcome.replicas)
+        ratios.append(outcome.ratio)
         if replicas == 0 or outcome.replicas > replicas:
             replicas, metric_name, timestamp = outcome.replicas, outcome.metric_name, outcome.timestamp
     error = None
@@ -289,7 +294,16 @@ def compute_replicas_for_metrics(
             f"first error is: {failures[0].error}"
         )
     if len(failures) >= len(specs) or (failures and replicas < spec_replicas):
-        return MetricsResult(-1, "", tuple(statuses), ZERO_TIME, error, tuple(failures), tuple(proposals))
+        return MetricsResult(
+            -1, "", tuple(statuses), ZERO_TIME, error, tuple(failures), tuple(proposals), tuple(ratios)
+        )
     return MetricsResult(
-        replicas, metric_name, tuple(statuses), timestamp, error, tuple(failures), tuple(proposals)
+        replicas,
+        metric_name,
+        tuple(statuses),
+        timestamp,
+        error,
+        tuple(failures),
+        tuple(proposals),
+        tuple(ratios),
     )

@@ -38,11 +38,15 @@ from autoscaler.core.types import (
     History,
     HPASpec,
     HPAStatus,
+    LimitsTrace,
     MetricStatus,
     Pod,
     Recommendation,
+    ScalingPolicy,
     Snapshot,
+    StabilizationTrace,
     Tolerances,
+    Trace,
 )
 from autoscaler.core.validation import Violation
 from shared.selectors import parse_selector
@@ -97,7 +101,8 @@ class Decision:
     write (only needed when ``status_changed``). ``history`` is carried into the next decision.
     ``error`` is the error upstream's reconcile returns (logged; the HPA is requeued), or None.
     All fields assume the scale update, if any, succeeds; see ``rescale_failed``.
-    ``action`` and ``metric_computations`` carry the labels of upstream's monitor metrics.
+    ``action`` and ``metric_computations`` carry the labels of upstream's monitor metrics. ``trace`` is
+    how the count came about (metrics, stabilization, limits), None when no metric was computed.
     """
 
     desired_replicas: int
@@ -112,6 +117,7 @@ class Decision:
     metric_timestamp: datetime | None = None
     metric_computations: tuple[MetricComputation, ...] = ()
     error_label: str = "none"  # reconciliations_total error label: "none" | "internal" | "spec"
+    trace: Trace | None = None
     _before_rescale: _BeforeRescale | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -158,6 +164,7 @@ class Decision:
             metric_name=self.metric_name,
             metric_timestamp=self.metric_timestamp,
             metric_computations=self.metric_computations,
+            trace=self.trace,
         )
 
 
@@ -247,6 +254,7 @@ def _metrics_failed(
     error_text: str,
     observed_generation: int | None,
     computations: tuple[MetricComputation, ...] = (),
+    trace: Trace | None = None,
 ) -> Decision:
     """No replica count could be computed: record what is known, keep the old desired count."""
     status = HPAStatus(
@@ -271,6 +279,7 @@ def _metrics_failed(
         ),
         metric_computations=computations,
         error_label="internal",
+        trace=trace,
     )
 
 
@@ -323,6 +332,7 @@ def decide(snapshot: Snapshot) -> Decision:
     metric_timestamp: datetime | None = None
     computations: tuple[MetricComputation, ...] = ()
     error_label = "none"
+    trace: Trace | None = None
 
     scaled_to_zero = gates.hpa_scale_to_zero and has_true_condition(conditions, SCALED_TO_ZERO)
     has_object_or_external = any(m.type in (OBJECT, EXTERNAL) for m in spec.metrics)
@@ -407,6 +417,7 @@ def decide(snapshot: Snapshot) -> Decision:
                 result.error or "",
                 observed_generation,
                 computations,
+                Trace(ctx.tolerances, result.ratios, result.proposals),
             )
         conditions = set_condition(
             conditions,
@@ -428,6 +439,7 @@ def decide(snapshot: Snapshot) -> Decision:
             reason = f"{rescale_metric} above target"
         if desired < current:
             reason = ALL_BELOW_TARGET
+        proposal = desired
 
         if spec.behavior is None:
             stabilized = stabilize_recommendation(
@@ -436,6 +448,16 @@ def decide(snapshot: Snapshot) -> Decision:
             stabilized_replicas = stabilized.replicas
             stabilized_reason = SCALE_DOWN_STABILIZED
             recommendations = stabilized.recommendations
+            stabilization = StabilizationTrace(
+                proposal,
+                stabilized_replicas,
+                None,
+                config.downscale_stabilization_window_s,
+                (),
+                stabilized.window,
+            )
+            policies: tuple[ScalingPolicy, ...] = ()
+            select_policy: str | None = None
             limited = convert_desired_replicas_with_rules(
                 current,
                 stabilized_replicas,
@@ -463,6 +485,18 @@ def decide(snapshot: Snapshot) -> Decision:
             stabilized_replicas = stabilized_b.replicas
             stabilized_reason = stabilized_b.reason, stabilized_b.message
             recommendations = stabilized_b.recommendations
+            stabilization = StabilizationTrace(
+                proposal,
+                stabilized_replicas,
+                scale_up.stabilization_window_seconds or 0,
+                scale_down.stabilization_window_seconds or 0,
+                stabilized_b.scale_up_window,
+                stabilized_b.scale_down_window,
+            )
+            rules = scale_up if stabilized_replicas > current else scale_down
+            changing = stabilized_replicas != current
+            policies = (rules.policies or ()) if changing else ()
+            select_policy = rules.select_policy if changing else None
             limited = convert_desired_replicas_with_behavior_rate(
                 current,
                 stabilized_replicas,
@@ -494,6 +528,22 @@ def decide(snapshot: Snapshot) -> Decision:
             now,
         )
         desired = limited.replicas
+        trace = Trace(
+            ctx.tolerances,
+            result.ratios,
+            result.proposals,
+            stabilization,
+            LimitsTrace(
+                min_replicas,
+                spec.max_replicas,
+                policies,
+                select_policy,
+                limited.rate_limit,
+                limited.policy,
+                limited.replicas,
+                limited.reason,
+            ),
+        )
 
         if current == 0 and min_replicas != 0 and scaled_to_zero and desired < min_replicas:
             desired = min_replicas
@@ -570,6 +620,7 @@ def decide(snapshot: Snapshot) -> Decision:
         metric_timestamp=metric_timestamp,
         metric_computations=computations,
         error_label=error_label,
+        trace=trace,
         _before_rescale=before if rescale else None,
     )
 

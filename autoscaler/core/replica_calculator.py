@@ -62,6 +62,8 @@ class Proposal(NamedTuple):
     usage: int  # milli; the average, the sum or the per-pod value depending on the calculator
     timestamp: datetime
     utilization: int | None = None  # percent, utilization targets only
+    # The usage ratio (current / target) of the first pass, before tolerance and readiness corrections.
+    ratio: float | None = None
 
 
 def get_resource_replicas(
@@ -89,8 +91,8 @@ def get_resource_replicas(
     scale_up_with_unready = bool(groups.unready) and ratio > 1.0
     if not scale_up_with_unready and not groups.missing:
         if tolerances.is_within(ratio):
-            return Proposal(current_replicas, raw, timestamp, utilization)
-        return Proposal(ceil_int32(ratio * groups.ready_count), raw, timestamp, utilization)
+            return Proposal(current_replicas, raw, timestamp, utilization, ratio)
+        return Proposal(ceil_int32(ratio * groups.ready_count), raw, timestamp, utilization, ratio)
 
     # Scaling down, a pod without a sample is assumed to use at least its whole request.
     fallback = max(100, target_utilization)
@@ -100,7 +102,7 @@ def get_resource_replicas(
 
     new_ratio, _, _ = resource_utilization_ratio(metrics, requests, target_utilization)
     replicas = _rebalanced_replicas(tolerances, current_replicas, ratio, new_ratio, len(metrics))
-    return Proposal(replicas, raw, timestamp, utilization)
+    return Proposal(replicas, raw, timestamp, utilization, ratio)
 
 
 def get_raw_resource_replicas(
@@ -117,8 +119,10 @@ def get_raw_resource_replicas(
         metrics, timestamp = resource_samples(answer, resource, container)
     except MetricsClientError as err:
         raise ReplicaCalcError(f"unable to get metrics for resource {resource}: {err}") from None
-    replicas, usage = calc_plain_metric_replicas(ctx, metrics, current_replicas, target_usage, resource, pods)
-    return Proposal(replicas, usage, timestamp)
+    replicas, usage, ratio = calc_plain_metric_replicas(
+        ctx, metrics, current_replicas, target_usage, resource, pods
+    )
+    return Proposal(replicas, usage, timestamp, ratio=ratio)
 
 
 def get_metric_replicas(
@@ -134,8 +138,10 @@ def get_metric_replicas(
         metrics, timestamp = pods_metric_samples(answer)
     except MetricsClientError as err:
         raise ReplicaCalcError(f"unable to get metric {metric_name}: {err}") from None
-    replicas, usage = calc_plain_metric_replicas(ctx, metrics, current_replicas, target_usage, "", pods)
-    return Proposal(replicas, usage, timestamp)
+    replicas, usage, ratio = calc_plain_metric_replicas(
+        ctx, metrics, current_replicas, target_usage, "", pods
+    )
+    return Proposal(replicas, usage, timestamp, ratio=ratio)
 
 
 def calc_plain_metric_replicas(
@@ -145,10 +151,10 @@ def calc_plain_metric_replicas(
     target_usage: int,
     resource: str,
     pods: Sequence[Pod],
-) -> tuple[int, int]:
+) -> tuple[int, int, float]:
     """calcPlainMetricReplicas: GetResourceReplicas' shape for average-value targets.
 
-    No requests are involved; missing pods count as the target.
+    No requests are involved; missing pods count as the target. Returns (replicas, usage, first-pass ratio).
     """
     groups = _group_and_filter(ctx, metrics, resource, pods)
     ratio, usage = metric_usage_ratio(metrics, target_usage)
@@ -157,13 +163,13 @@ def calc_plain_metric_replicas(
     scale_up_with_unready = bool(groups.unready) and ratio > 1.0
     if not scale_up_with_unready and not groups.missing:
         if tolerances.is_within(ratio):
-            return current_replicas, usage
-        return ceil_int32(ratio * groups.ready_count), usage
+            return current_replicas, usage, ratio
+        return ceil_int32(ratio * groups.ready_count), usage, ratio
 
     _fill_in_assumptions(metrics, groups, ratio, scale_up_with_unready, lambda _: target_usage)
 
     new_ratio, _ = metric_usage_ratio(metrics, target_usage)
-    return _rebalanced_replicas(tolerances, current_replicas, ratio, new_ratio, len(metrics)), usage
+    return _rebalanced_replicas(tolerances, current_replicas, ratio, new_ratio, len(metrics)), usage, ratio
 
 
 def _fill_in_assumptions(
@@ -258,7 +264,7 @@ def get_object_metric_replicas(
     usage = _object_usage(metric_name, namespace, described_object, answer)[0]
     ratio = fdiv(usage, target_usage)
     replicas = usage_ratio_replica_count(ctx.tolerances, current_replicas, ratio, pods)
-    return Proposal(replicas, usage, ZERO_TIME)
+    return Proposal(replicas, usage, ZERO_TIME, ratio=ratio)
 
 
 def get_object_per_pod_metric_replicas(
@@ -276,7 +282,7 @@ def get_object_per_pod_metric_replicas(
     ratio = fdiv(usage, float(target_average_usage) * float(status_replicas))
     if not ctx.tolerances.is_within(ratio):
         replicas = ceil_int32(fdiv(usage, target_average_usage))
-    return Proposal(replicas, ceil_int64(fdiv(usage, status_replicas)), timestamp)
+    return Proposal(replicas, ceil_int64(fdiv(usage, status_replicas)), timestamp, ratio=ratio)
 
 
 def _object_usage(
@@ -311,7 +317,7 @@ def get_external_metric_replicas(
         usage += v
     ratio = fdiv(usage, target_usage)
     replicas = usage_ratio_replica_count(ctx.tolerances, current_replicas, ratio, pods)
-    return Proposal(replicas, usage, ZERO_TIME)
+    return Proposal(replicas, usage, ZERO_TIME, ratio=ratio)
 
 
 def get_external_per_pod_metric_replicas(
@@ -336,7 +342,7 @@ def get_external_per_pod_metric_replicas(
     if not ctx.tolerances.is_within(ratio):
         replicas = ceil_int32(fdiv(usage, target_average_usage))
     reported = MAX_INT64 if float(usage) >= float(MAX_INT64) else ceil_int64(fdiv(usage, status_replicas))
-    return Proposal(replicas, reported, timestamp)
+    return Proposal(replicas, reported, timestamp, ratio=ratio)
 
 
 def _external_values(

@@ -385,3 +385,52 @@ class Event:
     type: str  # "Normal" | "Warning"
     reason: str
     message: str
+
+
+# --- how the decision came about (for explanations; upstream keeps none of it) ------------------
+# Named tuples rather than frozen dataclasses: decide() builds them on every call, at a third of the cost.
+
+
+class StabilizationTrace(NamedTuple):
+    """The stabilization step: the metrics' proposal in, the stabilized count out, and the counts each
+    window held (this proposal included). The scale-up window's lowest and the scale-down window's
+    highest count bound the result; without a behavior there is no scale-up window (``None``)."""
+
+    proposal: int
+    replicas: int
+    scale_up_window_s: float | None
+    scale_down_window_s: float
+    scale_up_recommendations: tuple[int, ...]
+    scale_down_recommendations: tuple[int, ...]
+
+
+class LimitsTrace(NamedTuple):
+    """The limits step: the bounds, the rate rules of the change's direction and which one limited.
+
+    ``policies``/``select_policy`` are the behavior's rules for the direction of the change (empty/None
+    without a behavior or without a change). ``rate_limit`` is the bound the rate rules set (the highest
+    count scaling up, the lowest scaling down; None when they set none) and ``limiting_policy`` the policy
+    that gave it (None without a behavior or with ``selectPolicy: Disabled``). ``reason`` is the
+    ScalingLimited condition's reason.
+    """
+
+    min_replicas: int
+    max_replicas: int
+    policies: tuple[ScalingPolicy, ...]
+    select_policy: str | None
+    rate_limit: int | None
+    limiting_policy: ScalingPolicy | None
+    replicas: int
+    reason: str
+
+
+class Trace(NamedTuple):
+    """The derivation of a decision. Per effective metric: its usage ratio (current / target, before the
+    tolerance and the readiness corrections) and the count it proposed, both None when it failed. Then
+    stabilization and limits, None when no replica count could be computed."""
+
+    tolerances: Tolerances
+    ratios: tuple[float | None, ...]
+    proposals: tuple[int | None, ...]
+    stabilization: StabilizationTrace | None = None
+    limits: LimitsTrace | None = None

@@ -139,6 +139,30 @@ async def running_controller(
 ) -> AsyncIterator[Controller]:
     """The daemon as `python -m autoscaler` builds it, started in-process; metrics_url None means
     through the API server's aggregation, as without --metrics-url."""
+    async with running_daemon(
+        kubeconfig,
+        metrics_url,
+        source=source,
+        workers=workers,
+        reconcile_deadline=reconcile_deadline,
+        selector=selector,
+        clock=clock,
+    ) as daemon:
+        yield daemon.controller
+
+
+@asynccontextmanager
+async def running_daemon(
+    kubeconfig: Path,
+    metrics_url: str | None,
+    *,
+    source: str = "crd",
+    workers: int = 4,
+    reconcile_deadline: float = 10.0,
+    selector: str = "",
+    clock: Clock = LOOP_CLOCK,
+) -> AsyncIterator[AutoscalerDaemon]:
+    """As `running_controller`, for tests of the daemon's port (its `port` is set once started)."""
     metrics = [] if metrics_url is None else [f"--metrics-url={metrics_url}"]
     options = parse_options(
         [
@@ -157,7 +181,7 @@ async def running_controller(
     daemon = await AutoscalerDaemon.create(options, clock)
     try:
         await daemon.start()
-        yield daemon.controller
+        yield daemon
     finally:
         await daemon.stop()
 

@@ -129,7 +129,6 @@ def test_api_versions_split_like_schema_parse_group_version() -> None:
 
 
 def test_decision_log_fields_carry_values_ratio_proposal_and_result() -> None:
-    from autoscaler.core.defaults import effective_metrics
     from autoscaler.core.reconcile import decide
     from autoscaler.core.types import PodMetricValue, PodsMetricAnswer, Scale, Snapshot
     from autoscaler.decisionlog import decision_fields
@@ -158,9 +157,9 @@ def test_decision_log_fields_carry_values_ratio_proposal_and_result() -> None:
     decision = decide(
         Snapshot(hpa=hpa, scale=Scale(2, 2, "app=web"), pods=pods, metric_answers=(answer,), now=now)
     )
-    fields = decision_fields(effective_metrics(hpa.spec), decision)
+    fields = decision_fields(decision, "the reason")
     assert fields["ratios"] == [2.0]
     assert fields["metrics"][0]["pods"]["current"]["averageValue"] == "3"
     assert (fields["current"], fields["proposal"], fields["result"]) == (2, 4, "rescaled")
-    assert fields["reason"] == "pods metric rps above target"
+    assert fields["reason"] == "the reason"
     assert fields["limited"] is None

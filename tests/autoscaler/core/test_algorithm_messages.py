@@ -81,7 +81,7 @@ def test_behavior_limit_messages(
     current: int, desired: int, up: ScalingRules, down: ScalingRules, replicas: int, reason: str, message: str
 ) -> None:
     limited = convert_desired_replicas_with_behavior_rate(current, desired, 2, 10, up, down, (), (), b.T0)
-    assert tuple(limited) == (replicas, reason, message)
+    assert (limited.replicas, limited.reason, limited.message) == (replicas, reason, message)
 
 
 @pytest.mark.parametrize(

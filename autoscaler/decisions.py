@@ -1,0 +1,274 @@
+"""The last decisions of each autoscaler, kept compact in memory, as JSON on request.
+
+Served at `/debug/decisions/<namespace>/<name>` (read by `surge explain`); the per-target series of
+/metrics come from each autoscaler's newest record.
+
+Memory (10,000 autoscalers must fit the daemon in 250 MiB; a kilobyte per autoscaler is 10 MiB of it):
+- The newest record keeps references to what the decision built anyway (the status's metric entries and
+  conditions, the parsed spec the daemon caches) and a few numbers. Decisions with the same outcome as it
+  (replica counts, reason, stabilization, limits, what the conditions say, the metrics' proposals) update
+  it in place, its time, metric values and conditions: a steady autoscaler keeps one record.
+- A change of outcome retires the newest record into `older`: its JSON, compressed together with the
+  other retired ones (up to RECORDS_PER_TARGET - 1). As objects a retired record would keep about 1.2 KB
+  alive (120 MiB at 10,000 autoscalers with 10 records each).
+Measured at 10,000 autoscalers (tracemalloc): 4 MiB when steady (one record each), 15 MiB when every
+decision changes the outcome (ten records each). CPU: a merged decision about 10-20 µs with its reason
+(a reconcile takes about 0.5 ms), a change of outcome about 0.1 ms.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import zlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from autoscaler.core.defaults import effective_metrics
+from autoscaler.core.kube_json import format_time, metric_target_to_json, metric_value_to_json
+from autoscaler.core.reconcile import Decision
+from autoscaler.core.types import (
+    CONTAINER_RESOURCE,
+    RESOURCE,
+    Condition,
+    HPASpec,
+    LimitsTrace,
+    MetricSpec,
+    MetricStatus,
+    ScalingPolicy,
+    StabilizationTrace,
+)
+
+RECORDS_PER_TARGET = 10
+
+Key = tuple[str, str]
+
+
+@dataclass(slots=True)
+class DecisionRecord:
+    time: float  # unix seconds of the decision
+    current: int
+    desired: int  # the status's desiredReplicas
+    reason: str
+    spec: HPASpec | None  # None when the spec could not be read
+    metric_statuses: tuple[MetricStatus, ...]  # status.currentMetrics
+    # Per effective metric, as in the decision's trace; () when no metric was computed.
+    ratios: tuple[float | None, ...]
+    proposals: tuple[int | None, ...]
+    stabilization: StabilizationTrace | None  # windows reduced to their distinct counts
+    limits: LimitsTrace | None
+    conditions: tuple[Condition, ...]
+    last_scale_time: float | None  # unix seconds of status.lastScaleTime
+
+    def same_outcome(self, other: DecisionRecord) -> bool:
+        return (
+            self.current == other.current
+            and self.desired == other.desired
+            and self.reason == other.reason
+            and self.spec == other.spec  # re-parsed, equal, after each status write
+            and self.stabilization == other.stabilization
+            and self.limits == other.limits
+            and self.proposals == other.proposals
+            and _said(self.conditions) == _said(other.conditions)
+        )
+
+
+def _said(conditions: tuple[Condition, ...]) -> list[tuple[str, str, str, str]]:
+    """What the conditions say, without their transition times (microseconds until written, whole
+    seconds once read back)."""
+    return [(c.type, c.status, c.reason, c.message) for c in conditions]
+
+
+def _distinct(counts: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(sorted(set(counts), reverse=True))
+
+
+def _compact(stabilization: StabilizationTrace | None) -> StabilizationTrace | None:
+    """The windows as their distinct counts: a window holds one entry per reconcile in it (300 at a 1 s
+    period), mostly the same count."""
+    if stabilization is None:
+        return None
+    return stabilization._replace(
+        scale_up_recommendations=_distinct(stabilization.scale_up_recommendations),
+        scale_down_recommendations=_distinct(stabilization.scale_down_recommendations),
+    )
+
+
+@dataclass(slots=True)
+class _Target:
+    newest: DecisionRecord
+    older: bytes = b""  # zlib of the retired records' JSON, one a line, newest first
+
+
+class DecisionRecords:
+    """Per autoscaler, its last decisions, bounded; see the module docstring."""
+
+    def __init__(self, per_target: int = RECORDS_PER_TARGET) -> None:
+        self._per_target = per_target
+        self._targets: dict[Key, _Target] = {}
+
+    def add(self, key: Key, spec: HPASpec | None, decision: Decision, reason: str, now: datetime) -> None:
+        status, trace = decision.status, decision.trace
+        record = DecisionRecord(
+            time=now.timestamp(),
+            current=status.current_replicas,
+            desired=status.desired_replicas,
+            reason=reason,
+            spec=spec,
+            metric_statuses=status.current_metrics or (),
+            ratios=trace.ratios if trace is not None else (),
+            proposals=trace.proposals if trace is not None else (),
+            stabilization=_compact(trace.stabilization) if trace is not None else None,
+            limits=trace.limits if trace is not None else None,
+            conditions=status.conditions,
+            last_scale_time=status.last_scale_time.timestamp() if status.last_scale_time else None,
+        )
+        target = self._targets.get(key)
+        if target is None:
+            self._targets[key] = _Target(record)
+            return
+        newest = target.newest
+        if record.same_outcome(newest):
+            newest.time = record.time
+            newest.metric_statuses = record.metric_statuses
+            newest.ratios = record.ratios
+            newest.conditions = record.conditions
+            newest.last_scale_time = record.last_scale_time
+            return
+        target.older = self._retire(key, newest, target.older)
+        target.newest = record
+
+    def _retire(self, key: Key, record: DecisionRecord, older: bytes) -> bytes:
+        lines = [json.dumps(record_json(key, record), separators=(",", ":")).encode()]
+        if older:
+            lines += zlib.decompress(older).split(b"\n")
+        kept = lines[: self._per_target - 1]
+        # Level 1: a third of level 6's time for a fifth more bytes.
+        return zlib.compress(b"\n".join(kept), 1) if kept else b""
+
+    def forget(self, key: Key) -> None:
+        self._targets.pop(key, None)
+
+    def records_json(self, key: Key) -> list[dict[str, Any]] | None:
+        """The records of one autoscaler as JSON, newest first; None when it has none."""
+        target = self._targets.get(key)
+        if target is None:
+            return None
+        older = (
+            [json.loads(line) for line in zlib.decompress(target.older).split(b"\n")] if target.older else []
+        )
+        return [record_json(key, target.newest), *older]
+
+    def newest(self) -> list[tuple[Key, DecisionRecord]]:
+        """Every autoscaler's newest record (a snapshot: later decisions do not change the list)."""
+        return [(key, target.newest) for key, target in self._targets.items()]
+
+
+# --- JSON ------------------------------------------------------------------------------------------
+
+
+def metric_name(spec: MetricSpec) -> str:
+    """The resource name of a Resource or ContainerResource metric, otherwise the metric's name."""
+    if spec.type in (RESOURCE, CONTAINER_RESOURCE):
+        return spec.name
+    return spec.metric.name if spec.metric is not None else ""
+
+
+def instant(unix: float) -> str:
+    """RFC 3339 in UTC with milliseconds (decisions can come more than once a second)."""
+    return datetime.fromtimestamp(unix, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _finite(value: float | None) -> float | None:
+    # A ratio over zero pods is infinite or NaN, which JSON cannot carry.
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _policy_json(policy: ScalingPolicy) -> dict[str, Any]:
+    return {"type": policy.type, "value": policy.value, "periodSeconds": policy.period_seconds}
+
+
+def _metrics_json(record: DecisionRecord) -> list[dict[str, Any]]:
+    if record.spec is None:
+        return []
+    entries = []
+    for i, spec in enumerate(effective_metrics(record.spec)):
+        status = record.metric_statuses[i] if i < len(record.metric_statuses) else None
+        current = status.current if status is not None and status.type == spec.type else None
+        computed = i < len(record.proposals)
+        entries.append(
+            {
+                "type": spec.type,
+                "name": metric_name(spec),
+                "value": metric_value_to_json(current) if current is not None else None,
+                "target": metric_target_to_json(spec.target),
+                "ratio": _finite(record.ratios[i]) if computed else None,
+                "proposal": record.proposals[i] if computed else None,
+                # The adapter does not tell its clients the PromQL behind a metric.
+                "query": None,
+            }
+        )
+    return entries
+
+
+def _stabilization_json(stabilization: StabilizationTrace | None) -> dict[str, Any] | None:
+    if stabilization is None:
+        return None
+    selected, proposal = stabilization.replicas, stabilization.proposal
+    up_window = stabilization.scale_up_window_s
+    return {
+        "proposal": proposal,
+        "scaleUp": None
+        if up_window is None
+        else {
+            "windowSeconds": up_window,
+            "recommendations": list(stabilization.scale_up_recommendations),
+            "min": min(stabilization.scale_up_recommendations),
+        },
+        "scaleDown": {
+            "windowSeconds": stabilization.scale_down_window_s,
+            "recommendations": list(stabilization.scale_down_recommendations),
+            "max": max(stabilization.scale_down_recommendations),
+        },
+        "selected": selected,
+        "heldBy": "scaleDown" if selected > proposal else "scaleUp" if selected < proposal else None,
+    }
+
+
+def _limits_json(limits: LimitsTrace | None) -> dict[str, Any] | None:
+    if limits is None:
+        return None
+    return {
+        "minReplicas": limits.min_replicas,
+        "maxReplicas": limits.max_replicas,
+        "selectPolicy": limits.select_policy,
+        "policies": [_policy_json(p) for p in limits.policies],
+        "rateLimit": limits.rate_limit,
+        "limitingPolicy": _policy_json(limits.limiting_policy) if limits.limiting_policy else None,
+        "selected": limits.replicas,
+        "reason": limits.reason,
+    }
+
+
+def record_json(key: Key, record: DecisionRecord) -> dict[str, Any]:
+    return {
+        "target": f"{key[0]}/{key[1]}",
+        "time": instant(record.time),
+        "currentReplicas": record.current,
+        "desiredReplicas": record.desired,
+        "reason": record.reason,
+        "metrics": _metrics_json(record),
+        "stabilization": _stabilization_json(record.stabilization),
+        "limits": _limits_json(record.limits),
+        "conditions": [
+            {
+                "type": c.type,
+                "status": c.status,
+                "reason": c.reason,
+                "message": c.message,
+                "lastTransitionTime": format_time(c.last_transition_time),
+            }
+            for c in record.conditions
+        ],
+    }

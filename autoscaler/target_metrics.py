@@ -1,0 +1,124 @@
+"""Per-autoscaler series for /metrics, after kube-state-metrics' HPA series, from each newest decision record.
+
+`surge_autoscaler_target_*` mirrors `kube_horizontalpodautoscaler_*` with the labels `namespace` and
+`name`: spec min/max replicas, spec and status target metric (`metric_name`, `metric_target_type` =
+`value` | `average` | `utilization`), status current/desired replicas, the conditions, and the time of
+the last scale. Two differences: a condition has one series, for its current status (value 1), not one per
+possible status (kube-state-metrics writes three, 0 or 1); the last scale is a timestamp, as
+`time() - surge_autoscaler_target_status_last_scale_timestamp_seconds` gives the seconds since.
+
+The text is written here rather than through prometheus_client, measured at 10,000 autoscalers of 10
+series: its labelled children hold about 740 bytes per series (74 MiB) and its exposition takes about
+13 µs per series (1.3 s per scrape, 1.0 s through a custom collector); this holds nothing between scrapes
+and takes about 1 µs per series (0.1 s per scrape, in eight parts the daemon's loop runs between). A
+deleted autoscaler's records are dropped, and with them its series.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+from autoscaler.core.defaults import effective_metrics
+from autoscaler.core.types import HPASpec, MetricSpec, MetricTarget, MetricValueStatus
+from autoscaler.decisions import DecisionRecord, Key, metric_name
+
+PREFIX = "surge_autoscaler_target_"
+
+Entry = tuple[Key, DecisionRecord]
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _min_replicas(spec: HPASpec) -> int:
+    return spec.min_replicas if spec.min_replicas is not None else 1
+
+
+def _target_values(target: MetricTarget) -> Iterator[tuple[str, float]]:
+    if target.value is not None:
+        yield "value", target.value / 1000
+    if target.average_value is not None:
+        yield "average", target.average_value / 1000
+    if target.average_utilization is not None:
+        yield "utilization", target.average_utilization
+
+
+def _current_values(current: MetricValueStatus) -> Iterator[tuple[str, float]]:
+    if current.value is not None:
+        yield "value", current.value.milli / 1000
+    if current.average_value is not None:
+        yield "average", current.average_value.milli / 1000
+    if current.average_utilization is not None:
+        yield "utilization", current.average_utilization
+
+
+def _metric_labels(spec: MetricSpec, target_type: str) -> str:
+    return f',metric_name="{_escape(metric_name(spec))}",metric_target_type="{target_type}"'
+
+
+def _spec_targets(record: DecisionRecord) -> Iterator[tuple[str, float]]:
+    for spec in effective_metrics(record.spec) if record.spec is not None else ():
+        for kind, value in _target_values(spec.target):
+            yield _metric_labels(spec, kind), value
+
+
+def _status_targets(record: DecisionRecord) -> Iterator[tuple[str, float]]:
+    specs = effective_metrics(record.spec) if record.spec is not None else ()
+    for spec, status in zip(specs, record.metric_statuses, strict=False):
+        if status.current is not None and status.type == spec.type:  # else the metric failed
+            for kind, value in _current_values(status.current):
+                yield _metric_labels(spec, kind), value
+
+
+HELP = {
+    "spec_min_replicas": "Lower limit for the number of pods that can be set by the autoscaler.",
+    "spec_max_replicas": "Upper limit for the number of pods that can be set by the autoscaler.",
+    "spec_target_metric": "The target of each metric of the autoscaler (percent for utilization, else the "
+    "metric's unit).",
+    "status_target_metric": "The current value of each metric of the autoscaler at its last decision.",
+    "status_current_replicas": "Current number of replicas of the target, as the autoscaler last saw it.",
+    "status_desired_replicas": "Desired number of replicas of the target, as the autoscaler last wrote it.",
+    "status_condition": "The conditions of the autoscaler: a series per condition, labelled with its status.",
+    "status_last_scale_timestamp_seconds": "Unix time of the last scale of the target by the autoscaler "
+    "(status.lastScaleTime).",
+}
+METRIC_NAMES = tuple(PREFIX + name for name in HELP)
+
+
+def families(entries: Sequence[Entry]) -> Iterator[str]:
+    """The exposition text of each family (HELP, TYPE and its samples), one string per family.
+
+    Values are ints or finite floats (`repr` is Prometheus' float syntax then)."""
+    targets = [f'namespace="{_escape(ns)}",name="{_escape(name)}"' for (ns, name), _ in entries]
+    rows = list(zip(targets, (record for _, record in entries), strict=True))
+
+    def family(name: str, samples: Iterable[str]) -> str:
+        full = PREFIX + name
+        return f"# HELP {full} {HELP[name]}\n# TYPE {full} gauge\n" + "".join(
+            f"{full}{{{sample}\n" for sample in samples
+        )
+
+    with_spec = [(t, r, r.spec) for t, r in rows if r.spec is not None]
+    yield family("spec_min_replicas", (f"{t}}} {_min_replicas(spec)}" for t, _, spec in with_spec))
+    yield family("spec_max_replicas", (f"{t}}} {spec.max_replicas}" for t, _, spec in with_spec))
+    yield family(
+        "spec_target_metric", (f"{t}{labels}}} {v!r}" for t, r in rows for labels, v in _spec_targets(r))
+    )
+    yield family(
+        "status_target_metric", (f"{t}{labels}}} {v!r}" for t, r in rows for labels, v in _status_targets(r))
+    )
+    yield family("status_current_replicas", (f"{t}}} {r.current}" for t, r in rows))
+    yield family("status_desired_replicas", (f"{t}}} {r.desired}" for t, r in rows))
+    yield family(
+        "status_condition",
+        (
+            f'{t},condition="{_escape(c.type)}",status="{c.status.lower()}"}} 1'
+            for t, r in rows
+            for c in r.conditions
+        ),
+    )
+    yield family(
+        "status_last_scale_timestamp_seconds",
+        (f"{t}}} {r.last_scale_time!r}" for t, r in rows if r.last_scale_time is not None),
+    )

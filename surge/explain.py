@@ -1,0 +1,230 @@
+"""`surge explain NAMESPACE/NAME --autoscaler-url URL [-o text|json]`: why an autoscaler has its count.
+
+Reads the newest decision record the autoscaler daemon keeps for the target (`/debug/decisions/<namespace>/
+<name>` on its metrics port) and prints it like `kubectl describe hpa`, followed by the derivation: each
+metric's value, ratio and proposal, then stabilization, limits and the result. `-o json` prints the record.
+An unknown target or an unreachable daemon is one line on stderr and exit status 1; flag errors exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import urllib.error
+import urllib.request
+from typing import Any
+from urllib.parse import quote
+
+from shared.cli import http_url
+
+NAME = "explain"
+HELP = "why an autoscaler has its replica count: its last decision, from the autoscaler daemon"
+DESCRIPTION = (
+    "Prints the newest decision the autoscaler daemon recorded for NAMESPACE/NAME: the autoscaler as "
+    "`kubectl describe hpa` shows it, the reason in one sentence, and the derivation (metric -> ratio -> "
+    "proposal -> stabilization -> limits -> result). The daemon serves its records on its metrics port "
+    "(--port, 8080 by default); only the leader decides, so ask the leading replica."
+)
+TIMEOUT_SECONDS = 10.0
+
+Record = dict[str, Any]
+
+
+class ExplainError(Exception):
+    """No record could be had: the message says why, in one line."""
+
+
+def _target(text: str) -> tuple[str, str]:
+    """argparse type: NAMESPACE/NAME."""
+    namespace, _, name = text.partition("/")
+    if not namespace or not name or "/" in name:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAMESPACE/NAME")
+    return namespace, name
+
+
+def register(subcommands: Any) -> None:
+    """Add `explain` to the `surge` command's subcommands."""
+    p = subcommands.add_parser(NAME, help=HELP, description=DESCRIPTION)
+    p.add_argument("target", type=_target, metavar="NAMESPACE/NAME", help="the autoscaler")
+    p.add_argument(
+        "--autoscaler-url",
+        type=http_url,
+        required=True,
+        metavar="URL",
+        help="the autoscaler daemon's metrics port, e.g. http://127.0.0.1:8080",
+    )
+    p.add_argument(
+        "-o", "--output", choices=("text", "json"), default="text", help="text (default) or the JSON record"
+    )
+    p.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        record = latest_record(args.autoscaler_url, args.target)
+    except ExplainError as err:
+        sys.stderr.write(f"surge explain: error: {err}\n")
+        return 1
+    print(json.dumps(record, indent=2) if args.output == "json" else describe(record))
+    return 0
+
+
+def latest_record(base_url: str, target: tuple[str, str]) -> Record:
+    """The newest decision record of `target` from the daemon at `base_url`."""
+    namespace, name = target
+    url = f"{base_url.rstrip('/')}/debug/decisions/{quote(namespace, safe='')}/{quote(name, safe='')}"
+    try:
+        with urllib.request.urlopen(url, timeout=TIMEOUT_SECONDS) as answer:
+            body = json.load(answer)
+    except urllib.error.HTTPError as err:
+        raise ExplainError(_refusal(err)) from None
+    except (urllib.error.URLError, OSError) as err:
+        reason = getattr(err, "reason", err)
+        raise ExplainError(f"cannot reach the autoscaler at {base_url}: {reason}") from None
+    except ValueError:
+        raise ExplainError(f"{url} did not answer with JSON: is it an autoscaler's metrics port?") from None
+    decisions = body.get("decisions") if isinstance(body, dict) else None
+    if not decisions:
+        raise ExplainError(f"{url} answered without a decision record")
+    record: Record = decisions[0]
+    return record
+
+
+def _refusal(err: urllib.error.HTTPError) -> str:
+    try:
+        message = json.load(err).get("message")
+    except (ValueError, AttributeError):
+        message = None
+    if err.code == 404 and message:
+        return str(message)
+    return f"{err.url} answered {err.code}: {message or err.reason}"
+
+
+# --- text ------------------------------------------------------------------------------------------
+
+
+def _unknown(value: Any) -> str:
+    return "<unknown>" if value is None else str(value)
+
+
+def _metric_label(metric: Record) -> str:
+    """The metric as `kubectl describe hpa` names it."""
+    kind, name, target = metric["type"], metric["name"], metric["target"]
+    utilization = target.get("type") == "Utilization"
+    if kind in ("Resource", "ContainerResource"):
+        where = "of a container on pods" if kind == "ContainerResource" else "on pods"
+        return f"resource {name} {where}" + ("  (as a percentage of request)" if utilization else "")
+    if kind == "Pods":
+        return f'"{name}" on pods'
+    which = "(target average value)" if target.get("type") == "AverageValue" else "(target value)"
+    return f'"{name}" on an object {which}' if kind == "Object" else f'"{name}" {which}'
+
+
+def _current_and_target(metric: Record) -> str:
+    target, current = metric["target"], metric["value"] or {}
+    if target.get("type") == "Utilization":
+        shown = current.get("averageUtilization")
+        value = "<unknown>" if shown is None else f"{shown}% ({_unknown(current.get('averageValue'))})"
+        return f"{value} / {target.get('averageUtilization')}%"
+    field = "averageValue" if target.get("type") == "AverageValue" else "value"
+    return f"{_unknown(current.get(field))} / {target.get(field)}"
+
+
+def _counts(counts: list[int]) -> str:
+    return "[" + ", ".join(str(c) for c in counts) + "]"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s"
+
+
+def _policy(policy: Record) -> str:
+    unit = "%" if policy["type"] == "Percent" else ""
+    return f"{policy['type']} {policy['value']}{unit}/{policy['periodSeconds']}s"
+
+
+def _stabilization_line(stabilization: Record) -> str:
+    windows = []
+    up, down = stabilization["scaleUp"], stabilization["scaleDown"]
+    if up is not None:
+        windows.append(
+            f"scale-up window {_seconds(up['windowSeconds'])}: min of {_counts(up['recommendations'])}"
+            f" = {up['min']}"
+        )
+    windows.append(
+        f"scale-down window {_seconds(down['windowSeconds'])}: max of {_counts(down['recommendations'])}"
+        f" = {down['max']}"
+    )
+    held = {"scaleUp": ", held by the scale-up window", "scaleDown": ", held by the scale-down window"}
+    return f"{stabilization['selected']} ({'; '.join(windows)}){held.get(stabilization['heldBy'] or '', '')}"
+
+
+def _limits_line(limits: Record) -> str:
+    parts = [f"min {limits['minReplicas']}, max {limits['maxReplicas']}"]
+    if limits["rateLimit"] is not None:
+        by = f"policy {_policy(limits['limitingPolicy'])}" if limits["limitingPolicy"] else None
+        if by is None:
+            disabled = limits["selectPolicy"] == "Disabled"
+            by = "selectPolicy Disabled" if disabled else "the rate limit without a behavior"
+        parts.append(f"rate limit {limits['rateLimit']} by {by}")
+    if limits["policies"]:
+        policies = ", ".join(_policy(p) for p in limits["policies"])
+        parts.append(f"selectPolicy {limits['selectPolicy']} of {policies}")
+    return f"{limits['selected']} ({'; '.join(parts)}) -> ScalingLimited {limits['reason']}"
+
+
+def _derivation(record: Record) -> list[str]:
+    lines = []
+    for metric in record["metrics"]:
+        if metric["proposal"] is None:
+            step = "no value (the metric failed)"
+        else:
+            ratio = "<unknown>" if metric["ratio"] is None else f"{metric['ratio']:.2f}"
+            step = f"{_current_and_target(metric)} -> ratio {ratio} -> proposal {metric['proposal']}"
+        lines.append(f"metric         {_metric_label(metric)}: {step}")
+    stabilization, limits = record["stabilization"], record["limits"]
+    if stabilization is not None:
+        lines.append(f"proposal       {stabilization['proposal']} (the highest of the metrics' proposals)")
+        lines.append(f"stabilization  {_stabilization_line(stabilization)}")
+    if limits is not None:
+        lines.append(f"limits         {_limits_line(limits)}")
+    lines.append(f"result         {record['desiredReplicas']} desired, {record['currentReplicas']} current")
+    return lines
+
+
+def describe(record: Record) -> str:
+    """The record as `kubectl describe hpa` shows an autoscaler, then the reason and the derivation."""
+    namespace, _, name = record["target"].partition("/")
+    metrics = [(f"  {_metric_label(m)}:", _current_and_target(m)) for m in record["metrics"]]
+    fields = [
+        ("Name:", name),
+        ("Namespace:", namespace),
+        ("Decided at:", record["time"]),
+        ("Metrics:", "( current / target )"),
+        *metrics,
+    ]
+    if record["limits"] is not None:
+        fields += [("Min replicas:", str(record["limits"]["minReplicas"]))]
+        fields += [("Max replicas:", str(record["limits"]["maxReplicas"]))]
+    fields += [
+        ("Replicas:", f"{record['currentReplicas']} current / {record['desiredReplicas']} desired"),
+        ("Reason:", record["reason"]),
+    ]
+    width = max(len(key) for key, _ in fields) + 2
+    lines = [f"{key:<{width}}{value}" for key, value in fields]
+    lines += ["Conditions:", *_conditions_table(record["conditions"])]
+    lines += ["Derivation:", *(f"  {line}" for line in _derivation(record))]
+    return "\n".join(lines)
+
+
+def _conditions_table(conditions: list[Record]) -> list[str]:
+    if not conditions:
+        return ["  <none>"]
+    rows = [("Type", "Status", "Reason", "Message"), ("----", "------", "------", "-------")]
+    rows += [(c["type"], c["status"], c["reason"], c["message"]) for c in conditions]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return [
+        "  " + "  ".join(f"{cell:<{w}}" for cell, w in zip(row[:3], widths, strict=True)) + "  " + row[3]
+        for row in rows
+    ]
