@@ -21,7 +21,7 @@ import structlog
 
 from autoscaler import printing
 from autoscaler.core.defaults import effective_metrics
-from autoscaler.core.kube_json import hpa_from_json, hpa_status_from_json, hpa_status_to_json, scale_from_json
+from autoscaler.core.kube_json import hpa_status_from_json, hpa_status_to_json, scale_from_json
 from autoscaler.core.reconcile import Decision, decide, scale_unavailable, spec_invalid
 from autoscaler.core.types import (
     CONTAINER_RESOURCE,
@@ -38,7 +38,7 @@ from autoscaler.core.types import (
     Pod,
     Snapshot,
 )
-from autoscaler.core.validation import Violation, metric_source_violations, spec_violations
+from autoscaler.core.validation import Violation
 from autoscaler.decisionlog import decision_fields
 from autoscaler.decisions import DecisionRecords
 from autoscaler.events import EventRecorder
@@ -374,17 +374,12 @@ class Controller:
         return Outcome(failed=outcome not in ("ok", "scaled"), resync_after=period)
 
     def _parse(self, key: Key, obj: Obj) -> tuple[HPA | None, tuple[Violation, ...]]:
-        """The parsed autoscaler and the API rules its spec breaks. A spec whose metric sources do not
-        match their types is not parsed (None): it would read as some other spec."""
+        """The parsed autoscaler and the API rules its spec breaks (`Source.read`), cached by version."""
         version = (obj.get("metadata") or {}).get("resourceVersion")
         cached = self._parsed.get(key)
         if cached is not None and version and cached[0] == version:
             return cached[1], cached[2]
-        violations = metric_source_violations(obj.get("spec") or {})
-        hpa = None
-        if not violations:
-            hpa = hpa_from_json(obj)
-            violations = spec_violations(hpa.spec)
+        hpa, violations = self.source.read(obj)
         if version:
             self._parsed[key] = (version, hpa, violations)
         return hpa, violations
@@ -433,6 +428,10 @@ class Controller:
             other_selectors=self._sharing_pods(key, pod_names),
         )
         decision = decide(snapshot)
+        if decision.next_schedule_change is not None:
+            # A schedule's window opens or closes then: reconcile at that moment, not a period later.
+            delay = (decision.next_schedule_change - self._clock.wall()).total_seconds()
+            self.queue.add_after(key, delay)
         return await self._act(key, obj, hpa, decision, path, scale_obj)
 
     async def _fetch(self, namespace: str, spec: MetricSpec, pod_selector: str) -> MetricAnswer:

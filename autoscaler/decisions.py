@@ -37,6 +37,7 @@ from autoscaler.core.types import (
     MetricSpec,
     MetricStatus,
     ScalingPolicy,
+    Schedule,
     StabilizationTrace,
 )
 
@@ -60,6 +61,7 @@ class DecisionRecord:
     limits: LimitsTrace | None
     conditions: tuple[Condition, ...]
     last_scale_time: float | None  # unix seconds of status.lastScaleTime
+    schedule: Schedule | None  # the active schedule whose minReplicas was the floor
 
     def same_outcome(self, other: DecisionRecord) -> bool:
         return (
@@ -70,6 +72,7 @@ class DecisionRecord:
             and self.stabilization == other.stabilization
             and self.limits == other.limits
             and self.proposals == other.proposals
+            and self.schedule == other.schedule
             and _said(self.conditions) == _said(other.conditions)
         )
 
@@ -123,6 +126,7 @@ class DecisionRecords:
             limits=trace.limits if trace is not None else None,
             conditions=status.conditions,
             last_scale_time=status.last_scale_time.timestamp() if status.last_scale_time else None,
+            schedule=decision.floor_schedule,
         )
         target = self._targets.get(key)
         if target is None:
@@ -251,6 +255,17 @@ def _limits_json(limits: LimitsTrace | None) -> dict[str, Any] | None:
     }
 
 
+def _schedule_json(schedule: Schedule | None) -> dict[str, Any] | None:
+    if schedule is None:
+        return None
+    return {
+        "cron": schedule.cron,
+        "timeZone": schedule.time_zone,
+        "durationSeconds": schedule.duration_seconds,
+        "minReplicas": schedule.min_replicas,
+    }
+
+
 def record_json(key: Key, record: DecisionRecord) -> dict[str, Any]:
     return {
         "target": f"{key[0]}/{key[1]}",
@@ -261,6 +276,7 @@ def record_json(key: Key, record: DecisionRecord) -> dict[str, Any]:
         "metrics": _metrics_json(record),
         "stabilization": _stabilization_json(record.stabilization),
         "limits": _limits_json(record.limits),
+        "schedule": _schedule_json(record.schedule),
         "conditions": [
             {
                 "type": c.type,

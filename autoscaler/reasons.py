@@ -13,6 +13,7 @@ from autoscaler.core.normalization import (
     TOO_MANY_REPLICAS,
 )
 from autoscaler.core.reconcile import Decision
+from autoscaler.core.schedules import describe
 from autoscaler.core.types import (
     ABLE_TO_SCALE,
     SCALING_ACTIVE,
@@ -99,6 +100,9 @@ def _without_count(decision: Decision) -> str:
         condition = conditions.get(kind)
         if condition is not None and condition.status == "False":
             return f"kept {current} replicas: {condition.message}"
+    schedule = decision.floor_schedule
+    if decision.rescale and schedule is not None and decision.desired_replicas > current:
+        return f"raised to {decision.desired_replicas} by schedule {describe(schedule)}"
     if decision.rescale and decision.reason:
         # Outside minReplicas..maxReplicas: upstream moves inside without reading the metrics.
         return f"scaling to {decision.desired_replicas}: {_lower_first(decision.reason)}"
@@ -115,6 +119,16 @@ def reason_of(decision: Decision) -> str:
     if trace is None or trace.stabilization is None or trace.limits is None:
         return _without_count(decision)
     stabilization, limits = trace.stabilization, trace.limits
+    schedule = decision.floor_schedule
+    if (
+        schedule is not None
+        and limits.replicas == limits.min_replicas
+        and max((p for p in trace.proposals if p is not None), default=0) < limits.min_replicas
+    ):
+        # The metrics ask for fewer: the active schedule's minimum is the count.
+        if limits.replicas < current:
+            return f"scale-down stops at {limits.replicas}, the minimum of schedule {describe(schedule)}"
+        return f"raised to {limits.replicas} by schedule {describe(schedule)}"
     if limits.replicas != stabilization.replicas:
         return _limited(limits, stabilization.replicas)
     if stabilization.replicas != stabilization.proposal:

@@ -5,7 +5,9 @@
 `value` | `average` | `utilization`), status current/desired replicas, the conditions, and the time of
 the last scale. Two differences: a condition has one series, for its current status (value 1), not one per
 possible status (kube-state-metrics writes three, 0 or 1); the last scale is a timestamp, as
-`time() - surge_autoscaler_target_status_last_scale_timestamp_seconds` gives the seconds since.
+`time() - surge_autoscaler_target_status_last_scale_timestamp_seconds` gives the seconds since. One series
+is Surge's own: `effective_min_replicas`, the floor at the last decision (an active schedule's minReplicas
+when it is above the spec's).
 
 The text is written here rather than through prometheus_client, measured at 10,000 autoscalers of 10
 series: its labelled children hold about 740 bytes per series (74 MiB) and its exposition takes about
@@ -33,6 +35,14 @@ def _escape(value: str) -> str:
 
 def _min_replicas(spec: HPASpec) -> int:
     return spec.min_replicas if spec.min_replicas is not None else 1
+
+
+def _effective_min_replicas(record: DecisionRecord, spec: HPASpec) -> int:
+    """The floor the decision applied: an active schedule's minReplicas (capped at maxReplicas), else the
+    spec's (the decision records the schedule only when it is the higher)."""
+    if record.schedule is None:
+        return _min_replicas(spec)
+    return min(record.schedule.min_replicas, spec.max_replicas)
 
 
 def _target_values(target: MetricTarget) -> Iterator[tuple[str, float]]:
@@ -74,6 +84,8 @@ def _status_targets(record: DecisionRecord) -> Iterator[tuple[str, float]]:
 HELP = {
     "spec_min_replicas": "Lower limit for the number of pods that can be set by the autoscaler.",
     "spec_max_replicas": "Upper limit for the number of pods that can be set by the autoscaler.",
+    "effective_min_replicas": "The lower limit at the autoscaler's last decision: spec.minReplicas, or the "
+    "minReplicas of an active schedule when higher.",
     "spec_target_metric": "The target of each metric of the autoscaler (percent for utilization, else the "
     "metric's unit).",
     "status_target_metric": "The current value of each metric of the autoscaler at its last decision.",
@@ -102,6 +114,9 @@ def families(entries: Sequence[Entry]) -> Iterator[str]:
     with_spec = [(t, r, r.spec) for t, r in rows if r.spec is not None]
     yield family("spec_min_replicas", (f"{t}}} {_min_replicas(spec)}" for t, _, spec in with_spec))
     yield family("spec_max_replicas", (f"{t}}} {spec.max_replicas}" for t, _, spec in with_spec))
+    yield family(
+        "effective_min_replicas", (f"{t}}} {_effective_min_replicas(r, spec)}" for t, r, spec in with_spec)
+    )
     yield family(
         "spec_target_metric", (f"{t}{labels}}} {v!r}" for t, r in rows for labels, v in _spec_targets(r))
     )

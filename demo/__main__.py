@@ -13,7 +13,10 @@ cpu-surge: the slow-HPA experiment of the field report "Why Is HPA Scaling Slow"
 gets a load step; CPU comes from Surge's metrics.k8s.io through the API server. Both profiles run in
 turn (or the one given), and a PNG chart shows load, ready pods and desired replicas over time.
 
-`--profile default` uses the built-in HPA's settings (15 s period, default behaviour) for comparison.
+`--profile default` uses the built-in HPA's settings (15 s period, default behaviour) for comparison;
+`--profile staged` their staging (at most double the replicas per policy period) on a 2 s period.
+`--record DIR` writes what the http-requests scenario ran (load series, HorizontalAutoscaler, scale writes)
+for `surge simulate` to replay.
 Everything started is stopped at the end, or on Ctrl-C.
 """
 
@@ -60,6 +63,15 @@ def _demo(argv: list[str] | None) -> int:
             raise argparse.ArgumentTypeError(f"{text!r} is not in an existing directory")
         return path
 
+    def record_dir(text: str) -> Path:
+        """argparse type: a directory to write the record to, or one to create in an existing directory."""
+        path = Path(text)
+        if path.exists() and not path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text!r} is not a directory")
+        if not path.resolve().parent.is_dir():
+            raise argparse.ArgumentTypeError(f"{text!r} is not in an existing directory")
+        return path
+
     parser = OneLineErrorParser(
         prog="python -m demo",
         description=__doc__,
@@ -77,20 +89,30 @@ def _demo(argv: list[str] | None) -> int:
         "--profile",
         choices=sorted(PROFILES),
         default=None,
-        help="fast: 1 s period, event-driven; default: the built-in HPA's settings "
-        "(default: fast; cpu-surge runs both in turn)",
+        help="fast: 1 s period, event-driven; default: the built-in HPA's settings; staged (http-requests "
+        "only): 2 s period, at most double the replicas every 3 s. Default: fast; cpu-surge runs default "
+        "and fast in turn",
     )
     parser.add_argument(
         "--seconds",
         type=number(1),
         default=None,
-        help="seconds to follow the scale-out after the load step at most (default: 60 fast, 150 default)",
+        help="seconds to follow the scale-out after the load step at most (default: 150 with the default "
+        "profile, else 60)",
     )
     parser.add_argument(
         "--chart",
         type=png_path,
         default=None,
         help="the PNG cpu-surge draws (default: cpu-surge.png in the current directory)",
+    )
+    parser.add_argument(
+        "--record",
+        type=record_dir,
+        default=None,
+        metavar="DIR",
+        help="http-requests: write the load series, the HorizontalAutoscaler and the scale writes to DIR, "
+        "as `surge simulate` replays them, and print the command that does",
     )
     add_logging_flags(parser)
     parser.add_argument(
@@ -102,17 +124,24 @@ def _demo(argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     if args.chart is not None and args.scenario != "cpu-surge":
         usage_error(parser.prog, "--chart: only the cpu-surge scenario draws a chart")
+    if args.scenario == "cpu-surge":
+        if args.record is not None:
+            usage_error(parser.prog, "--record: only the http-requests scenario records")
+        if args.profile not in (None, *cpu_surge.CPU_RATES):
+            usage_error(
+                parser.prog, f"--profile: the cpu-surge scenario runs {' or '.join(cpu_surge.CPU_RATES)}"
+            )
     configure_logging(args.log_level, args.log_format)
 
     def say(line: str) -> None:
         print(line, flush=True)
 
     def limit(profile: autoscaling.Profile) -> float:
-        return args.seconds if args.seconds is not None else (60.0 if profile.name == "fast" else 150.0)
+        return args.seconds if args.seconds is not None else (150.0 if profile.name == "default" else 60.0)
 
     if args.scenario == "http-requests":
         profile = PROFILES[args.profile or "fast"]
-        outcome = asyncio.run(autoscaling.run(profile, say, limit(profile)))
+        outcome = asyncio.run(autoscaling.run(profile, say, limit(profile), args.record))
         print()
         print(autoscaling.summary(profile, outcome))
     else:

@@ -1,31 +1,50 @@
-"""The demo's two profiles, and its `http-requests` scenario: a load step on a Deployment under a
+"""The demo's profiles, and its `http-requests` scenario: a load step on a Deployment under a
 HorizontalAutoscaler on a custom metric.
 
 A Deployment runs 2 pods (100 rps capacity each) at 150 rps; the autoscaler keeps `http_requests` per pod
 at 100. The load steps to 4x the capacity of 2 pods (800 rps), which needs 8 pods. The timeline shows what
 happens; the summary gives the seconds from the load step to the first scale write and to the needed
-size, and the largest size reached, which the timeline shows too.
+size, and the largest size reached, which the timeline shows too. With `--record`, the run is written
+down for `surge simulate` to replay (demo.record).
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import shlex
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from demo.record import (
+    LEAD_SECONDS,
+    SAMPLE_SECONDS,
+    ScaleWrites,
+    load_series,
+    metric_reads,
+    replay_command,
+    write_record,
+)
 from demo.stack import running_adapter, running_autoscaler
-from demo.world import DEPLOYMENTS, HZAS, World, running_world
+from demo.world import DEMO_TIMING, DEPLOYMENTS, HZAS, World, running_world
 from sim.workload import manifests
 
 NAMESPACE, NAME = "default", "web"
 CAPACITY_RPS = 100.0
+INITIAL_REPLICAS = 2  # and minReplicas
 BEFORE_RPS = 150.0
-STEP_RPS = 4 * 2 * CAPACITY_RPS
+STEP_RPS = 4 * INITIAL_REPLICAS * CAPACITY_RPS
 NEEDED = math.ceil(STEP_RPS / CAPACITY_RPS)
 MAX_REPLICAS = 20
+BUILT_IN_SYNC_PERIOD = 15.0
+# From a scale write to its pods being Ready (and getting load): what a replay's pods take.
+POD_STARTUP_SECONDS = (
+    DEMO_TIMING.scheduling_seconds + DEMO_TIMING.startup_seconds + DEMO_TIMING.readiness_seconds
+)
 # Requests per second per pod (all status codes), from 1 s scrapes; 3 s spans enough samples for rate().
 ADAPTER_RULES = """
 rules:
@@ -34,6 +53,8 @@ rules:
   name: {matches: '^(.*)_total$'}
   metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[3s])) by (<<.GroupBy>>)'
 """
+# The workload's total of that metric: what the autoscaler reads, summed over the pods.
+TOTAL_RPS = f'sum(rate(http_requests_total{{namespace="{NAMESPACE}",pod!=""}}[3s]))'
 
 
 @dataclass(frozen=True)
@@ -62,7 +83,9 @@ class Profile:
         }
         if self.behavior is not None:
             spec["behavior"] = self.behavior
-        if self.name == "fast":
+        if self.sync_period != BUILT_IN_SYNC_PERIOD:
+            # The built-in HPA has one period for all, the daemon's flag; the others say theirs in the
+            # spec, where `surge simulate` reads it too.
             spec["syncPeriodSeconds"] = int(self.sync_period)
         return {
             "apiVersion": "autoscaling.surge.dev/v1alpha1",
@@ -87,7 +110,23 @@ PROFILES = {
         react_to_pods=True,
     ),
     # The built-in HPA's settings: 15 s period, default behaviour, reconciles only on the period.
-    "default": Profile("default", 15.0, None, react_to_pods=False),
+    "default": Profile("default", BUILT_IN_SYNC_PERIOD, None, react_to_pods=False),
+    # The built-in HPA's staging (at most double the replicas per policy period) on a faster clock, and
+    # like it (and `surge simulate`) reconciling only on the period: what `--record` replays faithfully.
+    # The policy's 3 s is no multiple of the 2 s period, so whether an earlier write still counts against
+    # the policy is never a matter of milliseconds (at a 1 s period it would be, for any policy period).
+    "staged": Profile(
+        "staged",
+        2.0,
+        {
+            "scaleUp": {
+                "stabilizationWindowSeconds": 0,
+                "selectPolicy": "Max",
+                "policies": [{"type": "Percent", "value": 100, "periodSeconds": 3}],
+            }
+        },
+        react_to_pods=False,
+    ),
 }
 
 
@@ -103,14 +142,11 @@ class Outcome:
     # rate() read high for a moment, and the autoscaler acts on what it reads.
     most_replicas_written: int
     most_pods_ready: int
+    stepped_at: float  # unix seconds of the load step
 
 
-def create_workload(world: World, profile: Profile) -> None:
-    store = world.cluster.store
-    store.create(
-        DEPLOYMENTS,
-        manifests.deployment(NAME, NAMESPACE, replicas=2, rps=BEFORE_RPS, capacity_rps=CAPACITY_RPS),
-    )
+def autoscaler(profile: Profile) -> dict[str, Any]:
+    """The HorizontalAutoscaler of the Deployment, with the profile's settings."""
     metric = {
         "type": "Pods",
         "pods": {
@@ -118,7 +154,18 @@ def create_workload(world: World, profile: Profile) -> None:
             "target": {"type": "AverageValue", "averageValue": f"{CAPACITY_RPS:g}"},
         },
     }
-    store.create(HZAS, profile.autoscaler(NAMESPACE, NAME, 2, MAX_REPLICAS, metric))
+    return profile.autoscaler(NAMESPACE, NAME, INITIAL_REPLICAS, MAX_REPLICAS, metric)
+
+
+def create_workload(world: World, profile: Profile) -> None:
+    store = world.cluster.store
+    store.create(
+        DEPLOYMENTS,
+        manifests.deployment(
+            NAME, NAMESPACE, replicas=INITIAL_REPLICAS, rps=BEFORE_RPS, capacity_rps=CAPACITY_RPS
+        ),
+    )
+    store.create(HZAS, autoscaler(profile))
 
 
 def metric_value(world: World) -> str:
@@ -127,7 +174,7 @@ def metric_value(world: World) -> str:
 
 
 async def total_rps(world: World) -> float:
-    result = await world.prometheus.query(f'sum(rate(http_requests_total{{namespace="{NAMESPACE}"}}[3s]))')
+    result = await world.prometheus.query(TOTAL_RPS)
     return float(result[0]["value"][1]) if result else 0.0
 
 
@@ -149,7 +196,7 @@ async def play(world: World, profile: Profile, say: Callable[[str], None], limit
     )
     say(f"{'t(s)':>6} {'offered':>8} {'ready':>6} {'desired':>8}  metric (rps/pod)")
     world.set_rps(NAMESPACE, NAME, STEP_RPS)
-    step = time.monotonic()
+    step, stepped_at = time.monotonic(), time.time()
     visible = first = written = ready = settled = None
     most_replicas = most_ready = 0
     shown: tuple[int, int] | None = None
@@ -159,7 +206,7 @@ async def play(world: World, profile: Profile, say: Callable[[str], None], limit
         most_replicas, most_ready = max(most_replicas, replicas), max(most_ready, ready_now)
         if visible is None and await total_rps(world) > 1.2 * baseline:
             visible = elapsed
-        if first is None and replicas != 2:
+        if first is None and replicas != INITIAL_REPLICAS:
             first = elapsed
             say(f"{elapsed:6.1f}  >> first scale write: {replicas} replicas")
         if written is None and replicas >= NEEDED:
@@ -180,7 +227,7 @@ async def play(world: World, profile: Profile, say: Callable[[str], None], limit
         elif elapsed > settled + 2:
             break
         await asyncio.sleep(0.1)
-    return Outcome(visible, first, written, ready, most_replicas, most_ready)
+    return Outcome(visible, first, written, ready, most_replicas, most_ready, stepped_at)
 
 
 def summary(profile: Profile, outcome: Outcome) -> str:
@@ -198,12 +245,37 @@ def summary(profile: Profile, outcome: Outcome) -> str:
     )
 
 
-async def run(profile: Profile, say: Callable[[str], None], limit: float) -> Outcome:
-    """The whole demo once: world, daemons, scenario; everything is stopped on return."""
+def _is_metric_query(promql: str) -> bool:
+    """The adapter's query for the autoscaler's metric (ADAPTER_RULES' metricsQuery, per pod)."""
+    return "http_requests_total{" in promql and promql.endswith(" by (pod)")
+
+
+async def _save_record(
+    world: World, profile: Profile, outcome: Outcome, writes: ScaleWrites, to: Path
+) -> str:
+    """Write what the run did to `to` (see demo.record); returns the command that replays it."""
+    reads = metric_reads(world.prometheus.query_log_path, _is_metric_query)
+    start = next((at for at, _ in reads if at >= outcome.stepped_at - LEAD_SECONDS), None)
+    if start is None:
+        raise RuntimeError("the autoscaler read no metric after the load step")
+    # Up to a second ago: the last scrapes are stored by then.
+    end = start + math.floor((time.time() - 1 - start) / SAMPLE_SECONDS) * SAMPLE_SECONDS
+    series = await load_series(world, TOTAL_RPS, reads, profile.sync_period, start, end)
+    spec = write_record(to, profile.name, autoscaler(profile), series, writes.writes)
+    return replay_command(to, spec, CAPACITY_RPS, POD_STARTUP_SECONDS)
+
+
+async def run(
+    profile: Profile, say: Callable[[str], None], limit: float, record: Path | None = None
+) -> Outcome:
+    """The whole demo once: world, daemons, scenario, and the record of it to `record` if given;
+    everything is stopped on return."""
     async with running_world() as world:
         world.install_crd()
         create_workload(world, profile)
         cluster, workdir = world.cluster, world.kubeconfig.parent
+        writes = ScaleWrites(NAMESPACE, NAME, INITIAL_REPLICAS)
+        cluster.store.add_listener(writes)
         async with (
             running_adapter(world.kubeconfig, world.prometheus.url, workdir, ADAPTER_RULES) as adapter_url,
             running_autoscaler(
@@ -224,14 +296,24 @@ async def run(profile: Profile, say: Callable[[str], None], limit: float) -> Out
             say(f"  adapter          {adapter_url}/apis/custom.metrics.k8s.io/v1beta2")
             say(f"  autoscaler       {autoscaler_url}/metrics")
             say(f"  try              kubectl --kubeconfig {world.kubeconfig} get hza,deploy,pods")
+            explain = [sys.executable, "-m", "surge", "explain", f"{NAMESPACE}/{NAME}"]
+            say(f"  why              {shlex.join(explain)} --autoscaler-url {autoscaler_url}")
             say(
-                f"  Deployment       {NAME}: 2 replicas, {BEFORE_RPS:g} rps offered, {CAPACITY_RPS:g} rps "
-                f"capacity per pod; HorizontalAutoscaler target {CAPACITY_RPS:g} rps per pod\n"
+                f"  Deployment       {NAME}: {INITIAL_REPLICAS} replicas, {BEFORE_RPS:g} rps offered, "
+                f"{CAPACITY_RPS:g} rps capacity per pod; HorizontalAutoscaler target {CAPACITY_RPS:g} rps "
+                "per pod\n"
             )
             sample = f'sum by (code) (rate(http_requests_total{{namespace="{NAMESPACE}"}}[5s]))'
             result = await world.prometheus.wait_for_data(sample, timeout_seconds=30)
             say(f"  {sample}\n    → {describe(result)}\n")
-            return await play(world, profile, say, limit)
+            outcome = await play(world, profile, say, limit)
+            if record is not None:
+                replay = await _save_record(world, profile, outcome, writes, record)
+                say(
+                    f"\nRecorded the load, the HorizontalAutoscaler and the scale writes in {record}; replay:"
+                )
+                say(f"  {replay}")
+            return outcome
 
 
 def describe(result: list[dict[str, Any]]) -> str:

@@ -106,7 +106,8 @@ async def running_world(workload: WorkloadConfig | None = None) -> AsyncIterator
         teardown.push_async_callback(cluster.stop)
         await cluster.start()
         kubeconfig = cluster.write_kubeconfig(workdir / "kubeconfig")
-        prometheus = PrometheusProcess(cluster.sd_path)
+        # The query log tells when the adapter asked what, which `--record` replays (demo.record).
+        prometheus = PrometheusProcess(cluster.sd_path, query_log=True)
         teardown.push_async_callback(asyncio.to_thread, prometheus.stop)
         starting = asyncio.ensure_future(asyncio.to_thread(prometheus.start))
         try:

@@ -51,10 +51,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def render_config(sd_file: Path, interval_seconds: float) -> str:
+def render_config(sd_file: Path, interval_seconds: float, query_log: Path | None = None) -> str:
+    """The config file; with `query_log`, Prometheus appends every query it runs there (a JSON line each)."""
     interval = f"{int(interval_seconds * 1000)}ms"
+    settings = {"scrape_interval": interval, "evaluation_interval": interval, "scrape_timeout": interval}
+    if query_log is not None:
+        settings["query_log_file"] = str(query_log)
     config = {
-        "global": {"scrape_interval": interval, "evaluation_interval": interval, "scrape_timeout": interval},
+        "global": settings,
         "scrape_configs": [
             {
                 "job_name": "sim-pods",
@@ -70,11 +74,17 @@ class PrometheusProcess:
     """One Prometheus on a free loopback port with its own temp data dir."""
 
     def __init__(
-        self, sd_file: Path, *, interval_seconds: float = 1.0, binary: str = PROMETHEUS_BINARY
+        self,
+        sd_file: Path,
+        *,
+        interval_seconds: float = 1.0,
+        binary: str = PROMETHEUS_BINARY,
+        query_log: bool = False,
     ) -> None:
         self.sd_file = Path(sd_file)
         self.interval_seconds = interval_seconds
         self.binary = binary
+        self.query_log = query_log  # log every query to `query_log_path`
         self.port = 0
         self._dir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -95,6 +105,11 @@ class PrometheusProcess:
         return self.work_dir / "prometheus.log"
 
     @property
+    def query_log_path(self) -> Path:
+        """The query log (with `query_log=True`): a JSON object per query, `params.query` its PromQL."""
+        return self.work_dir / "queries.log"
+
+    @property
     def process_group(self) -> int:
         """The process group of Prometheus and its guard (for checks that nothing is left)."""
         if self._proc is None:
@@ -108,7 +123,8 @@ class PrometheusProcess:
             raise PrometheusError(f"{self.binary} not found (apt-get install prometheus)")
         self._dir = Path(tempfile.mkdtemp(prefix="surge-prometheus-"))
         config = self._dir / "prometheus.yml"
-        config.write_text(render_config(self.sd_file, self.interval_seconds))
+        query_log = self.query_log_path if self.query_log else None
+        config.write_text(render_config(self.sd_file, self.interval_seconds, query_log))
         self.port = free_port()
         args = [
             f"--config.file={config}",

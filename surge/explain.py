@@ -185,7 +185,13 @@ def _derivation(record: Record) -> list[str]:
         lines.append(f"metric         {_metric_label(metric)}: {step}")
     stabilization, limits = record["stabilization"], record["limits"]
     if stabilization is not None:
-        lines.append(f"proposal       {stabilization['proposal']} (the highest of the metrics' proposals)")
+        schedule = record.get("schedule")
+        proposals = [m["proposal"] for m in record["metrics"] if m["proposal"] is not None]
+        if schedule is not None and stabilization["proposal"] > max(proposals, default=0):
+            source = f"the minReplicas of schedule {schedule['cron']} {schedule['timeZone'] or 'UTC'}"
+        else:
+            source = "the highest of the metrics' proposals"
+        lines.append(f"proposal       {stabilization['proposal']} ({source})")
         lines.append(f"stabilization  {_stabilization_line(stabilization)}")
     if limits is not None:
         lines.append(f"limits         {_limits_line(limits)}")

@@ -54,6 +54,7 @@ from autoscaler.core.types import (
     ScaleEvent,
     ScalingPolicy,
     ScalingRules,
+    Schedule,
     Snapshot,
 )
 from shared.durations import parse_go_duration
@@ -227,6 +228,36 @@ def scaling_rules_from_json(obj: Json | None, where: str) -> ScalingRules | None
     )
 
 
+def _typed(obj: Json, key: str, kind: type, where: str) -> Any:
+    value = _get(obj, key, where)
+    # bool is an int to Python, never to the API.
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise ValueError(f"{where}.{key}: not {'a string' if kind is str else 'an integer'}: {value!r}")
+    return value
+
+
+def schedules_from_json(items: Any, where: str) -> tuple[Schedule, ...]:
+    """A list of schedules (``spec.schedules``, or the schedules annotation's JSON); None is none."""
+    if items is None:
+        return ()
+    if not isinstance(items, list):
+        raise ValueError(f"{where}: not a list of schedules: {items!r}")
+    schedules = []
+    for i, item in enumerate(items):
+        here = f"{where}[{i}]"
+        if not isinstance(item, Mapping):
+            raise ValueError(f"{here}: not a schedule object: {item!r}")
+        schedules.append(
+            Schedule(
+                cron=_typed(item, "cron", str, here),
+                duration_seconds=_typed(item, "durationSeconds", int, here),
+                min_replicas=_typed(item, "minReplicas", int, here),
+                time_zone=None if item.get("timeZone") is None else _typed(item, "timeZone", str, here),
+            )
+        )
+    return tuple(schedules)
+
+
 def hpa_spec_from_json(obj: Json, where: str = "spec") -> HPASpec:
     behavior = obj.get("behavior")
     return HPASpec(
@@ -244,6 +275,7 @@ def hpa_spec_from_json(obj: Json, where: str = "spec") -> HPASpec:
                 scale_down=scaling_rules_from_json(behavior.get("scaleDown"), f"{where}.behavior.scaleDown"),
             )
         ),
+        schedules=schedules_from_json(obj.get("schedules"), f"{where}.schedules"),
     )
 
 

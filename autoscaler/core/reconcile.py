@@ -24,6 +24,7 @@ from autoscaler.core.normalization import (
     stabilize_recommendation_with_behaviors,
 )
 from autoscaler.core.replica_calculator import CalcContext
+from autoscaler.core.schedules import describe, schedule_state
 from autoscaler.core.types import (
     ABLE_TO_SCALE,
     EXTERNAL,
@@ -43,6 +44,7 @@ from autoscaler.core.types import (
     Pod,
     Recommendation,
     ScalingPolicy,
+    Schedule,
     Snapshot,
     StabilizationTrace,
     Tolerances,
@@ -56,6 +58,12 @@ INVALID_SPEC = "InvalidSpec"
 ABOVE_MAX = "Current number of replicas above Spec.MaxReplicas"
 BELOW_MIN = "Current number of replicas below Spec.MinReplicas"
 ALL_BELOW_TARGET = "All metrics below target"
+
+
+def below_schedule(schedule: Schedule) -> str:
+    """The rescale reason when an active schedule's minReplicas is above the current count (Surge's own,
+    worded like upstream's BELOW_MIN)."""
+    return f"Current number of replicas below the minReplicas of schedule {describe(schedule)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +111,8 @@ class Decision:
     All fields assume the scale update, if any, succeeds; see ``rescale_failed``.
     ``action`` and ``metric_computations`` carry the labels of upstream's monitor metrics. ``trace`` is
     how the count came about (metrics, stabilization, limits), None when no metric was computed.
+    ``floor_schedule`` is the active schedule whose minReplicas is the floor (above spec.minReplicas), and
+    ``next_schedule_change`` when a schedule's window next opens or may close: reconcile then.
     """
 
     desired_replicas: int
@@ -118,6 +128,8 @@ class Decision:
     metric_computations: tuple[MetricComputation, ...] = ()
     error_label: str = "none"  # reconciliations_total error label: "none" | "internal" | "spec"
     trace: Trace | None = None
+    floor_schedule: Schedule | None = None
+    next_schedule_change: datetime | None = None
     _before_rescale: _BeforeRescale | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -165,6 +177,8 @@ class Decision:
             metric_timestamp=self.metric_timestamp,
             metric_computations=self.metric_computations,
             trace=self.trace,
+            floor_schedule=self.floor_schedule,
+            next_schedule_change=self.next_schedule_change,
         )
 
 
@@ -255,6 +269,7 @@ def _metrics_failed(
     observed_generation: int | None,
     computations: tuple[MetricComputation, ...] = (),
     trace: Trace | None = None,
+    next_schedule_change: datetime | None = None,
 ) -> Decision:
     """No replica count could be computed: record what is known, keep the old desired count."""
     status = HPAStatus(
@@ -280,6 +295,7 @@ def _metrics_failed(
         metric_computations=computations,
         error_label="internal",
         trace=trace,
+        next_schedule_change=next_schedule_change,
     )
 
 
@@ -322,6 +338,11 @@ def decide(snapshot: Snapshot) -> Decision:
     if recommendations is None:
         recommendations = (Recommendation(current, now),)
     min_replicas = spec.min_replicas if spec.min_replicas is not None else 1
+    # An active schedule raises the floor (capped at maxReplicas); the metrics still decide above it.
+    schedules = schedule_state(spec.schedules, now)
+    floor_schedule: Schedule | None = None
+    if min(schedules.floor, spec.max_replicas) > min_replicas:
+        min_replicas, floor_schedule = min(schedules.floor, spec.max_replicas), schedules.schedule
     desired = 0
     rescale = True
     need_metrics = True
@@ -354,7 +375,8 @@ def decide(snapshot: Snapshot) -> Decision:
     elif current > spec.max_replicas:
         reason, desired, need_metrics = ABOVE_MAX, spec.max_replicas, False
     elif current < min_replicas:
-        reason, desired, need_metrics = BELOW_MIN, min_replicas, False
+        reason = BELOW_MIN if floor_schedule is None else below_schedule(floor_schedule)
+        desired, need_metrics = min_replicas, False
 
     if need_metrics:
         try:
@@ -374,6 +396,7 @@ def decide(snapshot: Snapshot) -> Decision:
                 recommendations,
                 problem.event_message,
                 observed_generation,
+                next_schedule_change=schedules.next_change,
             )
 
         ctx = CalcContext(
@@ -418,6 +441,7 @@ def decide(snapshot: Snapshot) -> Decision:
                 observed_generation,
                 computations,
                 Trace(ctx.tolerances, result.ratios, result.proposals),
+                schedules.next_change,
             )
         conditions = set_condition(
             conditions,
@@ -435,8 +459,14 @@ def decide(snapshot: Snapshot) -> Decision:
         rescale_metric = ""
         if result.replicas > desired:
             desired, rescale_metric = result.replicas, result.metric_name
+        raised_by: Schedule | None = None
+        if floor_schedule is not None and desired < min_replicas:
+            # The schedule's floor is the proposal: stabilization records it, so when the window closes
+            # the count falls as after a drop in load (held by the scale-down window), not at once.
+            desired, raised_by = min_replicas, floor_schedule
         if desired > current:
-            reason = f"{rescale_metric} above target"
+            # Raised above the current count only from zero replicas (with HPAScaleToZero).
+            reason = below_schedule(raised_by) if raised_by else f"{rescale_metric} above target"
         if desired < current:
             reason = ALL_BELOW_TARGET
         proposal = desired
@@ -621,6 +651,8 @@ def decide(snapshot: Snapshot) -> Decision:
         metric_computations=computations,
         error_label=error_label,
         trace=trace,
+        floor_schedule=floor_schedule,
+        next_schedule_change=schedules.next_change,
         _before_rescale=before if rescale else None,
     )
 

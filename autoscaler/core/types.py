@@ -248,12 +248,24 @@ class Behavior:
 
 
 @dataclass(frozen=True, slots=True)
+class Schedule:
+    """A scheduled minimum (Surge's own): from each time `cron` fires in `time_zone` (an IANA name, None
+    for UTC), for `duration_seconds` of elapsed time, the replica count is at least `min_replicas`."""
+
+    cron: str
+    duration_seconds: int
+    min_replicas: int
+    time_zone: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class HPASpec:
     scale_target_ref: CrossVersionObjectReference
     max_replicas: int
     min_replicas: int | None = None
     metrics: tuple[MetricSpec, ...] = ()
     behavior: Behavior | None = None
+    schedules: tuple[Schedule, ...] = ()  # Surge's own: spec.schedules, or the schedules annotation
 
 
 # --- HPA status ---------------------------------------------------------------------------------

@@ -9,6 +9,9 @@ AverageValue; Pods: AverageValue; Object and External: Value or AverageValue). K
 which values are set, so it accepts a few specs refused here (say, type Utilization with only an
 averageValue, which the HPA algorithm then reads as an average-value target).
 
+Surge's own `schedules` (schedules.py) are checked too: bounds and minReplicas <= maxReplicas as the CRD
+checks them, and what no CEL rule can check: that the cron expression parses and the time zone exists.
+
 Messages are the CRD's CEL messages where a CEL rule states the rule, kube's wording otherwise.
 `spec_violations` checks the parsed spec (kube_json); parsing keeps only the metric source the type
 names, so `metric_source_violations` checks the JSON for the rest. The CRD's maxItems on metrics and
@@ -21,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from autoscaler.core.schedules import check_cron, time_zone
 from autoscaler.core.types import (
     CONTAINER_RESOURCE,
     EXTERNAL,
@@ -31,11 +35,15 @@ from autoscaler.core.types import (
     MetricSpec,
     MetricTarget,
     ScalingRules,
+    Schedule,
 )
 
 MAX_BELOW_MIN = "maxReplicas must be greater than or equal to minReplicas"
 MAX_STABILIZATION_WINDOW_SECONDS = 3600
 MAX_PERIOD_SECONDS = 1800
+SCHEDULE_ABOVE_MAX = "minReplicas of a schedule must be less than or equal to maxReplicas"
+# A window longer than a year would outlast any yearly expression: that is a plain minReplicas.
+MAX_SCHEDULE_DURATION_SECONDS = 366 * 24 * 3600
 
 SOURCE_FIELDS = {
     RESOURCE: "resource",
@@ -159,13 +167,35 @@ def _rules_violations(rules: ScalingRules, where: str) -> list[Violation]:
     return out
 
 
+def _schedule_violations(schedule: Schedule, where: str) -> list[Violation]:
+    out = []
+    try:
+        check_cron(schedule.cron)
+    except ValueError as err:
+        out.append(Violation(f"{where}.cron", str(err)))
+    try:
+        time_zone(schedule.time_zone)
+    except ValueError as err:
+        out.append(Violation(f"{where}.timeZone", str(err)))
+    if schedule.duration_seconds < 1:
+        out.append(Violation(f"{where}.durationSeconds", "must be greater than zero"))
+    if schedule.duration_seconds > MAX_SCHEDULE_DURATION_SECONDS:
+        message = f"must be less than or equal to {MAX_SCHEDULE_DURATION_SECONDS}"
+        out.append(Violation(f"{where}.durationSeconds", message))
+    if schedule.min_replicas < 1:
+        out.append(Violation(f"{where}.minReplicas", "must be greater than or equal to 1"))
+    return out
+
+
 def spec_violations(
-    spec: HPASpec, *, scale_to_zero: bool = False, where: str = "spec"
+    spec: HPASpec, *, scale_to_zero: bool = False, where: str = "spec", schedules_where: str = ""
 ) -> tuple[Violation, ...]:
     """Every rule `spec` breaks, in field order; empty when the API would accept it.
 
     ``scale_to_zero`` is kube's HPAScaleToZero gate: it lets minReplicas be 0, which like in kube also
     needs an Object or External metric (the CRD has no such gate: its minReplicas is at least 1).
+    ``schedules_where`` is where the schedules were written (``<where>.schedules`` unless given: an HPA
+    carries them in an annotation).
     """
     out: list[Violation] = []
     _non_empty(spec.scale_target_ref.kind, f"{where}.scaleTargetRef.kind", out)
@@ -187,6 +217,12 @@ def spec_violations(
         for name, rules in (("scaleUp", behavior.scale_up), ("scaleDown", behavior.scale_down)):
             if rules is not None:
                 out += _rules_violations(rules, f"{where}.behavior.{name}")
+    schedules_where = schedules_where or f"{where}.schedules"
+    for i, schedule in enumerate(spec.schedules):
+        out += _schedule_violations(schedule, f"{schedules_where}[{i}]")
+    # As the CRD's rule over the list says it: once, naming the list.
+    if any(schedule.min_replicas > spec.max_replicas for schedule in spec.schedules):
+        out.append(Violation(schedules_where, SCHEDULE_ABOVE_MAX))
     return tuple(out)
 
 

@@ -1,8 +1,9 @@
 """Profiles from autoscaler YAML files: a HorizontalAutoscaler or an autoscaling/v2 HPA with one metric.
 
-The spec is parsed and checked as the daemon does (kube_json, the API's rules in validation), and its
-sync period is read where the daemon's source reads it (`spec.syncPeriodSeconds` of a HorizontalAutoscaler,
-the sync-period annotation of an HPA). The status in the file is dropped: a replay starts afresh.
+The spec is parsed and checked as the daemon does (`Source.read`: kube_json, the API's rules in validation),
+and its sync period and schedules are read where the daemon's source reads them (`spec.syncPeriodSeconds`
+and `spec.schedules` of a HorizontalAutoscaler, the annotations of an HPA). The status in the file is
+dropped: a replay starts afresh.
 """
 
 from __future__ import annotations
@@ -14,9 +15,7 @@ from typing import Any
 import yaml
 
 from autoscaler.core import effective_metrics
-from autoscaler.core.kube_json import hpa_from_json
 from autoscaler.core.types import HPAStatus
-from autoscaler.core.validation import metric_source_violations, spec_violations
 from autoscaler.sources import SOURCES
 from autoscaler.workqueue import sync_period
 from surge.simulate.replay import SUPPORTED_TYPES, Profile
@@ -50,13 +49,10 @@ def load_profile(path: Path) -> Profile:
             f"apiVersion {kind[0]!r} kind {kind[1]!r} is neither a HorizontalAutoscaler "
             "(autoscaling.surge.dev/v1alpha1) nor a HorizontalPodAutoscaler (autoscaling/v2)"
         )
-    violations = metric_source_violations(obj.get("spec") or {})
     try:
-        hpa = hpa_from_json(obj) if not violations else None
+        hpa, violations = source.read(obj)
     except (ValueError, TypeError, AttributeError, KeyError) as err:
         raise SpecError(f"not an autoscaler spec: {err}") from None
-    if hpa is not None:
-        violations = spec_violations(hpa.spec)
     if violations:
         raise SpecError("the API would refuse this spec: " + "; ".join(str(v) for v in violations))
     assert hpa is not None

@@ -4,7 +4,10 @@ Pure: a series, a profile and the workload's settings in, a timeline out; no clo
 
 The model, per profile:
 - The autoscaler reconciles at t = 0, P, 2P, ... (P = the profile's sync period) until the series ends,
-  and carries each decision's `history` and `status` into the next snapshot, as the daemon does.
+  and carries each decision's `history` and `status` into the next snapshot, as the daemon does. Each
+  reconcile's `now` is the series' time (its timestamps are unix seconds), so schedules open and close at
+  their times; like the daemon, the autoscaler also reconciles when a schedule's window opens or closes,
+  and its periods then count from there.
 - The load holds each sample's value until the next sample.
 - The workload starts with `initial_replicas` pods, ready since long before the series. A scale-up write
   creates pods at once, Pending until they turn Running and Ready `pod_startup_seconds` later; a
@@ -267,9 +270,10 @@ def replay(
         if event is not None:
             rows.append(Row(time, load, ready, desired, metric_reading(metric, load, ready), event))
 
-    sample, tick = 0, 0
+    # Reconciles at anchor + tick x period: the anchor moves to each reconcile a schedule asked for.
+    sample, tick, anchor = 0, 0, 0.0
     while True:
-        tick_time = tick * profile.sync_period
+        tick_time = anchor + tick * profile.sync_period
         next_sample = times[sample] if sample < len(times) else math.inf
         time = min(fleet.next_ready, next_sample, tick_time)
         if time > end:
@@ -283,7 +287,7 @@ def replay(
             sample += 1
             note(time, SAMPLE)
         else:
-            now = base + tick * period
+            now = base + timedelta(seconds=anchor) + tick * period
             snapshot = Snapshot(
                 hpa=hpa,
                 scale=Scale(spec_replicas=len(fleet), status_replicas=len(fleet), selector=_SELECTOR),
@@ -301,4 +305,7 @@ def replay(
                 fleet.scale_to(decision.desired_replicas, time)
                 note(time, SCALE)
             tick += 1
+            change = decision.next_schedule_change
+            if change is not None and (change - base).total_seconds() < anchor + tick * profile.sync_period:
+                anchor, tick = (change - base).total_seconds(), 0
     return Replay(profile.name, tuple(rows), tuple(states), end)

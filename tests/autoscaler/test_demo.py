@@ -4,22 +4,38 @@ reaches 10 replicas within 10 s and the chart is written; the default profile's 
 (four 15 s periods of wall time, too slow for the suite) is checked on the algorithm core with the load
 model's CPU instead.
 
+One run of the `staged` profile (2 s period, scale-up at most Percent 100%/3s, the shortest run with a
+multi-step scale-up that a policy limits) serves three tests: the summary, `surge explain` asked while the
+policy holds the scale-up back (issue 13: it agrees with `status.desiredReplicas` and names the policy),
+and `--record`: replaying the recording with `surge simulate` writes the same replica counts as the
+daemon did, each within one sync period of the daemon's write.
+
 Only what the algorithm guarantees is asserted: at least the needed size, never above maxReplicas. How far
 above the needed size a run goes varies (a new pod's first counter samples can make rate() read high).
 """
 
 from __future__ import annotations
 
+import csv
 import heapq
+import io
+import json
 import re
+import shlex
 import signal
 import subprocess
 import sys
 import threading
+import time
+from contextlib import redirect_stdout
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from autoscaler.core import decide
 from autoscaler.core import kube_json as kj
@@ -35,14 +51,16 @@ from autoscaler.core.types import (
     Scale,
     Snapshot,
 )
-from demo import cpu_surge
+from demo import autoscaling, cpu_surge
 from demo.__main__ import main as demo_main
-from demo.autoscaling import MAX_REPLICAS, NEEDED, PROFILES, STEP_RPS
+from demo.autoscaling import MAX_REPLICAS, NAME, NAMESPACE, NEEDED, PROFILES, STEP_RPS
 from demo.world import DEMO_TIMING
 from shared.durations import parse_go_duration
 from shared.quantity import Quantity
 from sim.workload.model import LoadModel
 from sim.workload.profiles import Constant
+from surge.__main__ import main as surge_main
+from surge.simulate.replay import SCALE
 
 DEMO = [sys.executable, "-m", "demo", "--profile", "fast"]
 # A timeline row: t(s), offered rps, ready pods, desired replicas, then the metric.
@@ -66,11 +84,95 @@ def assert_nothing_left(out: str) -> None:
         assert leftover.returncode == 1, f"the demo's {label} is still running"
 
 
+@dataclass(frozen=True)
+class Explained:
+    """`surge explain` on the demo's target while a policy limited its scale-up, and the status then."""
+
+    record: dict[str, Any]  # `-o json`
+    text: str
+    status_desired_replicas: int
+
+
+@dataclass(frozen=True)
+class StagedRun:
+    out: str  # the demo's stdout
+    record: Path  # its --record directory
+    explained: Explained
+
+
+def surge(argv: list[str]) -> tuple[int, str]:
+    """The `surge` console script, in process: its exit status and stdout."""
+    out = io.StringIO()
+    with redirect_stdout(out), pytest.raises(SystemExit) as exited:
+        surge_main(argv)
+    code = exited.value.code
+    assert isinstance(code, int)
+    return code, out.getvalue()
+
+
+def explain_while_limited(explain: list[str], kubeconfig: str, within: float) -> Explained:
+    """Ask `explain` (the demo's `surge explain` argv) until the newest decision is a scale-up limited
+    by a policy, then the status's desiredReplicas, the text and the record again: kept only if no other
+    outcome was decided in between (a decision changes the status only with its outcome)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        code, out = surge([*explain, "-o", "json"])
+        record = json.loads(out) if code == 0 else {}
+        if not str(record.get("reason")).startswith("scale-up limited by policy"):
+            time.sleep(0.1)
+            continue
+        jsonpath = "jsonpath={.status.desiredReplicas}"
+        status = subprocess.run(
+            ["kubectl", "--kubeconfig", kubeconfig, "-n", NAMESPACE, "get", "hza", NAME, "-o", jsonpath],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert status.returncode == 0, status.stderr
+        _, text = surge(explain)
+        _, again = surge([*explain, "-o", "json"])
+        outcome = ("desiredReplicas", "currentReplicas", "reason")
+        if all(json.loads(again)[field] == record[field] for field in outcome) and record["reason"] in text:
+            return Explained(record, text, int(status.stdout))
+    raise AssertionError(f"no scale-up limited by a policy within {within} s")
+
+
+@pytest.fixture(scope="module")
+def staged_run(tmp_path_factory: pytest.TempPathFactory) -> StagedRun:
+    """The demo on the staged profile, recording; `surge explain` asked while it runs."""
+    record = tmp_path_factory.mktemp("demo") / "record"
+    argv = ["--profile", "staged", "--seconds", "40", "--record", str(record)]
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "demo", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    watchdog = threading.Timer(150, demo.kill)  # a hung demo fails the tests rather than hanging them
+    watchdog.start()
+    try:
+        assert demo.stdout is not None
+        header = ""
+        for line in demo.stdout:  # the Deployment line is the header's last
+            header += line
+            if line.startswith("  Deployment"):
+                break
+        why = re.search(r"^  why +(.*)$", header, re.MULTILINE)
+        assert why, header
+        command = shlex.split(why.group(1))
+        assert command[:3] == [sys.executable, "-m", "surge"], command
+        explained = explain_while_limited(command[3:], shown(header, "kubeconfig"), within=40)
+        rest, err = demo.communicate()
+    except BaseException:
+        demo.kill()
+        demo.communicate()
+        raise
+    finally:
+        watchdog.cancel()
+    assert demo.returncode == 0, err
+    return StagedRun(header + rest, record, explained)
+
+
 @pytest.mark.slow
-def test_demo_scales_out_reports_timings_and_cleans_up() -> None:
-    run = subprocess.run([*DEMO, "--seconds", "30"], capture_output=True, text=True, timeout=180)
-    assert run.returncode == 0, run.stderr
-    out = run.stdout
+def test_demo_scales_out_reports_timings_and_cleans_up(staged_run: StagedRun) -> None:
+    out = staged_run.out
 
     rows = [(int(offered), int(ready), int(desired)) for offered, ready, desired in ROW.findall(out)]
     assert rows and all(offered == STEP_RPS for offered, _, _ in rows), out
@@ -88,6 +190,87 @@ def test_demo_scales_out_reports_timings_and_cleans_up() -> None:
 
     assert out.rstrip().endswith("Done: the cluster and Prometheus are stopped.")
     assert_nothing_left(out)
+
+
+@pytest.mark.slow
+def test_explain_after_a_scale_up_agrees_with_the_status_and_names_the_limiting_policy(
+    staged_run: StagedRun,
+) -> None:
+    record, text = staged_run.explained.record, staged_run.explained.text
+    behavior = PROFILES["staged"].behavior
+    assert behavior is not None
+    policy = behavior["scaleUp"]["policies"][0]
+    unit = "%" if policy["type"] == "Percent" else ""
+    named = f"{policy['type']} {policy['value']}{unit}/{policy['periodSeconds']}s"
+
+    assert record["desiredReplicas"] == staged_run.explained.status_desired_replicas
+    assert record["target"] == f"{NAMESPACE}/{NAME}"
+    assert record["reason"].startswith(
+        f"scale-up limited by policy {named}: {record['desiredReplicas']} instead of "
+    )
+    limits = record["limits"]
+    assert limits["limitingPolicy"] == policy and limits["policies"] == [policy]
+    assert limits["selected"] == limits["rateLimit"] == record["desiredReplicas"]
+    assert limits["reason"] == "ScaleUpLimit"
+    assert record["stabilization"]["proposal"] > record["desiredReplicas"]
+    # `-o json` has the record's fields (docs/explain.md).
+    assert set(record) >= {
+        "target",
+        "time",
+        "currentReplicas",
+        "desiredReplicas",
+        "reason",
+        "metrics",
+        "stabilization",
+        "limits",
+        "conditions",
+    }
+    assert set(record["stabilization"]) == {"proposal", "scaleUp", "scaleDown", "selected", "heldBy"}
+    (metric,) = record["metrics"]
+    assert set(metric) == {"type", "name", "value", "target", "ratio", "proposal", "query"}
+    assert (metric["type"], metric["name"]) == ("Pods", "http_requests") and metric["proposal"] > 0
+    conditions = {c["type"]: (c["status"], c["reason"]) for c in record["conditions"]}
+    assert conditions["ScalingLimited"] == ("True", "ScaleUpLimit")
+    # The text says the same, shaped like `kubectl describe hpa`.
+    assert re.search(
+        rf"^Replicas: +\d+ current / {record['desiredReplicas']} desired$", text, re.MULTILINE
+    ), text
+    assert re.search(rf"^Reason: +{re.escape(record['reason'])}$", text, re.MULTILINE), text
+    assert f"by policy {named}" in text.split("Derivation:")[1], text
+
+
+@pytest.mark.slow
+def test_the_recording_replays_to_the_scale_writes_the_daemon_made(staged_run: StagedRun) -> None:
+    directory = staged_run.record
+    replay = re.search(r"^  (\S+ -m surge simulate .*)$", staged_run.out, re.MULTILINE)
+    assert replay, staged_run.out
+    command = shlex.split(replay.group(1))
+    assert command[:3] == [sys.executable, "-m", "surge"], command
+    code, _ = surge(command[3:])
+    assert code == 0
+
+    spec = yaml.safe_load((directory / "staged.yaml").read_text())
+    assert spec == autoscaling.autoscaler(PROFILES["staged"])
+    period = spec["spec"]["syncPeriodSeconds"]
+    with (directory / "load.csv").open() as f:
+        load = [(float(row["timestamp"]), float(row["value"])) for row in csv.DictReader(f)]
+    assert all(0 < b[0] - a[0] <= 1 for a, b in pairwise(load))
+    assert max(value for _, value in load) >= 0.9 * STEP_RPS
+    with (directory / "scale-writes.csv").open() as f:
+        daemon = [(float(row["timestamp"]), int(row["replicas"])) for row in csv.DictReader(f)]
+    with (directory / "replay" / "timeline.csv").open() as f:
+        replayed = [
+            (load[0][0] + float(row["time"]), int(row["desired_replicas"]))
+            for row in csv.DictReader(f)
+            if row["event"] == SCALE
+        ]
+    # A scale-up in steps, to at least the needed size.
+    assert len(daemon) >= 2 and daemon[-1][1] >= NEEDED, daemon
+    assert [n for _, n in replayed] == [n for _, n in daemon], (replayed, daemon)
+    assert all(abs(r - d) <= period for (r, _), (d, _) in zip(replayed, daemon, strict=True)), (
+        replayed,
+        daemon,
+    )
 
 
 @pytest.mark.slow
@@ -256,6 +439,10 @@ def test_cpu_surge_default_profile_stages_2_4_8_10_one_step_per_period(first_rec
         (["--chart=chart.png"], "--chart"),
         (["--scenario=cpu-surge", "--chart=chart.svg"], "--chart"),
         (["--scenario=cpu-surge", "--chart=/no/such/directory/chart.png"], "--chart"),
+        (["--scenario=cpu-surge", "--profile=staged"], "--profile"),
+        (["--scenario=cpu-surge", "--record=record"], "--record"),
+        (["--record=/no/such/directory/record"], "--record"),
+        ([f"--record={__file__}"], "--record"),
     ],
 )
 def test_flag_errors_are_one_line_naming_the_flag(

@@ -44,6 +44,7 @@ RECORD_FIELDS = {
     "metrics",
     "stabilization",
     "limits",
+    "schedule",
     "conditions",
 }
 METRIC_FIELDS = {"type", "name", "value", "target", "ratio", "proposal", "query"}
@@ -111,6 +112,7 @@ async def test_explain_names_the_limiting_policy_and_agrees_with_the_status(
     assert await asyncio.to_thread(explain, "default/web", "--autoscaler-url", url(daemon), "-o", "json") == 0
     record = json.loads(capsys.readouterr().out)
     assert set(record) == RECORD_FIELDS
+    assert record["schedule"] is None  # no schedule set the floor
     assert record["target"] == "default/web"
     assert (record["currentReplicas"], record["desiredReplicas"]) == (2, status["desiredReplicas"])
     (metric,) = record["metrics"]

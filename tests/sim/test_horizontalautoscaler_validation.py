@@ -89,6 +89,10 @@ EVERY_SOURCE: dict[str, Any] = {
             "policies": [{"type": "Percent", "value": 100, "periodSeconds": 1800}],
         },
     },
+    "schedules": [
+        {"cron": "0 8 * * 1-5", "timeZone": "Europe/Berlin", "durationSeconds": 36000, "minReplicas": 10},
+        {"cron": "*/30 * * * *", "durationSeconds": 600, "minReplicas": 20},
+    ],
 }
 PODS_METRIC = {
     "type": "Pods",
@@ -261,6 +265,32 @@ INVALID = [
         "Invalid value: 3601: spec.behavior.scaleDown.stabilizationWindowSeconds in body should be less "
         "than or equal to 3600",
     ),
+    (
+        ("schedules", 1, "minReplicas"),
+        21,
+        "spec.schedules",
+        'Invalid value: "object": minReplicas of a schedule must be less than or equal to maxReplicas',
+    ),
+    (
+        ("schedules", 0, "durationSeconds"),
+        0,
+        "spec.schedules[0].durationSeconds",
+        "Invalid value: 0: spec.schedules[0].durationSeconds in body should be greater than or equal to 1",
+    ),
+    (
+        ("schedules", 0, "cron"),
+        "0 8 * *",
+        "spec.schedules[0].cron",
+        "Invalid value: \"0 8 * *\": spec.schedules[0].cron in body should match "
+        "'^\\s*\\S+(\\s+\\S+){4}\\s*$'",
+    ),
+    (
+        ("schedules", 0, "timeZone"),
+        "../../etc/passwd",
+        "spec.schedules[0].timeZone",
+        "Invalid value: \"../../etc/passwd\": spec.schedules[0].timeZone in body should match "
+        "'^[A-Za-z0-9_+-]+(/[A-Za-z0-9_+-]+)*$'",
+    ),
 ]
 
 
@@ -366,6 +396,22 @@ def test_kubectl_refuses_what_the_rules_forbid(kubectl: KubectlRunner) -> None:
         result.returncode != 0 and "maxReplicas must be greater than or equal to minReplicas" in result.stderr
     )
 
+    # A schedule's minimum above maxReplicas: the spec's CEL rule over the list.
+    scheduled = _hza(
+        {
+            "scaleTargetRef": REF,
+            "maxReplicas": 4,
+            "schedules": [{"cron": "0 8 * * 1-5", "durationSeconds": 3600, "minReplicas": 5}],
+        }
+    )
+    result = kubectl("apply", "-f", "-", input=yaml.safe_dump(scheduled), check=False)
+    assert result.returncode != 0
+    assert result.stderr.strip() == (
+        'The HorizontalAutoscaler "web" is invalid: spec.schedules: Invalid value: "object": '
+        "minReplicas of a schedule must be less than or equal to maxReplicas"
+    )
+    scheduled["spec"]["schedules"][0]["minReplicas"] = 4
+    kubectl("apply", "-f", "-", input=yaml.safe_dump(scheduled))
     kubectl("apply", "-f", "-", input=yaml.safe_dump(_hza({"scaleTargetRef": REF, "maxReplicas": 4})))
     # The scale subresource sets minReplicas: above maxReplicas it is refused like any other write.
     result = kubectl("scale", "hza/web", "--replicas=5", check=False)

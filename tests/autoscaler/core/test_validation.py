@@ -88,6 +88,9 @@ VALID: dict[str, Any] = {
         },
         "scaleDown": {"tolerance": "0.2"},
     },
+    "schedules": [
+        {"cron": "0 8 * * 1-5", "timeZone": "Europe/Berlin", "durationSeconds": 3600, "minReplicas": 4}
+    ],
 }
 
 
@@ -204,6 +207,12 @@ CEL_CASES = [
         -1,
         "spec.behavior.scaleDown.tolerance",
         "tolerance must be greater than or equal to zero",
+    ),
+    (
+        ("schedules", 0, "minReplicas"),
+        11,
+        "spec.schedules",
+        "minReplicas of a schedule must be less than or equal to maxReplicas",
     ),
 ]
 

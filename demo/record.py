@@ -1,0 +1,141 @@
+"""`python -m demo --record DIR`: what the http-requests scenario ran, as `surge simulate` takes it.
+
+- `load.csv` (`timestamp,value`, unix seconds): the workload's total `http_requests` as the autoscaler
+  read it, every SAMPLE_SECONDS from LEAD_SECONDS before the load step. A replay reconciles every sync
+  period from the first sample and reads the sample there. So the series starts at one of the daemon's
+  reads, and the sample at each later period is the daemon's read of that reconcile: the adapter's own
+  query, summed over the pods, evaluated at the instant Prometheus evaluated it for the adapter (from
+  Prometheus' query log). A read comes a few milliseconds after its slot on the period grid and is
+  placed on the slot. The total evaluated on the grid itself would not do: a scrape within those
+  milliseconds changes rate(), and near a whole count that changes the count (800 rps at 100 per pod
+  reads 8.0 or 8.001: 8 or 9 replicas). The samples between reads are the total evaluated there.
+  A profile that reacts to pod changes (`fast`) also reconciles between periods, which a replay does
+  not: only the others replay to the daemon's very writes.
+- `<profile>.yaml`: the HorizontalAutoscaler the scenario created (a replay names its profile after the
+  file, so after the demo's profile).
+- `scale-writes.csv` (`timestamp,replicas`): each replica count written to the Deployment, when the API
+  server committed it, up to the last sample.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import yaml
+
+from demo.world import DEPLOYMENTS, World
+from sim.apiserver.resources import GroupResource
+
+SAMPLE_SECONDS = 0.5
+LEAD_SECONDS = 2.0
+LOAD, WRITES = "load.csv", "scale-writes.csv"
+
+
+class ScaleWrites:
+    """A store listener: each replica count written to one Deployment's spec, with its commit time."""
+
+    def __init__(self, namespace: str, name: str, replicas: int) -> None:
+        self._key = (namespace, name)
+        self._replicas = replicas
+        self.writes: list[tuple[float, int]] = []
+
+    def __call__(self, event_type: str, gr: GroupResource, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        if gr != DEPLOYMENTS or (meta["namespace"], meta["name"]) != self._key or event_type != "MODIFIED":
+            return
+        replicas = int(obj["spec"]["replicas"])
+        if replicas != self._replicas:
+            self._replicas = replicas
+            self.writes.append((time.time(), replicas))
+
+
+def metric_reads(query_log: Path, is_metric_query: Callable[[str], bool]) -> list[tuple[float, str]]:
+    """(instant, PromQL) of each instant query in Prometheus' query log that `is_metric_query(promql)`
+    accepts, in order."""
+    reads = []
+    for line in query_log.read_text().splitlines():
+        entry = json.loads(line)
+        params = entry.get("params") or {}
+        if entry.get("httpRequest", {}).get("path") == "/api/v1/query" and is_metric_query(params["query"]):
+            reads.append((datetime.fromisoformat(params["start"]).timestamp(), params["query"]))
+    return reads
+
+
+async def _prometheus(world: World, api: str, params: dict[str, str]) -> list[dict[str, Any]]:
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session,
+        session.get(f"{world.prometheus.url}/api/v1/{api}", params=params) as response,
+    ):
+        body = await response.json(content_type=None)
+    if body.get("status") != "success" or len(body["data"]["result"]) != 1:
+        raise RuntimeError(f"Prometheus: {params['query']} is not one series: {body}")
+    result: list[dict[str, Any]] = body["data"]["result"]
+    return result
+
+
+async def load_series(
+    world: World, total: str, reads: list[tuple[float, str]], period: float, start: float, end: float
+) -> list[tuple[float, float]]:
+    """The series (see the module docstring): `total` every SAMPLE_SECONDS from `start` (a read) to `end`,
+    each read's own query summed over the pods at each `period` from `start`."""
+    params = {"query": total, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{SAMPLE_SECONDS:g}"}
+    values = [float(v) for _, v in (await _prometheus(world, "query_range", params))[0]["values"]]
+    count = math.floor(round((end - start) / SAMPLE_SECONDS, 6)) + 1
+    if len(values) != count:
+        raise RuntimeError(f"the load series has {len(values)} of {count} samples: Prometheus lost some")
+    per_period = round(period / SAMPLE_SECONDS)
+    for at, promql in reads:
+        slot = round((at - start) / period)
+        # A read off the grid (a retry after an error) has no place in a replay, which reconciles on it.
+        if 0 <= slot * per_period < count and abs(at - start - slot * period) < SAMPLE_SECONDS / 2:
+            answer = await _prometheus(world, "query", {"query": f"sum({promql})", "time": f"{at:.3f}"})
+            values[slot * per_period] = float(answer[0]["value"][1])
+    return [(start + i * SAMPLE_SECONDS, value) for i, value in enumerate(values)]
+
+
+def write_record(
+    directory: Path,
+    profile: str,
+    autoscaler: dict[str, Any],
+    series: list[tuple[float, float]],
+    writes: list[tuple[float, int]],
+) -> Path:
+    """Write the three files (see the module docstring); returns the spec's path."""
+    directory.mkdir(exist_ok=True)
+    with (directory / LOAD).open("w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["timestamp", "value"])
+        out.writerows((f"{t:.3f}", f"{value:.10g}") for t, value in series)
+    spec = directory / f"{profile}.yaml"
+    spec.write_text(yaml.safe_dump(autoscaler, sort_keys=False))
+    with (directory / WRITES).open("w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["timestamp", "replicas"])
+        out.writerows((f"{t:.3f}", replicas) for t, replicas in writes if t <= series[-1][0])
+    return spec
+
+
+def replay_command(directory: Path, spec: Path, capacity: float, pod_startup: float) -> str:
+    """The `surge simulate` command that replays the record."""
+    argv = [
+        sys.executable,
+        "-m",
+        "surge",
+        "simulate",
+        f"--series={directory / LOAD}",
+        f"--spec={spec}",
+        f"--capacity-per-pod={capacity:g}",
+        f"--pod-startup-seconds={pod_startup:g}",
+        f"--out={directory / 'replay'}",
+    ]
+    return shlex.join(argv)
