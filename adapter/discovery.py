@@ -1,7 +1,8 @@
 """The relist loop: rediscover series every --metrics-relist-interval.
 
 One `/api/v1/series` call per distinct `seriesQuery` (rules sharing a query share the call), all
-concurrent, each with `start = now - --metrics-max-age`. Unlike prometheus-adapter (all-or-nothing),
+concurrent, each with `start = now - --metrics-max-age`, each answer read as it streams in and kept
+only as its distinct series shapes (adapter.seriesshapes). Unlike prometheus-adapter (all-or-nothing),
 a failing call only keeps *its* rules' previous entries; the others update. The adapter is ready once
 every rule has been listed successfully at least once, so the first answers are never a partial view.
 
@@ -99,19 +100,26 @@ class Relister:
         started = time.perf_counter()
         try:
             # A relist may take as long as the interval; beyond that the next round should start afresh.
-            series = await self.prometheus.series([query], start, time_limit=self.interval)
+            series = await self.prometheus.series_shapes([query], start, time_limit=self.interval)
         except PrometheusError as err:
             log.warning("series discovery failed; keeping previous entries", query=query, error=str(err))
             for rule in rules:
                 self.metrics.relist_errors.labels(str(rule)).inc()
             return False
         for rule in rules:
-            # Building entries for 100,000 series takes a while: keep the event loop serving meanwhile.
-            # (The registry serialises concurrent updates' swaps itself.)
+            # The work is per distinct shape, mostly small, but a million series of distinct names make
+            # as many shapes: keep the event loop serving meanwhile. (The registry serialises
+            # concurrent updates' swaps itself.)
             await asyncio.to_thread(registry.update, rule, series)
             listed.add(rule)
             self.metrics.relist_seconds.labels(str(rule)).observe(time.perf_counter() - started)
-        log.debug("series discovered", query=query, series=len(series), seconds=time.perf_counter() - started)
+        log.debug(
+            "series discovered",
+            query=query,
+            series=series.count,
+            shapes=len(series.shapes),
+            seconds=time.perf_counter() - started,
+        )
         return True
 
     async def run(self) -> None:

@@ -13,8 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapter.querycache import DEFAULT_MAX_ENTRIES, DEFAULT_TTL
 from adapter.server.tls import openssl_cipher_list
-from shared.cli import OneLineErrorParser, add_version_flag, go_duration, http_url, port_number
+from shared.cli import OneLineErrorParser, add_version_flag, go_duration, http_url, integer, port_number
 from shared.logging import add_logging_flags
 
 FlagGroup = Callable[[argparse.ArgumentParser], None]
@@ -155,6 +156,26 @@ def add_prometheus_flags(parser: argparse.ArgumentParser) -> None:
         ".LabelValuesByName so each matches only itself (Surge extension; by default they pass "
         "through as regexes, as in prometheus-adapter)",
     )
+    group.add_argument(
+        "--metrics-cache-ttl",
+        type=duration_arg,
+        default=DEFAULT_TTL,
+        help="how long an answer of Prometheus is reused for identical queries; 0 disables the cache "
+        "(Go duration; identical queries in flight are always sent once)",
+    )
+    group.add_argument(
+        "--metrics-cache-max-entries",
+        type=integer(1),
+        default=DEFAULT_MAX_ENTRIES,
+        help="most answers kept by the cache; the least recently used goes first",
+    )
+    add_bool_flag(
+        group,
+        "--batch-namespace-queries",
+        "answer custom metrics of namespaced objects from one query over the whole namespace, grouped "
+        "by object and filtered (Surge extension; only for rules whose query computes each object's "
+        "value from that object's series alone)",
+    )
 
 
 def add_discovery_flags(parser: argparse.ArgumentParser) -> None:
@@ -274,6 +295,9 @@ class AdapterOptions:
     prometheus_headers: tuple[tuple[str, str], ...]
     prometheus_timeout: float
     regex_escape_values: bool
+    metrics_cache_ttl: float
+    metrics_cache_max_entries: int
+    batch_namespace_queries: bool
     relist_interval: float
     max_age: float
     lister_kubeconfig: str
@@ -332,6 +356,9 @@ def options_from_namespace(ns: argparse.Namespace) -> AdapterOptions:
         prometheus_headers=parse_header_args(ns.prometheus_header),
         prometheus_timeout=ns.prometheus_timeout,
         regex_escape_values=ns.regex_escape_values,
+        metrics_cache_ttl=ns.metrics_cache_ttl,
+        metrics_cache_max_entries=ns.metrics_cache_max_entries,
+        batch_namespace_queries=ns.batch_namespace_queries,
         relist_interval=ns.metrics_relist_interval,
         max_age=max_age,
         lister_kubeconfig=ns.lister_kubeconfig,

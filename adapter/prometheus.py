@@ -12,7 +12,7 @@ import asyncio
 import json
 import ssl
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,7 @@ from yarl import URL
 
 # Values stay Prometheus' decimal text, so they convert to Quantity without float artefacts.
 from adapter.naming.results import Sample
+from adapter.seriesshapes import MalformedSeries, SeriesShapes, SeriesShapesDecoder
 from shared.tls import client_context
 from shared.tokenfile import TokenFile
 
@@ -34,6 +35,8 @@ _ENVELOPE_STATUSES = frozenset({400, 422, 503})
 
 QueryObserver = Callable[[str, str, float], None]
 """Called with (API path, outcome, seconds) after every request; outcome is "success" or an error kind."""
+BodyReader = Callable[[aiohttp.ClientResponse], Awaitable[Any]]
+"""Reads and parses a response's body; raises ValueError when it is not JSON."""
 
 
 class PrometheusError(Exception):
@@ -110,6 +113,35 @@ def _format_timeout(seconds: float) -> str:
     return f"{max(1, round(seconds * 1000))}ms"
 
 
+async def _read_json(response: aiohttp.ClientResponse) -> Any:
+    return json.loads(await response.read())
+
+
+async def _read_json_in_thread(response: aiohttp.ClientResponse) -> Any:
+    """For big bodies (series lists): parsed in a worker thread, so that request handling goes on."""
+    return await asyncio.to_thread(json.loads, await response.read())
+
+
+async def _read_series_shapes(response: aiohttp.ClientResponse) -> Any:
+    """The envelope of a series answer, its `data` reduced to SeriesShapes as the body streams in."""
+    decoder = SeriesShapesDecoder()
+    try:
+        async for data in response.content.iter_any():
+            if decoder.feed(data):
+                await asyncio.sleep(0)  # a batch parsed: let requests be served before the next one
+        return decoder.finish()
+    except MalformedSeries as err:
+        raise PrometheusBadResponse(f"malformed series result: {err}") from err
+
+
+def _series_params(matches: Sequence[str], start: float, end: float | None) -> list[tuple[str, str]]:
+    params = [("match[]", match) for match in matches]
+    params.append(("start", _format_time(start)))
+    if end is not None:
+        params.append(("end", _format_time(end)))
+    return params
+
+
 def _parse_sample(labels: Mapping[str, str], pair: Sequence[Any]) -> Sample:
     return Sample(labels=labels, timestamp=float(pair[0]), value=str(pair[1]))
 
@@ -179,12 +211,24 @@ class PrometheusClient:
         self, matches: Sequence[str], start: float, end: float | None = None, time_limit: float | None = None
     ) -> list[dict[str, str]]:
         """Label sets of every series matching any of `matches` in [start, end]."""
-        params = [("match[]", match) for match in matches]
-        params.append(("start", _format_time(start)))
-        if end is not None:
-            params.append(("end", _format_time(end)))
-        data = await self._call("/api/v1/series", params, time_limit or self.settings.timeout, big=True)
+        params = _series_params(matches, start, end)
+        data = await self._call(
+            "/api/v1/series", params, time_limit or self.settings.timeout, _read_json_in_thread
+        )
         if not isinstance(data, list):
+            raise PrometheusBadResponse("series result is not a list")
+        return data
+
+    async def series_shapes(
+        self, matches: Sequence[str], start: float, end: float | None = None, time_limit: float | None = None
+    ) -> SeriesShapes:
+        """What discovery needs of every series matching any of `matches` in [start, end]: their count and
+        distinct shapes (adapter.seriesshapes), holding one batch of series at a time, never the answer."""
+        params = _series_params(matches, start, end)
+        data = await self._call(
+            "/api/v1/series", params, time_limit or self.settings.timeout, _read_series_shapes
+        )
+        if not isinstance(data, SeriesShapes):
             raise PrometheusBadResponse("series result is not a list")
         return data
 
@@ -199,12 +243,16 @@ class PrometheusClient:
         return parse_query_data(await self._call("/api/v1/query", params, timeout))
 
     async def _call(
-        self, api_path: str, params: list[tuple[str, str]], time_limit: float, big: bool = False
+        self,
+        api_path: str,
+        params: list[tuple[str, str]],
+        time_limit: float,
+        read_body: BodyReader = _read_json,
     ) -> Any:
         started = time.perf_counter()
         outcome = "success"
         try:
-            return await self._request(api_path, params, time_limit, big)
+            return await self._request(api_path, params, time_limit, read_body)
         except PrometheusError as err:
             outcome = err.kind
             raise
@@ -213,7 +261,7 @@ class PrometheusClient:
                 self.observe(api_path, outcome, time.perf_counter() - started)
 
     async def _request(
-        self, api_path: str, params: list[tuple[str, str]], time_limit: float, big: bool
+        self, api_path: str, params: list[tuple[str, str]], time_limit: float, read_body: BodyReader
     ) -> Any:
         url = self._url(api_path)
         get_url = url.with_query(params)
@@ -227,24 +275,22 @@ class PrometheusClient:
             else:
                 request = session.get(get_url, headers=self._headers(), timeout=deadline)
             async with request as response:
-                return await self._decode(response, big)
+                return await self._decode(response, read_body)
         except TimeoutError as err:
             raise PrometheusTimeout(f"{api_path}: no answer within {deadline_seconds}s") from err
         except aiohttp.ClientError as err:
             raise PrometheusUnavailable(f"{api_path}: {err}") from err
 
     @staticmethod
-    async def _decode(response: aiohttp.ClientResponse, big: bool) -> Any:
-        """The `data` of a success envelope. `big` bodies (series lists) are parsed in a worker thread so
-        that a 100,000-series relist does not stall request handling."""
+    async def _decode(response: aiohttp.ClientResponse, read_body: BodyReader) -> Any:
+        """The `data` of a success envelope."""
         status = response.status
         if not (200 <= status < 300 or status in _ENVELOPE_STATUSES):
             if status >= 500:
                 raise PrometheusUnavailable(f"unknown response code {status}")
             raise PrometheusBadResponse(f"unknown response code {status}")
-        raw = await response.read()
         try:
-            body = await asyncio.to_thread(json.loads, raw) if big else json.loads(raw)
+            body = await read_body(response)
         except ValueError as err:
             if status == 503:
                 raise PrometheusUnavailable("response code 503") from err

@@ -1,18 +1,19 @@
 """The series registry: discovered series → served metrics → PromQL for a request.
 
 The relist loop feeds each rule the series `/api/v1/series` returned for its `seriesQuery`
-(`update(rule_id, series)`); each rule's entries are kept separately, so a rule whose relist
-failed keeps its previous entries while the others change. Per series only dictionary lookups
-happen (filters, naming and label association are cached per distinct series name and label
-set), and nothing per series is retained: the registry stores one small entry per
-(metric, resource) pair, which keeps relisting 100,000 series fast and lean.
+(`update(rule_id, series)`), reduced to their distinct shapes (adapter.seriesshapes): a series'
+name and label names are all that naming and resource association look at. Each rule's entries
+are kept separately, so a rule whose relist failed keeps its previous entries while the others
+change. The work is per shape, not per series (naming is cached per distinct series name, label
+association per label name), and the registry stores one small entry per (metric, resource) pair,
+which keeps relisting 1,000,000 series fast and lean.
 
 `update` builds new dictionaries and swaps them in with single assignments, so readers (request
 handlers) never see a half-updated registry; updates may run in worker threads, several at once.
 """
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -22,6 +23,7 @@ from adapter.naming.names import accepts_all
 from adapter.naming.promql import SelectorRequirement
 from adapter.naming.query import custom_query_data, external_query_data, render_query
 from adapter.naming.resources import GroupResource, ResourceInfo, ResourceMapper
+from adapter.seriesshapes import SeriesShapes
 
 NAMESPACES = GroupResource("", "namespaces")
 _K = TypeVar("_K")
@@ -64,10 +66,11 @@ class CustomMetricInfo:
 
 @dataclass(frozen=True, slots=True)
 class CustomQuery:
-    """A rendered custom-metric query and the sample label that names each object."""
+    """A rendered custom-metric query, the sample label that names each object, and its rule."""
 
     promql: str
     object_label: str
+    rule: RuleId
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,22 +128,23 @@ class SeriesRegistry:
 
     # -- updates --------------------------------------------------------------------------------
 
-    def update(self, rule_id: RuleId, series: Iterable[Mapping[str, str]]) -> RuleStats:
-        """Replace `rule_id`'s entries with those derived from `series` (label dicts with `__name__`).
-
-        Safe to call from worker threads, also for several rules at once.
+    def update(self, rule_id: RuleId, series: SeriesShapes | Iterable[dict[str, str]]) -> RuleStats:
+        """Replace `rule_id`'s entries with those derived from `series` (label dicts with `__name__`, or
+        their shapes). Safe to call from worker threads, also for several rules at once.
         """
+        if not isinstance(series, SeriesShapes):
+            series = SeriesShapes.of(series)
         if rule_id.external:
             rule = self.config.external_rules[rule_id.index]
-            external, count = self._external_entries(rule_id.index, rule, series)
+            external = self._external_entries(rule_id.index, rule, series)
             with self._swap_lock:
                 self._external_by_rule = {**self._external_by_rule, rule_id.index: external}
                 self._external = _merge(self._external_by_rule)
                 self._external_list = sorted(self._external)
-                stats = self._record(rule_id, RuleStats(count, len(external)))
+                stats = self._record(rule_id, RuleStats(series.count, len(external)))
             return stats
         rule = self.config.rules[rule_id.index]
-        custom, count = self._custom_entries(rule_id.index, rule, series)
+        custom = self._custom_entries(rule_id.index, rule, series)
         with self._swap_lock:
             self._custom_by_rule = {**self._custom_by_rule, rule_id.index: custom}
             self._custom = _merge(self._custom_by_rule)
@@ -151,7 +155,7 @@ class SeriesRegistry:
                 ),
                 key=lambda info: (info.metric, str(info.group_resource)),
             )
-            return self._record(rule_id, RuleStats(count, len(custom)))
+            return self._record(rule_id, RuleStats(series.count, len(custom)))
 
     def _record(self, rule_id: RuleId, stats: RuleStats) -> RuleStats:
         self._stats = {**self._stats, rule_id: stats}
@@ -169,36 +173,22 @@ class SeriesRegistry:
         return metric
 
     def _custom_entries(
-        self, rule_index: int, rule: DiscoveryRule, series: Iterable[Mapping[str, str]]
-    ) -> tuple[dict[_CustomKey, _CustomEntry], int]:
+        self, rule_index: int, rule: DiscoveryRule, series: SeriesShapes
+    ) -> dict[_CustomKey, _CustomEntry]:
         names: dict[str, str | None] = {}
         label_resources: dict[str, ResourceInfo | None] = {}
-        # (series name, label-name set) → the entries such a series yields. Series of one metric
-        # mostly share their label names, so the per-series work is a frozenset, one dict lookup
-        # and one dict.update (the last series still wins a collision, as in prometheus-adapter).
-        shapes: dict[tuple[str, frozenset[str]], dict[_CustomKey, _CustomEntry]] = {}
         entries: dict[_CustomKey, _CustomEntry] = {}
-        count = 0
-        for labels in series:
-            count += 1
-            series_name = labels.get("__name__")
-            if series_name is None:
-                continue
-            shape = (series_name, frozenset(labels))
-            yielded = shapes.get(shape)
-            if yielded is None:
-                yielded = shapes[shape] = {}
-                metric = self._metric_name(rule, names, series_name)
-                if metric is not None:
-                    for info in self._associate(rule, shape[1], label_resources):
-                        key = (metric, info.group, info.resource)
-                        yielded[key] = _CustomEntry(series_name, rule_index, info.namespaced)
-            if yielded:
-                entries.update(yielded)
-        return entries, count
+        # Shapes come in the order of their last series: a later series wins a collision.
+        for series_name, labels in series.shapes:
+            metric = self._metric_name(rule, names, series_name)
+            if metric is not None:
+                for info in self._associate(rule, labels, label_resources):
+                    key = (metric, info.group, info.resource)
+                    entries[key] = _CustomEntry(series_name, rule_index, info.namespaced)
+        return entries
 
     def _associate(
-        self, rule: DiscoveryRule, labels: frozenset[str], cache: dict[str, ResourceInfo | None]
+        self, rule: DiscoveryRule, labels: Iterable[str], cache: dict[str, ResourceInfo | None]
     ) -> list[ResourceInfo]:
         found: dict[tuple[str, str], ResourceInfo] = {}
         for label in sorted(labels):
@@ -213,20 +203,15 @@ class SeriesRegistry:
         return list(found.values())
 
     def _external_entries(
-        self, rule_index: int, rule: DiscoveryRule, series: Iterable[Mapping[str, str]]
-    ) -> tuple[dict[str, _ExternalEntry], int]:
+        self, rule_index: int, rule: DiscoveryRule, series: SeriesShapes
+    ) -> dict[str, _ExternalEntry]:
         names: dict[str, str | None] = {}
         entries: dict[str, _ExternalEntry] = {}
-        count = 0
-        for labels in series:
-            count += 1
-            series_name = labels.get("__name__")
-            if series_name is None:
-                continue
+        for series_name, _ in series.shapes:
             metric = self._metric_name(rule, names, series_name)
             if metric is not None:
                 entries[metric] = _ExternalEntry(series_name, rule_index)
-        return entries, count
+        return entries
 
     # -- discovery ------------------------------------------------------------------------------
 
@@ -260,15 +245,16 @@ class SeriesRegistry:
         metric: str,
         resource: ResourceInfo,
         namespace: str | None,
-        names: Sequence[str],
+        names: Sequence[str] | None,
         metric_selector: Iterable[SelectorRequirement] = (),
     ) -> CustomQuery:
         """The PromQL for `metric` of objects `names` of `resource`.
 
         `namespace` is the request's namespace, or None for cluster-scoped objects; a metric of
         Namespace objects (`…/namespaces/<ns>/metrics/<m>`) is asked with resource `namespaces`,
-        namespace None and names `[<ns>]`. Raises `MetricNotFoundError`, `QueryBuildError` or
-        `InvalidSelectorError`.
+        namespace None and names `[<ns>]`. `names` None asks for every object of `namespace`
+        (namespace batching): no object matcher, grouped by the object label. Raises
+        `MetricNotFoundError`, `QueryBuildError` or `InvalidSelectorError`.
         """
         gr = resource.group_resource
         entry = self._custom.get((metric, gr.group, gr.resource))
@@ -281,15 +267,28 @@ class SeriesRegistry:
         namespace_matcher = None
         if namespace is not None:
             namespace_matcher = (self._namespace_label(rule, RuleId(False, entry.rule)), namespace)
-        data = custom_query_data(
-            entry.series,
-            metric_selector,
-            namespace_matcher,
-            object_label,
-            names,
-            regex_escape_values=self.regex_escape_values,
-        )
-        return CustomQuery(render_query(rule.metrics_query, data), object_label)
+        if names is not None:
+            data = custom_query_data(
+                entry.series,
+                metric_selector,
+                namespace_matcher,
+                object_label,
+                names,
+                regex_escape_values=self.regex_escape_values,
+            )
+        elif namespace_matcher is None or "LabelValuesByName" in rule.metrics_query.text:
+            # Objects named in .LabelValuesByName have no namespace-wide form.
+            raise QueryBuildError(f"{RuleId(False, entry.rule)} has no namespace-wide query")
+        else:
+            data = external_query_data(
+                entry.series,
+                metric_selector,
+                namespace_matcher,
+                [object_label],
+                regex_escape_values=self.regex_escape_values,
+            )
+        query = render_query(rule.metrics_query, data)
+        return CustomQuery(query, object_label, RuleId(False, entry.rule))
 
     def external_query(
         self, metric: str, namespace: str | None, selector: Iterable[SelectorRequirement] = ()
@@ -306,6 +305,11 @@ class SeriesRegistry:
             entry.series, selector, namespace_matcher, regex_escape_values=self.regex_escape_values
         )
         return render_query(rule.metrics_query, data)
+
+    def external_rule(self, metric: str) -> RuleId | None:
+        """The rule external `metric` comes from (None when it is not served)."""
+        entry = self._external.get(metric)
+        return None if entry is None else RuleId(True, entry.rule)
 
     def _namespace_label(self, rule: DiscoveryRule, rule_id: RuleId) -> str:
         info = self.mapper.resolve(NAMESPACES.group, NAMESPACES.resource)

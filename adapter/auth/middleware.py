@@ -10,7 +10,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from adapter.auth import status
-from adapter.auth.attributes import InvalidRequestPath, request_attributes
+from adapter.auth.attributes import InvalidRequestPath, RequestAttributes, request_attributes
 from adapter.auth.authenticator import AuthenticationFailed, Authenticator
 from adapter.auth.authorizer import AlwaysAllowPaths, AuthorizationError, Authorizer
 from adapter.auth.certs import parse_der_chain
@@ -22,15 +22,32 @@ log = structlog.get_logger(__name__)
 USER_KEY = web.RequestKey("surge.auth.user", UserInfo)
 """request[USER_KEY]: the authenticated caller, for handlers and logs."""
 
+_TARGETS_KEPT = 1024
+
 
 def make_middleware(
     authenticator: Authenticator, authorizer: Authorizer, always_allow: AlwaysAllowPaths
 ) -> Middleware:
+    # The attributes of a request depend on its method and target alone, and clients repeat targets
+    # (an HPA asks the same paths every period): they are kept, the oldest going first when full.
+    # Plain dictionary reads and writes between awaits: no lock on the hot path.
+    attributes_by_target: dict[tuple[str, str], RequestAttributes] = {}
+
+    def attributes_of(request: web.Request) -> RequestAttributes:
+        target = (request.method, request.raw_path)
+        attributes = attributes_by_target.get(target)
+        if attributes is None:
+            query = {key: request.query.getall(key) for key in request.query}
+            attributes = request_attributes(request.method, request.path, query)
+            if len(attributes_by_target) >= _TARGETS_KEPT:
+                del attributes_by_target[next(iter(attributes_by_target))]
+            attributes_by_target[target] = attributes
+        return attributes
+
     @web.middleware
     async def delegated_auth(request: web.Request, handler: Handler) -> web.StreamResponse:
-        query = {key: request.query.getall(key) for key in request.query}
         try:
-            attributes = request_attributes(request.method, request.path, query)
+            attributes = attributes_of(request)
         except InvalidRequestPath as err:
             return web.json_response(
                 status.internal_error(f"failed to create RequestInfo: {err}"), status=500

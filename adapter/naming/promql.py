@@ -178,8 +178,3 @@ def object_matcher(label: str, names: Sequence[str], *, regex_escape_values: boo
     if len(names) == 1:
         return Matcher(label, "=", names[0])
     return Matcher(label, "=~", regex_alternation(names, regex_escape_values=regex_escape_values))
-
-
-def join_matchers(matchers: Iterable[Matcher]) -> str:
-    """The `<<.LabelMatchers>>` string: matchers joined by commas."""
-    return ",".join(str(m) for m in matchers)

@@ -5,9 +5,13 @@ metric-selector matchers sorted by key, then the namespace matcher, then (custom
 matcher. `.LabelValuesByName` maps a label to its values joined by `|` (`a|b`; each value
 regex-escaped only with `regex_escape_values`), string-escaped so that it can be placed between
 quotes; `.GroupBy` / `.GroupBySlice` are the object label plus extra labels.
+
+Built on every metric read, so as strings straight away; a metric selector's matchers and values are
+rendered once per distinct selector (a bounded LRU).
 """
 
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from adapter.gotemplate import GoStruct, Template, TemplateExecError
 from adapter.naming.errors import QueryBuildError
@@ -15,7 +19,6 @@ from adapter.naming.promql import (
     Matcher,
     SelectorRequirement,
     go_quote,
-    join_matchers,
     object_matcher,
     regex_alternation,
     selector_matchers,
@@ -24,44 +27,56 @@ from adapter.naming.promql import (
 
 QUERY_TEMPLATE_TYPE = "naming.queryTemplateArgs"
 QUERY_FIELDS = frozenset({"Series", "LabelMatchers", "LabelValuesByName", "GroupBy", "GroupBySlice"})
+# Metric selectors repeat (the HPA asks the same ones every period): their rendered matchers are kept.
+_SELECTORS_CACHED = 1024
 
 
 def _quoted_inner(value: str) -> str:
     return go_quote(value)[1:-1]
 
 
-def _query_data(
-    series: str,
-    matchers: list[Matcher],
-    values_by_name: dict[str, str],
-    group_by: Sequence[str],
-) -> GoStruct:
-    return GoStruct(
-        QUERY_TEMPLATE_TYPE,
-        {
-            "Series": series,
-            "LabelMatchers": join_matchers(matchers),
-            "LabelValuesByName": {k: _quoted_inner(v) for k, v in values_by_name.items()},
-            "GroupBy": ",".join(group_by),
-            "GroupBySlice": list(group_by),
-        },
-    )
+@lru_cache(maxsize=_SELECTORS_CACHED)
+def _selector_parts(
+    requirements: tuple[SelectorRequirement, ...], regex_escape_values: bool
+) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """A metric selector's `.LabelMatchers` items and `.LabelValuesByName` entries, rendered and quoted."""
+    matchers = selector_matchers(requirements, regex_escape_values=regex_escape_values)
+    values = selector_values_by_name(requirements, regex_escape_values=regex_escape_values)
+    return tuple(map(str, matchers)), tuple((k, _quoted_inner(v)) for k, v in values.items())
 
 
 def _selector_and_namespace(
     requirements: Iterable[SelectorRequirement],
     namespace: tuple[str, str] | None,
     regex_escape_values: bool,
-) -> tuple[list[Matcher], dict[str, str]]:
-    """`.LabelMatchers` and `.LabelValuesByName` of the metric selector, then the namespace if any."""
-    requirements = list(requirements)
-    matchers = selector_matchers(requirements, regex_escape_values=regex_escape_values)
-    values = selector_values_by_name(requirements, regex_escape_values=regex_escape_values)
+) -> tuple[list[str], dict[str, str]]:
+    """`.LabelMatchers` items and `.LabelValuesByName` of the metric selector, then the namespace if any."""
+    selector = tuple(requirements)
+    if selector:
+        cached_matchers, cached_values = _selector_parts(selector, regex_escape_values)
+        matchers, values = list(cached_matchers), dict(cached_values)
+    else:
+        matchers, values = [], {}
     if namespace is not None:
         label, value = namespace
-        matchers.append(Matcher(label, "=", value))
-        values[label] = regex_alternation([value], regex_escape_values=regex_escape_values)
+        matchers.append(str(Matcher(label, "=", value)))
+        values[label] = _quoted_inner(regex_alternation([value], regex_escape_values=regex_escape_values))
     return matchers, values
+
+
+def _query_data(
+    series: str, matchers: list[str], values_by_name: dict[str, str], group_by: list[str]
+) -> GoStruct:
+    return GoStruct(
+        QUERY_TEMPLATE_TYPE,
+        {
+            "Series": series,
+            "LabelMatchers": ",".join(matchers),
+            "LabelValuesByName": values_by_name,
+            "GroupBy": ",".join(group_by),
+            "GroupBySlice": group_by,
+        },
+    )
 
 
 def custom_query_data(
@@ -81,8 +96,8 @@ def custom_query_data(
     if not names:
         raise QueryBuildError("no object names to query")
     matchers, values = _selector_and_namespace(requirements, namespace, regex_escape_values)
-    matchers.append(object_matcher(object_label, names, regex_escape_values=regex_escape_values))
-    values[object_label] = regex_alternation(names, regex_escape_values=regex_escape_values)
+    matchers.append(str(object_matcher(object_label, names, regex_escape_values=regex_escape_values)))
+    values[object_label] = _quoted_inner(regex_alternation(names, regex_escape_values=regex_escape_values))
     return _query_data(series, matchers, values, [object_label, *extra_group_by])
 
 
@@ -96,7 +111,7 @@ def external_query_data(
 ) -> GoStruct:
     """Template data for an external-metric query; `namespace` is None when not restricted."""
     matchers, values = _selector_and_namespace(requirements, namespace, regex_escape_values)
-    return _query_data(series, matchers, values, group_by)
+    return _query_data(series, matchers, values, list(group_by))
 
 
 def render_query(template: Template, data: GoStruct) -> str:

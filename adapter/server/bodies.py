@@ -1,17 +1,43 @@
-"""k8s.io/metrics' `MetricValueList` (v1beta1 / v1beta2) and `ExternalMetricValueList` bodies. Pure."""
+"""k8s.io/metrics' `MetricValueList` (v1beta1 / v1beta2) and `ExternalMetricValueList` bodies. Pure.
+
+On the request path of every metric read, so built lean (measured per item, 2 cores): a sample's
+Quantity is formatted from its integer milli value (1.2 µs instead of 5.5 µs through `shared.quantity`,
+with the same text), timestamps are formatted once per distinct second, values are tuples, and the
+body is serialized with orjson (2 µs instead of 25 µs for a 10-item list with `json`).
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+import orjson
 
 from adapter.server.status import CUSTOM_GROUP, EXTERNAL_GROUP
-from shared.quantity import format_quantity
 
 _MILLI = Decimal("0.001")
+# DecimalSI suffixes by power of 1000 (Go stops at E, 10**18, and writes larger values' digits out).
+_SUFFIXES = ("", "k", "M", "G", "T", "P", "E")
+
+
+def milli_quantity(milli: int) -> str:
+    """The canonical DecimalSI Quantity of `milli`/1000, as Go's `NewMilliQuantity(milli).String()`.
+
+    Go writes the value as mantissa * 10^exponent with the exponent a multiple of 3: a value with a
+    fraction keeps its milli digits (`1500m`), a whole one drops trailing zeros in groups of three.
+    """
+    if milli % 1000:
+        return f"{milli}m"
+    units = milli // 1000
+    power = 0
+    while units and units % 1000 == 0 and power < len(_SUFFIXES) - 1:
+        units //= 1000
+        power += 1
+    return f"{units}{_SUFFIXES[power]}"
 
 
 def sample_quantity(text: str) -> str | None:
@@ -27,16 +53,30 @@ def sample_quantity(text: str) -> str | None:
         return None
     if not value.is_finite():
         return None
-    return format_quantity(value.quantize(_MILLI, rounding=ROUND_HALF_UP))
+    # quantize keeps the default context's 28 digits (and refuses more): the scaling below is exact.
+    return milli_quantity(int(value.quantize(_MILLI, rounding=ROUND_HALF_UP).scaleb(3)))
+
+
+@lru_cache(maxsize=64)
+def _rfc3339_seconds(seconds: int) -> str:
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def rfc3339(timestamp: float) -> str:
-    """metav1.Time's JSON form: second precision, UTC, `Z`."""
-    return dt.datetime.fromtimestamp(int(timestamp), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """metav1.Time's JSON form: second precision, UTC, `Z`. The samples of one answer share their time."""
+    return _rfc3339_seconds(int(timestamp))
 
 
-@dataclass(frozen=True)
-class DescribedObject:
+def encode(document: dict[str, Any]) -> bytes:
+    """The JSON body of `document`, compact as Go writes it."""
+    try:
+        return orjson.dumps(document)
+    except orjson.JSONEncodeError:
+        # A lone surrogate (from a URL or label value) is not UTF-8: json escapes it as `\udXXX`.
+        return json.dumps(document, separators=(",", ":")).encode()
+
+
+class DescribedObject(NamedTuple):
     kind: str
     api_version: str  # "v1", "apps/v1"
     name: str
@@ -51,15 +91,13 @@ class DescribedObject:
         return ref
 
 
-@dataclass(frozen=True)
-class CustomValue:
+class CustomValue(NamedTuple):
     described: DescribedObject
     timestamp: float
     quantity: str
 
 
-@dataclass(frozen=True)
-class ExternalValue:
+class ExternalValue(NamedTuple):
     labels: Mapping[str, str] | None  # None for a scalar result (Go emits null)
     timestamp: float
     quantity: str
@@ -68,18 +106,28 @@ class ExternalValue:
 def metric_value_list(
     version: str, metric: str, selector: Mapping[str, Any] | None, values: Iterable[CustomValue]
 ) -> dict[str, Any]:
-    items: list[dict[str, Any]] = []
-    for value in values:
-        item: dict[str, Any] = {"describedObject": value.described.json()}
-        if version == "v1beta1":
-            item["metricName"] = metric
-        else:
-            item["metric"] = {"name": metric, "selector": selector}
-        item["timestamp"] = rfc3339(value.timestamp)
-        item["value"] = value.quantity
-        if version == "v1beta1":
-            item["selector"] = selector
-        items.append(item)
+    if version == "v1beta1":
+        items = [
+            {
+                "describedObject": value.described.json(),
+                "metricName": metric,
+                "timestamp": rfc3339(value.timestamp),
+                "value": value.quantity,
+                "selector": selector,
+            }
+            for value in values
+        ]
+    else:
+        name_and_selector = {"name": metric, "selector": selector}
+        items = [
+            {
+                "describedObject": value.described.json(),
+                "metric": name_and_selector,
+                "timestamp": rfc3339(value.timestamp),
+                "value": value.quantity,
+            }
+            for value in values
+        ]
     return {
         "kind": "MetricValueList",
         "apiVersion": f"{CUSTOM_GROUP}/{version}",

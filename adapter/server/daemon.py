@@ -21,6 +21,7 @@ from adapter.discovery import Relister
 from adapter.flags import PROG, AdapterOptions
 from adapter.objects import ObjectCaches
 from adapter.prometheus import PrometheusClient, PrometheusSettings
+from adapter.querycache import QueryCache
 from adapter.resourcemapper import DISCOVERY_ERRORS, DiscoveryResourceMapper
 from adapter.server.app import AppDependencies, Middleware, bound_port, make_app, serve
 from adapter.server.documents import group_versions
@@ -144,7 +145,21 @@ class AdapterDaemon:
             raise StartupError(f"invalid Prometheus connection settings: {err}") from err
         self._closers.append(prometheus.close)
         objects = ObjectCaches(kube, self.supervisor)
-        builder = RulesBuilder(mapper, prometheus, objects, self.metrics, self.options.regex_escape_values)
+        queries = QueryCache(
+            prometheus.query,
+            self.metrics,
+            ttl=self.options.metrics_cache_ttl,
+            max_entries=self.options.metrics_cache_max_entries,
+        )
+        builder = RulesBuilder(
+            mapper,
+            prometheus,
+            queries,
+            objects,
+            self.metrics,
+            self.options.regex_escape_values,
+            self.options.batch_namespace_queries,
+        )
         config_file = self.options.config
         try:
             rules = builder.build(self.config, str(config_file))

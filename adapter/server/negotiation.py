@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 _JSON_RANGES = frozenset({"*/*", "application/*", "application/json"})
 # Parameters that ask for a converted representation (Table, APIGroupDiscoveryList...) we don't produce.
 _CONVERSION_PARAMS = frozenset({"as", "g", "v"})
 
 
+# Clients send one Accept header each, over and over: the answer is computed once per distinct header.
+@lru_cache(maxsize=256)
 def accepts_plain_json(accept: str | None) -> bool:
     """True when a plain JSON body is acceptable: no Accept, or a JSON-compatible range without `as=`."""
     if accept is None or not accept.strip():
@@ -31,6 +35,7 @@ def accepts_plain_json(accept: str | None) -> bool:
 _TABLE_VERSIONS = frozenset({"v1", "v1beta1"})
 
 
+@lru_cache(maxsize=256)
 def table_version(accept: str | None) -> str | None:
     """The `meta.k8s.io` Table version (`v1`, `v1beta1`) when the first usable media range of `accept` asks
     for a Table (kubectl get: `application/json;as=Table;v=v1;g=meta.k8s.io,...,application/json`); None

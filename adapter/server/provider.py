@@ -1,4 +1,10 @@
-"""The metrics backend behind the HTTP routes: registry → PromQL → Prometheus → values.
+"""The metrics backend behind the HTTP routes: registry → PromQL → query cache → Prometheus → values.
+
+With namespace batching (`--batch-namespace-queries`), a read of namespaced objects asks for the rule's
+query over every object of the namespace (no object matcher, grouped by the object label) and keeps the
+objects asked for: reads of one metric in one namespace, whatever their objects, then share one
+PromQL, which the query cache sends once. A rule whose template reads `.LabelValuesByName` keeps its
+per-request queries.
 
 Every failure becomes the `metav1.Status` error prometheus-adapter returns: unknown metric or
 resource, or no object matched → 404; bad selectors → 400; Prometheus or object-cache trouble → 500
@@ -7,17 +13,19 @@ with a fixed cause (backend details go to the log, not to the caller).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
 from adapter.naming.errors import InvalidSelectorError, MetricNotFoundError, QueryBuildError
+from adapter.naming.promql import SelectorRequirement
 from adapter.naming.resources import GroupResource, ResourceInfo, ResourceMapper
 from adapter.naming.results import samples_by_object
 from adapter.objects import ObjectCaches
-from adapter.prometheus import PrometheusClient, PrometheusError, QueryResult
-from adapter.registry import SeriesRegistry
+from adapter.prometheus import PrometheusError, QueryResult
+from adapter.registry import CustomQuery, SeriesRegistry
 from adapter.resourcemapper import api_version
 from adapter.server.bodies import CustomValue, DescribedObject, ExternalValue, sample_quantity
 from adapter.server.routes import CustomRequest
@@ -43,12 +51,19 @@ def parse_request_selector(text: str) -> Selector:
         raise bad_request(str(err)) from None  # Go answers with labels.Parse's message as is
 
 
+class MetricQueries(Protocol):
+    """Instant queries at the time of asking (adapter.querycache.QueryCache)."""
+
+    async def query(self, promql: str, rule: str) -> QueryResult: ...
+
+
 @dataclass
 class PrometheusMetricsProvider:
     registry: SeriesRegistry
-    prometheus: PrometheusClient
+    prometheus: MetricQueries
     mapper: ResourceMapper
     objects: ObjectCaches
+    batch_namespace_queries: bool = False
     _served: tuple[object, frozenset[tuple[str, GroupResource]]] = (None, frozenset())
 
     def _is_served(self, metric: str, group_resource: GroupResource) -> bool:
@@ -94,9 +109,7 @@ class PrometheusMetricsProvider:
             names = [request.name]
         namespace = request.namespace if info.namespaced else None
         try:
-            query = self.registry.custom_query(
-                request.metric, info, namespace, names, metric_selector.requirements
-            )
+            query = self._custom_query(request.metric, info, namespace, names, metric_selector.requirements)
         except InvalidSelectorError as err:
             raise bad_request(str(err)) from None
         except (MetricNotFoundError, QueryBuildError) as err:
@@ -104,7 +117,7 @@ class PrometheusMetricsProvider:
                 "custom metric not served", metric=request.metric, resource=request.resource, why=str(err)
             )
             raise metric_not_found(request.metric, str(info.group_resource)) from None
-        result = await self._query(query.promql)
+        result = await self._query(query.promql, str(query.rule))
         if result.result_type != "vector":
             log.warning("custom metric query did not return a vector", promql=query.promql)
             raise internal_error(FETCH_FAILED)
@@ -122,6 +135,21 @@ class PrometheusMetricsProvider:
                 request.metric, str(info.group_resource), request.name, request.metric_selector
             )
         return values
+
+    def _custom_query(
+        self,
+        metric: str,
+        info: ResourceInfo,
+        namespace: str | None,
+        names: Sequence[str],
+        requirements: Sequence[SelectorRequirement],
+    ) -> CustomQuery:
+        if self.batch_namespace_queries and namespace is not None:
+            try:
+                return self.registry.custom_query(metric, info, namespace, None, requirements)
+            except QueryBuildError:
+                pass  # no namespace-wide form for this rule: the objects' own query
+        return self.registry.custom_query(metric, info, namespace, names, requirements)
 
     async def _select_names(
         self, info: ResourceInfo, request: CustomRequest, selector: Selector
@@ -150,7 +178,8 @@ class PrometheusMetricsProvider:
         except QueryBuildError as err:
             log.warning("external query could not be built", metric=metric, error=str(err))
             raise internal_error(FETCH_FAILED) from None
-        result = await self._query(promql)
+        rule = self.registry.external_rule(metric)
+        result = await self._query(promql, str(rule))
         if result.result_type == "scalar":
             sample = result.samples[0]
             quantity = sample_quantity(sample.value)
@@ -165,10 +194,10 @@ class PrometheusMetricsProvider:
                 values.append(ExternalValue(dict(sample.labels), sample.timestamp, quantity))
         return values
 
-    async def _query(self, promql: str) -> QueryResult:
+    async def _query(self, promql: str, rule: str) -> QueryResult:
         log.debug("querying prometheus", promql=promql)
         try:
-            return await self.prometheus.query(promql)
+            return await self.prometheus.query(promql, rule)
         except PrometheusError as err:
             log.warning("prometheus query failed", promql=promql, error=str(err), kind=err.kind)
             raise internal_error(FETCH_FAILED) from None

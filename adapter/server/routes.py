@@ -72,7 +72,7 @@ def parse_custom_path(tail: str, label_selector: str, metric_selector: str) -> C
 
 
 def _json(document: dict[str, Any]) -> web.Response:
-    return web.json_response(document)
+    return web.Response(body=bodies.encode(document), content_type="application/json")
 
 
 def reject_watch(request: web.Request) -> None:

@@ -14,6 +14,7 @@ from adapter.config import AdapterConfig, ConfigError
 from adapter.naming.resources import ResourceMapper
 from adapter.objects import ObjectCaches
 from adapter.prometheus import PrometheusClient
+from adapter.querycache import QueryCache
 from adapter.registry import SeriesRegistry
 from adapter.resourcemetrics.queries import unresolved_overrides
 from adapter.server.documents import served_groups
@@ -52,10 +53,12 @@ class RulesBuilder:
     """Builds the served form of a parsed config, at start-up and for every reload alike."""
 
     mapper: ResourceMapper
-    prometheus: PrometheusClient
+    prometheus: PrometheusClient  # metrics.k8s.io: one evaluation time for all of a request's queries
+    queries: QueryCache  # custom and external metrics: coalesced and cached across reloads
     objects: ObjectCaches
     metrics: AdapterMetrics
     regex_escape_values: bool
+    batch_namespace_queries: bool
 
     def build(self, config: AdapterConfig, source: str) -> ServedRules:
         """The rules of `config` (read from `source`), with an empty registry. Raises ConfigError when an
@@ -76,5 +79,7 @@ class RulesBuilder:
                 self.metrics,
                 regex_escape_values=self.regex_escape_values,
             )
-        provider = PrometheusMetricsProvider(registry, self.prometheus, self.mapper, self.objects)
+        provider = PrometheusMetricsProvider(
+            registry, self.queries, self.mapper, self.objects, self.batch_namespace_queries
+        )
         return ServedRules(config, registry, provider, resource_metrics)

@@ -76,7 +76,7 @@ SERIES = [
 class RecordingPrometheus:
     queries: list[str] = field(default_factory=list)
 
-    async def query(self, promql: str) -> QueryResult:
+    async def query(self, promql: str, rule: str) -> QueryResult:
         self.queries.append(promql)
         return QueryResult("vector", ())
 

@@ -72,10 +72,11 @@ def targets(address: str) -> list[dict[str, Any]]:
 def static_prometheus(
     tmp_path_factory: pytest.TempPathFactory, exposition_server: str
 ) -> Iterator[PrometheusProcess]:
-    """A real Prometheus scraping POD_METRICS for every pod (labels `namespace`, `pod`) each second."""
+    """A real Prometheus scraping POD_METRICS for every pod (labels `namespace`, `pod`) each second,
+    logging every query it runs (`query_log_path`)."""
     sd_file = tmp_path_factory.mktemp("static-prom") / "targets.json"
     sd_file.write_text(json.dumps(targets(exposition_server)))
-    prometheus = PrometheusProcess(sd_file, interval_seconds=1.0)
+    prometheus = PrometheusProcess(sd_file, interval_seconds=1.0, query_log=True)
     prometheus.start()
     prometheus.wait_for_data_sync("count(queue_length) == 3", timeout_seconds=30)
     yield prometheus

@@ -119,7 +119,8 @@ def _signal_prometheus(prometheus: PrometheusProcess, signum: int) -> None:
 async def test_frozen_then_resumed_then_stopped_then_restarted(
     own_prometheus: PrometheusProcess, forwarder: TCPForwarder, sd_file: Path, start_adapter: Any
 ) -> None:
-    adapter = await start_adapter(forwarder.url)  # --prometheus-timeout=2s
+    # --prometheus-timeout=2s; no value cache, so each request sees Prometheus as it is now.
+    adapter = await start_adapter(forwarder.url, "--metrics-cache-ttl=0")
     status, body = await adapter.get(PATH)
     assert status == 200, body
 
