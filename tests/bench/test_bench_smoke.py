@@ -23,8 +23,15 @@ EXPECTED: dict[str, list[tuple[str, float, float]]] = {
     "bench_adapter": [
         (r"default rules, ([\d,]+) metrics", 1, 10_000),
         (r"adapter p50 ([\d.]+) ms", 0.01, 5_000),
-        (r"([\d.]+) requests/s", 1, 1e6),
-        (r"\((\d+) errors\)", 0, 0),
+        (r"uncached: ([\d.]+) requests/s", 1, 1e6),
+        (r"uncached: [\d.]+ requests/s \((\d+) errors\)", 0, 0),
+        (r", cached: ([\d.]+) requests/s", 1, 1e6),
+        (r", cached: [\d.]+ requests/s \((\d+) errors\)", 0, 0),
+        (r"p50 inside the adapter ([\d.]+) ms", 0.001, 5_000),
+        # 200 concurrent identical requests: one query (two if the burst outlasts the 1 s TTL on a loaded
+        # machine), and at most one per request without the cache.
+        (r"Prometheus queries: (\d+) cached", 1, 2),
+        (r"(\d+) with --metrics-cache-ttl=0", 1, 200),
     ],
     "bench_algorithm": [(r"^\s+100\s+3\s+([\d,]+)", 1, 1e9)],
     "bench_autoscaler_isolation": [
