@@ -35,6 +35,15 @@ CRD_FILE = MANIFESTS / "crd-horizontalautoscaler.yaml"
 METRICS_APISERVICE_FILE = MANIFESTS / "overlays" / "resource-metrics" / "apiservice.yaml"
 
 
+def metrics_apiservice(adapter_url: str) -> dict[str, Any]:
+    """The shipped `v1beta1.metrics.k8s.io` APIService, pointed at `adapter_url` the simulation's way."""
+    apiservice: dict[str, Any] = yaml.safe_load(METRICS_APISERVICE_FILE.read_text())
+    apiservice["metadata"]["annotations"] = {URL_ANNOTATION: adapter_url}
+    # The adapter serves a self-signed certificate, as with the insecure-skip-tls-verify component.
+    apiservice["spec"]["insecureSkipTLSVerify"] = True
+    return apiservice
+
+
 @dataclass(frozen=True)
 class World:
     cluster: SimCluster
@@ -48,10 +57,7 @@ class World:
     async def serve_metrics_api_from(self, adapter_url: str, within: float = 30.0) -> None:
         """Register the adapter's metrics.k8s.io (the shipped APIService) and wait until it is Available:
         from then on the API server proxies metrics.k8s.io to the adapter instead of its built-in one."""
-        apiservice = yaml.safe_load(METRICS_APISERVICE_FILE.read_text())
-        apiservice["metadata"]["annotations"] = {URL_ANNOTATION: adapter_url}
-        # The adapter serves a self-signed certificate, as with the insecure-skip-tls-verify component.
-        apiservice["spec"]["insecureSkipTLSVerify"] = True
+        apiservice = metrics_apiservice(adapter_url)
         store, name = self.cluster.store, apiservice["metadata"]["name"]
         store.create(APISERVICES, apiservice)
         deadline = time.monotonic() + within

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from aiohttp import web
 
@@ -28,6 +29,7 @@ from adapter.server.status import bad_request, not_found
 _PREFIX = f"/apis/{bodies.GROUP}"
 _Table = tuple[str, str]  # (Table version, includeObject)
 _VERSIONED = f"{_PREFIX}/{bodies.VERSION}"
+_Usage = TypeVar("_Usage", PodUsage, NodeUsage)
 
 
 @dataclass
@@ -90,14 +92,9 @@ class ResourceMetricRoutes:
         table: _Table | None,
         single: bool,
     ) -> web.Response:
-        now, window = self.clock(), bodies.go_duration(provider.rules.window_seconds)
-        items = [bodies.pod_metrics(usage, window, now) for usage in usages]
-        objects = [bodies.single(bodies.POD_METRICS, item) for item in items]
-        if table is not None:
-            return web.json_response(tables.pod_table(usages, objects, window, *table))
-        if single:
-            return web.json_response(objects[0])
-        return web.json_response(bodies.metrics_list(bodies.POD_METRICS, items))
+        return self._answer(
+            bodies.POD_METRICS, bodies.pod_metrics, tables.pod_table, provider, usages, table, single
+        )
 
     def _nodes(
         self,
@@ -106,14 +103,29 @@ class ResourceMetricRoutes:
         table: _Table | None,
         single: bool,
     ) -> web.Response:
+        return self._answer(
+            bodies.NODE_METRICS, bodies.node_metrics, tables.node_table, provider, usages, table, single
+        )
+
+    def _answer(
+        self,
+        kind: str,
+        item_of: Callable[[_Usage, str, float], dict[str, Any]],
+        table_of: Callable[[Sequence[_Usage], Sequence[dict[str, Any]], str, str, str], dict[str, Any]],
+        provider: ResourceMetricsProvider,
+        usages: Sequence[_Usage],
+        table: _Table | None,
+        single: bool,
+    ) -> web.Response:
+        """The usages as a Table, one object (a get) or a list, with the rules' window and "now"."""
         now, window = self.clock(), bodies.go_duration(provider.rules.window_seconds)
-        items = [bodies.node_metrics(usage, window, now) for usage in usages]
-        objects = [bodies.single(bodies.NODE_METRICS, item) for item in items]
+        items = [item_of(usage, window, now) for usage in usages]
+        objects = [bodies.single(kind, item) for item in items]
         if table is not None:
-            return web.json_response(tables.node_table(usages, objects, window, *table))
+            return web.json_response(table_of(usages, objects, window, *table))
         if single:
             return web.json_response(objects[0])
-        return web.json_response(bodies.metrics_list(bodies.NODE_METRICS, items))
+        return web.json_response(bodies.metrics_list(kind, items))
 
     def add_routes(self, app: web.Application) -> None:
         router = app.router

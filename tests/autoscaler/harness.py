@@ -13,7 +13,7 @@ from autoscaler.controller import Controller
 from autoscaler.daemon import AutoscalerDaemon
 from autoscaler.options import parse_options
 from shared.clock import LOOP_CLOCK, Clock
-from shared.kube import KubeClient, Obj
+from shared.kube import ApiError, KubeClient, Obj
 from sim.runner import ServerThread
 from tests.autoscaler.helpers import eventually
 
@@ -22,9 +22,15 @@ CRD_FILE = REPO / "manifests" / "crd-horizontalautoscaler.yaml"
 NOW = "2026-01-01T00:00:00Z"
 
 
-async def install_crd(kube: KubeClient) -> None:
+async def install_crd(kube: KubeClient, *, exist_ok: bool = False) -> None:
+    """Create the HorizontalAutoscaler CRD; `exist_ok` for the session's shared cluster, where another
+    test may have installed it already."""
     crd = yaml.safe_load(CRD_FILE.read_text())
-    await kube.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body=crd)
+    try:
+        await kube.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body=crd)
+    except ApiError as err:
+        if not (exist_ok and err.code == 409):
+            raise
 
 
 def deployment(name: str, replicas: int, namespace: str = "default") -> Obj:

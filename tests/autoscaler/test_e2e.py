@@ -18,7 +18,7 @@ from adapter.config import parse_config
 from adapter.flags import parse_flags
 from adapter.server.daemon import AdapterDaemon
 from autoscaler.core import decide, kube_json
-from shared.kube import ApiError, KubeClient, direct_access, load_access
+from shared.kube import KubeClient, direct_access, load_access
 from sim.prometheus import PrometheusProcess
 from sim.runner import ServerThread
 from sim.workload import annotations, manifests
@@ -66,11 +66,7 @@ async def stack(
     adapter = AdapterDaemon(options, parse_config(RULES))
     await adapter.start()
     kube = KubeClient(await load_access(str(kubeconfig)))
-    try:
-        await install_crd(kube)
-    except ApiError as err:
-        if err.code != 409:  # the cluster is shared by the session: another test may have installed it
-            raise
+    await install_crd(kube, exist_ok=True)
     try:
         yield kube, kubeconfig, f"https://127.0.0.1:{adapter.port}"
     finally:

@@ -37,7 +37,7 @@ from adapter.config import parse_config
 from adapter.flags import parse_flags
 from adapter.server.daemon import AdapterDaemon
 from autoscaler.controller import Controller
-from shared.kube import ApiError, KubeClient, Obj, load_access
+from shared.kube import KubeClient, Obj, load_access
 from sim.prometheus import PrometheusProcess, free_port
 from sim.runner import ServerThread
 from sim.workload import annotations as knobs
@@ -289,11 +289,7 @@ async def stack(
     stack = Stack(shared_cluster, prometheus, kube, kubeconfig, namespace, tmp_path, fault_cert_dir)
     unlisten = stack.call(stack.listen)
     try:
-        try:
-            await install_crd(kube)
-        except ApiError as err:
-            if err.code != 409:  # the cluster is shared by the session: installed already
-                raise
+        await install_crd(kube, exist_ok=True)
         await stack.start_adapter()
         yield stack
     finally:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -21,16 +22,7 @@ async def test_prometheus_restarted(stack: Stack, autoscaler: Controller) -> Non
     """Prometheus stops: the autoscaler reports FailedGetPodsMetric and writes nothing, also after the
     load steps up during the outage. Prometheus starts again on its address with no data: the
     autoscaler converges to the step's size, writes going up only."""
-    started = time.monotonic()
-    await stack.stop_prometheus()
-    await until(lambda: stack.condition_reason("ScalingActive"), "FailedGetPodsMetric", within=30)
-    stack.set_load(STEP_RPS)
-    await asyncio.sleep(2.0)
-    assert stack.writes_since(started) == []
-    restarted = time.monotonic()
-    await stack.start_prometheus()
-    await stack.scales_out(since=restarted)
-    assert await stack.condition_reason("ScalingActive") == "ValidMetricFound"
+    await _outage_then_recovery(stack, stack.stop_prometheus, stack.start_prometheus)
 
 
 async def test_adapter_killed_and_restarted(stack: Stack, autoscaler: Controller) -> None:
@@ -38,13 +30,21 @@ async def test_adapter_killed_and_restarted(stack: Stack, autoscaler: Controller
     connection to it, what the autoscaler sees of a killed adapter (connections closed, then refused).
     FailedGetPodsMetric and no write, also after the load steps up. A new adapter starts on the same
     port: the autoscaler's pooled connections to the old one are dead, it must reconnect and converge."""
+    await _outage_then_recovery(stack, stack.stop_adapter, stack.start_adapter)
+
+
+async def _outage_then_recovery(
+    stack: Stack, stop: Callable[[], Awaitable[None]], start: Callable[[], Awaitable[None]]
+) -> None:
+    """The metrics path goes down: FailedGetPodsMetric and no write, also after the load steps up. It
+    comes back: the autoscaler converges to the step's size, writes going up only."""
     started = time.monotonic()
-    await stack.stop_adapter()
+    await stop()
     await until(lambda: stack.condition_reason("ScalingActive"), "FailedGetPodsMetric", within=30)
     stack.set_load(STEP_RPS)
     await asyncio.sleep(2.0)
     assert stack.writes_since(started) == []
     restarted = time.monotonic()
-    await stack.start_adapter()
+    await start()
     await stack.scales_out(since=restarted)
     assert await stack.condition_reason("ScalingActive") == "ValidMetricFound"

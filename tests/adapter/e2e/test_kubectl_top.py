@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
-from shared.kube import ApiError, KubeClient, load_access
+from demo.world import metrics_apiservice
+from shared.kube import KubeClient, load_access
 from shared.quantity import Quantity
+from sim.apiserver.aggregator import APISERVICES
 from sim.prometheus import PrometheusProcess
 from sim.runner import ServerThread
 from sim.workload import manifests
@@ -27,28 +29,10 @@ pytestmark = pytest.mark.slow
 
 DEPLOY_CONFIG = Path(__file__).parents[2] / "data" / "prometheus-adapter" / "deploy-manifests-config.yaml"
 DEPLOYMENTS = ("apps", "deployments")
-APISERVICES = ("apiregistration.k8s.io", "apiservices")
 RPS = 100.0  # over 2 pods: 50 each, half of a pod's capacity
 COSTS = PodCosts()
 POD_CPU_CORES = COSTS.idle_cpu_cores + RPS / 2 * COSTS.cpu_seconds_per_request
 POD_MEMORY_BYTES = COSTS.memory_bytes + RPS / 2 * COSTS.request_seconds * COSTS.memory_bytes_per_in_flight
-
-
-def _apiservice(url: str) -> dict[str, Any]:
-    """prometheus-adapter's APIService for metrics.k8s.io, with where the simulation finds the service."""
-    return {
-        "apiVersion": "apiregistration.k8s.io/v1",
-        "kind": "APIService",
-        "metadata": {"name": "v1beta1.metrics.k8s.io", "annotations": {"sim.surge.dev/url": url}},
-        "spec": {
-            "group": "metrics.k8s.io",
-            "version": "v1beta1",
-            "groupPriorityMinimum": 100,
-            "versionPriority": 100,
-            "insecureSkipTLSVerify": True,
-            "service": {"name": "surge-adapter", "namespace": "monitoring"},
-        },
-    }
 
 
 @pytest.fixture
@@ -60,7 +44,7 @@ async def surge_as_metrics_server(
     kubeconfig = shared_cluster.write_kubeconfig(tmp_path / "kubeconfig")
     adapter = await adapter_factory(DEPLOY_CONFIG.read_text(), prometheus.url, kubeconfig)
     store, aggregator = shared_cluster.server.store, shared_cluster.server.apiserver.aggregator
-    shared_cluster.call(lambda: store.create(APISERVICES, _apiservice(adapter.url)))
+    shared_cluster.call(lambda: store.create(APISERVICES, metrics_apiservice(adapter.url)))
     try:
         await asyncio.wrap_future(
             asyncio.run_coroutine_threadsafe(aggregator.probe_all(), shared_cluster.loop)
@@ -138,11 +122,7 @@ async def test_kubectl_top_and_a_cpu_autoscaler_run_on_surge(
     # 15 s window.)
     kube = KubeClient(await load_access(str(surge_as_metrics_server)))
     try:
-        try:
-            await install_crd(kube)
-        except ApiError as err:
-            if err.code != 409:  # the cluster is shared by the session: another test may have installed it
-                raise
+        await install_crd(kube, exist_ok=True)
         spec = {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
             "minReplicas": 2,
