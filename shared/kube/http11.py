@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import cast
 
 import aiohttp
@@ -209,8 +209,14 @@ class _Connection(asyncio.Protocol):
 class Http11Client:
     """Requests to one server (scheme, host, port) over kept-alive connections, one request at a time each."""
 
-    def __init__(self, base_url: str, ssl_context: ssl.SSLContext | None, headers: Mapping[str, str]) -> None:
-        """`ssl_context` is required for an https server (the cluster access's: built once, shared)."""
+    def __init__(
+        self,
+        base_url: str,
+        ssl_context: ssl.SSLContext | None,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]],
+    ) -> None:
+        """`ssl_context` is required for an https server (the cluster access's: built once, shared).
+        `headers` go with every request; as pairs, a name may repeat (Prometheus' `--prometheus-header`)."""
         url = yarl.URL(base_url)
         if url.scheme not in ("http", "https") or not url.host:
             raise ValueError(f"unsupported server URL {base_url!r}")
@@ -219,8 +225,9 @@ class Http11Client:
         self._host = url.host
         self._port = url.port or (443 if url.scheme == "https" else 80)
         self._ssl = ssl_context if url.scheme == "https" else None
-        fixed = {"Host": url.host_port_subcomponent or self._host, **headers}
-        self._fixed_headers = "".join(f"{k}: {v}\r\n" for k, v in fixed.items())
+        pairs = headers.items() if isinstance(headers, Mapping) else headers
+        fixed = [("Host", url.host_port_subcomponent or self._host), *pairs]
+        self._fixed_headers = "".join(f"{k}: {v}\r\n" for k, v in fixed)
         self._idle: list[_Connection] = []
         self._closed = False
 
