@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapter.delegate.options import DelegateOptions, add_delegate_flags, delegate_options_from_namespace
 from adapter.querycache import DEFAULT_MAX_ENTRIES, DEFAULT_TTL
 from adapter.server.tls import openssl_cipher_list
 from shared.cli import OneLineErrorParser, add_version_flag, go_duration, http_url, integer, port_number
@@ -230,6 +231,7 @@ FLAG_GROUPS: tuple[FlagGroup, ...] = (
     add_discovery_flags,
     add_prometheus_flags,
     add_serving_flags,
+    add_delegate_flags,
     add_logging_flags,
 )
 
@@ -312,6 +314,7 @@ class AdapterOptions:
     insecure_http: bool
     log_level: str
     log_format: str
+    delegates: DelegateOptions
 
 
 class FlagError(ValueError):
@@ -343,6 +346,10 @@ def options_from_namespace(ns: argparse.Namespace) -> AdapterOptions:
         raise FlagError(f"--tls-cipher-suites: {err}") from None
     if ns.prometheus_timeout <= 0:
         raise FlagError("--prometheus-timeout: must be more than 0s")
+    try:
+        delegates = delegate_options_from_namespace(ns)
+    except ValueError as err:
+        raise FlagError(str(err)) from None
     return AdapterOptions(
         config=Path(ns.config),
         prometheus_url=ns.prometheus_url,
@@ -373,6 +380,7 @@ def options_from_namespace(ns: argparse.Namespace) -> AdapterOptions:
         insecure_http=ns.insecure_http,
         log_level=ns.log_level,
         log_format=ns.log_format,
+        delegates=delegates,
     )
 
 

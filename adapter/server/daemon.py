@@ -17,6 +17,8 @@ import structlog
 from aiohttp import web
 
 from adapter.config import AdapterConfig, ConfigError, read_config_text
+from adapter.delegate.middleware import make_delegate_middleware
+from adapter.delegate.router import Router, build_router
 from adapter.discovery import Relister
 from adapter.flags import PROG, AdapterOptions
 from adapter.objects import ObjectCaches
@@ -185,7 +187,12 @@ class AdapterDaemon:
                 "background-tasks": lambda: not self.supervisor.down(),
             }
         )
-        app = make_app(AppDependencies(self.rules, health, self.metrics), self.middlewares)
+        # Delegates: forwarded reads pass the same authentication and authorization first.
+        delegates = self._delegate_router()
+        middlewares = list(self.middlewares)
+        if delegates is not None:
+            middlewares.append(make_delegate_middleware(delegates))
+        app = make_app(AppDependencies(self.rules, health, self.metrics), middlewares)
         self.tls = None if self.options.insecure_http else serving_tls(self.options)
         if self.tls is not None:
             for configure in self.tls_hooks:
@@ -200,6 +207,8 @@ class AdapterDaemon:
         self.supervisor.start("relist", self.relister.run)
         self.supervisor.start("config reload", self.reloader.run)
         self.supervisor.start("resource mapper", lambda: mapper.run(self.options.mapper_refresh_interval))
+        if delegates is not None:
+            self.supervisor.start("delegate discovery", delegates.run)
         if self.tls is not None:
             tls = self.tls
             self.supervisor.start("cert reload", lambda: tls.watch(self.cert_reload_interval))
@@ -212,6 +221,19 @@ class AdapterDaemon:
             scheme="http" if self.tls is None else "https",
             apis=group_versions(rules.groups),
         )
+
+    def _delegate_router(self) -> Router | None:
+        """The --delegate-url servers' router (closed on stop); None without delegates."""
+        if not self.options.delegates.delegates:
+            return None
+        try:
+            router = build_router(
+                self.options.delegates, lambda: self.rules.current.registry, self.metrics.registry, PROG
+            )
+        except (OSError, ssl.SSLError, ValueError) as err:
+            raise StartupError(f"invalid delegate connection settings: {err}") from err
+        self._closers.append(router.close)
+        return router
 
     def _served_digest(self) -> str | None:
         """The digest of the config served; None when the file cannot be read (the first look at it

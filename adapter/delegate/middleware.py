@@ -1,0 +1,108 @@
+"""The multiplexer's aiohttp middleware. It runs after authentication and authorization, so the caller is
+authorized by Surge as for any metric before a delegate is asked (with Surge's own credentials).
+
+- Discovery lists (`/apis/custom.metrics.k8s.io/<v>`, `/apis/external.metrics.k8s.io/v1beta1`) are
+  Surge's merged with the delegates'.
+- A read of a metric a delegate lists and Surge does not goes to that delegate, same path and query;
+  its answer, errors included, goes back unchanged. Any other read is Surge's; when Surge answers 404 the
+  fallback delegate of the group (if any) is asked instead, or else the lists are read again and the
+  read forwarded if a delegate lists the metric now.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
+
+from adapter.delegate.listing import merged_custom, merged_external
+from adapter.delegate.router import Delegate, Router
+from adapter.server import bodies, documents
+from adapter.server.routes import parse_custom_path
+from adapter.server.status import CUSTOM_GROUP, EXTERNAL_GROUP, StatusError
+
+_CUSTOM_PREFIX = f"/apis/{CUSTOM_GROUP}/"
+_EXTERNAL_PREFIX = f"/apis/{EXTERNAL_GROUP}/"
+
+
+def _json(document: dict[str, object]) -> web.Response:
+    return web.Response(body=bodies.encode(document), content_type="application/json")
+
+
+def metric_of(path: str) -> tuple[str, str, str] | None:
+    """(group, resource, metric) of a metric read (resource "" for external metrics); None otherwise."""
+    if path.startswith(_CUSTOM_PREFIX):
+        _, _, tail = path[len(_CUSTOM_PREFIX) :].partition("/")
+        try:
+            read = parse_custom_path(tail, "", "") if tail else None
+        except StatusError:
+            return None  # malformed: Surge answers it
+        return (CUSTOM_GROUP, read.resource, read.metric) if read is not None else None
+    if path.startswith(_EXTERNAL_PREFIX):
+        _, _, tail = path[len(_EXTERNAL_PREFIX) :].partition("/")
+        parts = tail.split("/")
+        if len(parts) == 3 and parts[0] == "namespaces" and all(parts):
+            return EXTERNAL_GROUP, "", parts[2]
+    return None
+
+
+def discovery_list_of(path: str) -> tuple[str, str] | None:
+    """(group, version) of a metric list path (with or without the trailing slash); None otherwise."""
+    for group, prefix, versions in (
+        (CUSTOM_GROUP, _CUSTOM_PREFIX, documents.CUSTOM_VERSIONS),
+        (EXTERNAL_GROUP, _EXTERNAL_PREFIX, documents.EXTERNAL_VERSIONS),
+    ):
+        if path.startswith(prefix):
+            version = path[len(prefix) :].removesuffix("/")
+            return (group, version) if version in versions else None
+    return None
+
+
+def _passed_through(status: int, body: bytes) -> web.Response:
+    # The lean client keeps no headers: metrics servers answer JSON (values and Status errors alike).
+    content_type = "application/json" if body.lstrip()[:1] in (b"{", b"[") else "text/plain"
+    return web.Response(status=status, body=body, content_type=content_type)
+
+
+def make_delegate_middleware(router: Router) -> Middleware:
+    def merged_list(group: str, version: str) -> web.Response:
+        listings = router.listings(group)
+        if group == CUSTOM_GROUP:
+            entries = merged_custom(router.surge_custom_entries(), listings)
+            return _json(documents.custom_resource_list(version, entries))
+        return _json(
+            documents.external_resource_list(merged_external(router.surge_external_names(), listings))
+        )
+
+    async def forward(request: web.Request, delegate: Delegate, metric: str) -> web.Response:
+        status, body = await router.forward(delegate, request.raw_path, metric)
+        if status == 404:
+            await router.refresh_after_miss()  # it may have dropped the metric: do not route it there
+        return _passed_through(status, body)
+
+    @web.middleware
+    async def multiplex(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.method != "GET":
+            return await handler(request)
+        listed = discovery_list_of(request.path)
+        if listed is not None:
+            return merged_list(*listed)
+        read = metric_of(request.path)
+        if read is None:
+            return await handler(request)
+        group, resource, metric = read
+        delegate = router.owner(group, resource, metric)
+        if delegate is not None:
+            return await forward(request, delegate, metric)
+        try:
+            return await handler(request)
+        except StatusError as err:
+            if err.code != 404 or router.serves(group, resource, metric):
+                raise
+            delegate = router.fallback(group)
+            if delegate is None and await router.refresh_after_miss():
+                delegate = router.owner(group, resource, metric)
+            if delegate is None:
+                raise
+        return await forward(request, delegate, metric)
+
+    return multiplex
