@@ -22,6 +22,7 @@ import structlog
 from autoscaler import printing
 from autoscaler.core.defaults import effective_metrics
 from autoscaler.core.kube_json import hpa_status_from_json, hpa_status_to_json, scale_from_json
+from autoscaler.core.predictive import Prediction, fed_answers
 from autoscaler.core.reconcile import Decision, decide, scale_unavailable, spec_invalid
 from autoscaler.core.types import (
     CONTAINER_RESOURCE,
@@ -42,8 +43,10 @@ from autoscaler.core.validation import Violation
 from autoscaler.decisionlog import decision_fields
 from autoscaler.decisions import DecisionRecords
 from autoscaler.events import EventRecorder
+from autoscaler.history import Histories
 from autoscaler.metrics import MetricsClient
 from autoscaler.pods import PodIndex, compiled_selector, slim_pod
+from autoscaler.promql.direct import DirectMetrics
 from autoscaler.reasons import reason_of
 from autoscaler.scale import ScaleError, read_scale, scale_path, update_replicas
 from autoscaler.sources import Source
@@ -114,12 +117,18 @@ class Controller:
         *,
         supervisor: Supervisor,
         clock: Clock = LOOP_CLOCK,
+        direct: DirectMetrics | None = None,
+        histories: Histories | None = None,
     ) -> None:
+        """`direct` evaluates direct PromQL metrics (None: they fail, saying --prometheus-url is missing)."""
         self.source = source
         self.options = options
         self.telemetry = telemetry
         self._client = client
         self._metrics = metrics
+        self._direct = direct or DirectMetrics(None)
+        # spec.predictive's metric histories (None: no Prometheus, so no forecasts; the records say so).
+        self._histories = histories or Histories(None, self._direct, clock)
         self._mapper = mapper
         self._is_leader = is_leader
         self._clock = clock
@@ -240,6 +249,7 @@ class Controller:
         key = object_key(obj)
         self._history.pop(key, None)
         self.decisions.forget(key)
+        self._histories.forget(key)
         self._parsed.pop(key, None)
         self._second_due.pop(key, None)
         self._selectors.get(key[0], {}).pop(key, None)
@@ -417,6 +427,12 @@ class Controller:
                     *(self._fetch(hpa.namespace, spec, scale.selector) for spec in metric_specs)
                 )
             )
+        predictions: tuple[Prediction, ...] = ()
+        if hpa.spec.predictive is not None:
+            predictions = await self._histories.predictions(
+                key, hpa.namespace, metric_specs, hpa.spec.predictive
+            )
+            answers = fed_answers(metric_specs, answers, predictions)
         snapshot = Snapshot(
             hpa=hpa,
             scale=scale,
@@ -432,7 +448,7 @@ class Controller:
             # A schedule's window opens or closes then: reconcile at that moment, not a period later.
             delay = (decision.next_schedule_change - self._clock.wall()).total_seconds()
             self.queue.add_after(key, delay)
-        return await self._act(key, obj, hpa, decision, path, scale_obj)
+        return await self._act(key, obj, hpa, decision, path, scale_obj, predictions)
 
     async def _fetch(self, namespace: str, spec: MetricSpec, pod_selector: str) -> MetricAnswer:
         m = self._metrics
@@ -444,6 +460,8 @@ class Controller:
             return await m.object_metric(
                 namespace, spec.described_object, spec.metric.name, spec.metric.selector
             )
+        if spec.type == EXTERNAL and spec.query:
+            return await self._direct.fetch(namespace, spec.query, self._clock.wall().timestamp())
         if spec.type == EXTERNAL and spec.metric is not None:
             return await m.external_metric(namespace, spec.metric.name, spec.metric.selector)
         # Unknown types are reported by the core with the upstream reason; no call is made.
@@ -457,6 +475,7 @@ class Controller:
         decision: Decision,
         path: str | None,
         scale_obj: Obj | None,
+        predictions: tuple[Prediction, ...] = (),
     ) -> str:
         if not self._is_leader():
             # Leadership was lost during the reconcile: the new leader decides; write nothing.
@@ -480,7 +499,8 @@ class Controller:
                 decision = decision.rescale_failed(err.message)
         self._history[key] = decision.history
         reason = reason_of(decision)
-        self.decisions.add(key, hpa.spec if hpa is not None else None, decision, reason, decided_at)
+        spec = hpa.spec if hpa is not None else None
+        self.decisions.add(key, spec, decision, reason, decided_at, predictions)
         # Most reconciles change nothing: then no coroutine, no task.
         writes = [self._write_status(key, obj, decision)] if decision.status_changed else []
         writes.extend(self._events.record(obj, e.type, e.reason, e.message) for e in decision.events)

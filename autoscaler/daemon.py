@@ -17,9 +17,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from autoscaler import target_metrics
 from autoscaler.controller import Controller, ControllerOptions
+from autoscaler.history import Histories
 from autoscaler.leader import LeaderElector
 from autoscaler.metrics import MetricsClient
 from autoscaler.options import AutoscalerOptions
+from autoscaler.promql.client import PrometheusClient
+from autoscaler.promql.direct import DirectMetrics
 from autoscaler.sources import SOURCES
 from autoscaler.telemetry import Telemetry
 from shared.clock import LOOP_CLOCK, Clock
@@ -46,6 +49,7 @@ class AutoscalerDaemon:
         metrics_kube: KubeClient,
         clock: Clock = LOOP_CLOCK,
     ) -> None:
+        """Built inside the event loop (the Prometheus client's pool belongs to it)."""
         self.options = options
         self.kube = kube
         self._metrics_kube = metrics_kube
@@ -60,6 +64,8 @@ class AutoscalerDaemon:
                 on_started_leading=self._started_leading,
                 on_stopped_leading=lambda: self.telemetry.is_leader.set(0),
             )
+        self._prometheus = PrometheusClient(options.prometheus) if options.prometheus is not None else None
+        direct = DirectMetrics(self._prometheus, options.cluster_wide_query_namespaces, self.telemetry)
         self.controller = Controller(
             kube,
             SOURCES[options.source],
@@ -78,6 +84,8 @@ class AutoscalerDaemon:
             is_leader=self.elector.is_leader if self.elector is not None else lambda: True,
             supervisor=self.supervisor,
             clock=clock,
+            direct=direct,
+            histories=Histories(self._prometheus, direct, clock),
         )
         self.port = 0
         self._runner: web.AppRunner | None = None
@@ -163,6 +171,8 @@ class AutoscalerDaemon:
             await self._runner.cleanup()
         if self._metrics_kube is not self.kube:
             await self._metrics_kube.close()
+        if self._prometheus is not None:
+            await self._prometheus.close()
         await self.kube.close()
 
     async def _lead(self, elector: LeaderElector) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 
 from autoscaler.core.defaults import effective_metrics
 from autoscaler.core.kube_json import format_time, metric_target_to_json, metric_value_to_json
+from autoscaler.core.predictive import Prediction
 from autoscaler.core.reconcile import Decision
 from autoscaler.core.types import (
     CONTAINER_RESOURCE,
@@ -62,6 +63,8 @@ class DecisionRecord:
     conditions: tuple[Condition, ...]
     last_scale_time: float | None  # unix seconds of status.lastScaleTime
     schedule: Schedule | None  # the active schedule whose minReplicas was the floor
+    # Per effective metric, what its forecast said (spec.predictive); () without it.
+    predictions: tuple[Prediction | None, ...] = ()
 
     def same_outcome(self, other: DecisionRecord) -> bool:
         return (
@@ -111,7 +114,15 @@ class DecisionRecords:
         self._per_target = per_target
         self._targets: dict[Key, _Target] = {}
 
-    def add(self, key: Key, spec: HPASpec | None, decision: Decision, reason: str, now: datetime) -> None:
+    def add(
+        self,
+        key: Key,
+        spec: HPASpec | None,
+        decision: Decision,
+        reason: str,
+        now: datetime,
+        predictions: tuple[Prediction | None, ...] = (),
+    ) -> None:
         status, trace = decision.status, decision.trace
         record = DecisionRecord(
             time=now.timestamp(),
@@ -127,6 +138,7 @@ class DecisionRecords:
             conditions=status.conditions,
             last_scale_time=status.last_scale_time.timestamp() if status.last_scale_time else None,
             schedule=decision.floor_schedule,
+            predictions=predictions,
         )
         target = self._targets.get(key)
         if target is None:
@@ -139,6 +151,7 @@ class DecisionRecords:
             newest.ratios = record.ratios
             newest.conditions = record.conditions
             newest.last_scale_time = record.last_scale_time
+            newest.predictions = record.predictions
             return
         target.older = self._retire(key, newest, target.older)
         target.newest = record
@@ -209,11 +222,23 @@ def _metrics_json(record: DecisionRecord) -> list[dict[str, Any]]:
                 "target": metric_target_to_json(spec.target),
                 "ratio": _finite(record.ratios[i]) if computed else None,
                 "proposal": record.proposals[i] if computed else None,
+                "forecast": _prediction_json(record.predictions[i]) if i < len(record.predictions) else None,
                 # The adapter does not tell its clients the PromQL behind a metric.
                 "query": None,
             }
         )
     return entries
+
+
+def _prediction_json(prediction: Prediction | None) -> dict[str, Any] | None:
+    if prediction is None:
+        return None
+    return {
+        "value": _finite(prediction.forecast),
+        "error": _finite(prediction.error),
+        "used": prediction.used,
+        "reason": prediction.reason,
+    }
 
 
 def _stabilization_json(stabilization: StabilizationTrace | None) -> dict[str, Any] | None:

@@ -100,6 +100,34 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not verify the certificate of --metrics-url",
     )
     g.add_argument("--metrics-timeout", type=seconds(), default=10.0, help="time limit of one metrics call")
+    g = p.add_argument_group("Prometheus (direct PromQL metrics: External metrics named surge-promql:<name>)")
+    g.add_argument(
+        "--prometheus-url",
+        type=http_url,
+        default=None,
+        help="Prometheus that direct metrics query, and predictive scaling reads histories from",
+    )
+    g.add_argument("--prometheus-ca-file", default="", help="CA bundle for Prometheus' certificate")
+    g.add_argument(
+        "--prometheus-insecure-skip-tls-verify",
+        action="store_true",
+        help="do not verify the certificate of --prometheus-url",
+    )
+    g.add_argument("--prometheus-client-tls-cert-file", default="", help="client certificate for Prometheus")
+    g.add_argument("--prometheus-client-tls-key-file", default="", help="client key for Prometheus")
+    g.add_argument(
+        "--prometheus-token-file",
+        default="",
+        help="bearer token file for Prometheus (re-read when it changes)",
+    )
+    g.add_argument(
+        "--cluster-wide-query-namespace",
+        action="append",
+        default=[],
+        metavar="NAMESPACE",
+        help="autoscalers in this namespace may query every namespace's series (repeatable); all others' "
+        "queries are confined to their own namespace",
+    )
     g = p.add_argument_group("leader election")
     g.add_argument(
         "--leader-elect", action="store_true", help="run as one of several replicas; only the leader writes"

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from autoscaler.core.types import ControllerConfig
 from autoscaler.flags import build_parser
 from autoscaler.leader import LeaseConfig
+from autoscaler.promql.client import PrometheusAccess
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,10 @@ class AutoscalerOptions:
     react_to_pods: bool
     config: ControllerConfig
     metrics: MetricsAccess
+    # Direct PromQL metrics: where Prometheus is (None: no --prometheus-url), and the namespaces whose
+    # autoscalers' queries are not confined to their namespace.
+    prometheus: PrometheusAccess | None
+    cluster_wide_query_namespaces: tuple[str, ...]
     lease: LeaseConfig | None
     bind_address: str
     port: int
@@ -71,6 +76,20 @@ def options_from_namespace(ns: argparse.Namespace) -> AutoscalerOptions:
             insecure_skip_tls_verify=ns.metrics_insecure_skip_tls_verify,
             timeout=ns.metrics_timeout,
         ),
+        prometheus=(
+            PrometheusAccess(
+                url=ns.prometheus_url,
+                ca_file=ns.prometheus_ca_file,
+                insecure_skip_tls_verify=ns.prometheus_insecure_skip_tls_verify,
+                client_cert=ns.prometheus_client_tls_cert_file,
+                client_key=ns.prometheus_client_tls_key_file,
+                token_file=ns.prometheus_token_file,
+                timeout=ns.metrics_timeout,  # a direct metric is a metrics call like any other
+            )
+            if ns.prometheus_url
+            else None
+        ),
+        cluster_wide_query_namespaces=tuple(ns.cluster_wide_query_namespace),
         lease=(
             LeaseConfig(
                 namespace=ns.leader_elect_resource_namespace,

@@ -2,7 +2,10 @@
 
 Both carry the autoscaling/v2 spec and status; they differ only in where they live and where Surge's own
 settings are written: the per-object sync period and the schedules are fields of the CRD's spec, and
-annotations of an HPA (`autoscaling.surge.dev/schedules` holds the same list as JSON).
+annotations of an HPA (`autoscaling.surge.dev/schedules` holds the same list as JSON,
+`autoscaling.surge.dev/predictive` the same object). The queries of direct PromQL metrics are the CRD's
+`external.query` fields, and an HPA's `autoscaling.surge.dev/queries` annotation: a JSON object from
+metric name (`surge-promql:<name>`) to query.
 """
 
 from __future__ import annotations
@@ -10,14 +13,19 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
-from autoscaler.core.kube_json import hpa_from_json, schedules_from_json
-from autoscaler.core.types import HPA
+from autoscaler.core.kube_json import hpa_from_json, predictive_from_json, schedules_from_json
+from autoscaler.core.types import EXTERNAL, HPA, MetricSpec
 from autoscaler.core.validation import Violation, metric_source_violations, spec_violations
 from shared.kube import Obj
 
+T = TypeVar("T")
+
 SYNC_PERIOD_ANNOTATION = "autoscaling.surge.dev/sync-period-seconds"
 SCHEDULES_ANNOTATION = "autoscaling.surge.dev/schedules"
+PREDICTIVE_ANNOTATION = "autoscaling.surge.dev/predictive"
+QUERIES_ANNOTATION = "autoscaling.surge.dev/queries"
 
 
 @dataclass(frozen=True)
@@ -32,6 +40,10 @@ class Source:
     printable_status: bool
     # The annotation that holds the schedules as JSON; None: they are the spec's `schedules`.
     schedules_annotation: str | None = None
+    # The annotation that holds spec.predictive as JSON; None: it is the spec's `predictive`.
+    predictive_annotation: str | None = None
+    # The annotation that maps direct metrics' names to their queries; None: they are `external.query`.
+    queries_annotation: str | None = None
 
     @property
     def api_version(self) -> str:
@@ -52,22 +64,74 @@ class Source:
         if violations:
             return None, violations
         hpa = hpa_from_json(obj)
-        if self.schedules_annotation is None:
+        if (
+            self.schedules_annotation is None
+            or self.predictive_annotation is None
+            or self.queries_annotation is None
+        ):
             return hpa, spec_violations(hpa.spec)
-        where = f"metadata.annotations[{self.schedules_annotation}]"
-        text = ((obj.get("metadata") or {}).get("annotations") or {}).get(self.schedules_annotation)
-        # Ignoring unreadable schedules would silently drop a floor: refuse the autoscaler instead.
-        try:
-            items = None if text is None else json.loads(text)
-        except ValueError as err:
-            return hpa, (*spec_violations(hpa.spec), Violation(where, f"not JSON: {err}"))
-        try:
-            schedules = schedules_from_json(items, where)
-        except ValueError as err:
-            field, _, problem = str(err).partition(": ")  # kube_json's errors start with the field's path
-            return hpa, (*spec_violations(hpa.spec), Violation(field, problem))
-        hpa = replace(hpa, spec=replace(hpa.spec, schedules=schedules))
-        return hpa, spec_violations(hpa.spec, schedules_where=where)
+        schedules = _annotation(obj, self.schedules_annotation, schedules_from_json)
+        predictive = _annotation(obj, self.predictive_annotation, predictive_from_json)
+        queries = _annotation(obj, self.queries_annotation, _queries_from_json)
+        # Ignoring an unreadable annotation would silently drop a floor or a forecast: refuse the autoscaler.
+        unreadable = tuple(v for v in (schedules, predictive, queries) if isinstance(v, Violation))
+        queries_where = _annotation_field(self.queries_annotation)
+        if unreadable:
+            return hpa, (*spec_violations(hpa.spec, queries_where=queries_where), *unreadable)
+        assert not isinstance(schedules, Violation) and not isinstance(predictive, Violation)
+        assert not isinstance(queries, Violation)
+        metrics, unused = _with_queries(hpa.spec.metrics, queries)
+        hpa = replace(
+            hpa, spec=replace(hpa.spec, schedules=schedules, predictive=predictive, metrics=metrics)
+        )
+        return hpa, spec_violations(
+            hpa.spec,
+            schedules_where=_annotation_field(self.schedules_annotation),
+            predictive_where=_annotation_field(self.predictive_annotation),
+            queries_where=queries_where,
+        ) + tuple(
+            Violation(f"{queries_where}[{name}]", "no External metric has this name") for name in unused
+        )
+
+
+def _annotation_field(name: str) -> str:
+    return f"metadata.annotations[{name}]"
+
+
+def _annotation(obj: Obj, name: str, parse: Callable[[Any, str], T]) -> T | Violation:
+    """What the annotation `name`'s JSON holds, read by `parse` (None when absent), or the violation."""
+    where = _annotation_field(name)
+    text = ((obj.get("metadata") or {}).get("annotations") or {}).get(name)
+    try:
+        items = None if text is None else json.loads(text)
+    except ValueError as err:
+        return Violation(where, f"not JSON: {err}")
+    try:
+        return parse(items, where)
+    except ValueError as err:
+        field, _, problem = str(err).partition(": ")  # kube_json's errors start with the field's path
+        return Violation(field, problem)
+
+
+def _queries_from_json(items: Any, where: str) -> dict[str, str]:
+    """The queries annotation: a JSON object of metric name -> PromQL (None: no direct metrics)."""
+    if items is None:
+        return {}
+    if not isinstance(items, dict) or not all(isinstance(v, str) for v in items.values()):
+        raise ValueError(f"{where}: not an object of metric names to queries: {items!r}")
+    return items
+
+
+def _with_queries(
+    metrics: tuple[MetricSpec, ...], queries: dict[str, str]
+) -> tuple[tuple[MetricSpec, ...], list[str]]:
+    """The External metrics given their query by name, and the names no External metric has."""
+    named = {m.metric.name for m in metrics if m.type == EXTERNAL and m.metric is not None}
+    given = tuple(
+        replace(m, query=queries.get(m.metric.name, "")) if m.type == EXTERNAL and m.metric is not None else m
+        for m in metrics
+    )
+    return given, sorted(set(queries) - named)
 
 
 def _spec_sync_period(obj: Obj) -> float | None:
@@ -99,6 +163,8 @@ HPA_SOURCE = Source(
     _annotation_sync_period,
     printable_status=False,
     schedules_annotation=SCHEDULES_ANNOTATION,
+    predictive_annotation=PREDICTIVE_ANNOTATION,
+    queries_annotation=QUERIES_ANNOTATION,
 )
 
 SOURCES = {"crd": CRD_SOURCE, "hpa": HPA_SOURCE}

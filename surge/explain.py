@@ -174,6 +174,18 @@ def _limits_line(limits: Record) -> str:
     return f"{limits['selected']} ({'; '.join(parts)}) -> ScalingLimited {limits['reason']}"
 
 
+def _forecast_line(forecast: Record) -> str:
+    """spec.predictive's forecast of a metric: its value (in the history's unit), error, and whether the
+    algorithm read it."""
+    if forecast["value"] is None:
+        return f"none ({forecast['reason']})"
+    error = "unknown" if forecast["error"] is None else f"{forecast['error']:.1%}"
+    said = f"{forecast['value']:g} (recent error {error})"
+    if forecast["used"]:
+        return f"{said}, used: the metric read the higher of the forecast and the current value"
+    return f"{said}, not used: {forecast['reason']}"
+
+
 def _derivation(record: Record) -> list[str]:
     lines = []
     for metric in record["metrics"]:
@@ -183,6 +195,8 @@ def _derivation(record: Record) -> list[str]:
             ratio = "<unknown>" if metric["ratio"] is None else f"{metric['ratio']:.2f}"
             step = f"{_current_and_target(metric)} -> ratio {ratio} -> proposal {metric['proposal']}"
         lines.append(f"metric         {_metric_label(metric)}: {step}")
+        if metric.get("forecast") is not None:
+            lines.append(f"forecast       {_metric_label(metric)}: {_forecast_line(metric['forecast'])}")
     stabilization, limits = record["stabilization"], record["limits"]
     if stabilization is not None:
         schedule = record.get("schedule")

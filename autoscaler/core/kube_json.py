@@ -48,6 +48,7 @@ from autoscaler.core.types import (
     PodMetricsItem,
     PodMetricValue,
     PodsMetricAnswer,
+    Predictive,
     Recommendation,
     ResourceMetricsAnswer,
     Scale,
@@ -201,7 +202,9 @@ def metric_spec_from_json(obj: Json, where: str = "metric") -> MetricSpec:
         if kind == OBJECT
         else None
     )
-    return MetricSpec(type=kind, target=target, metric=metric, described_object=described)
+    # Surge's own `query` (a direct PromQL metric) is read on External metrics only.
+    query = _typed(source, "query", str, here) if kind == EXTERNAL and source.get("query") is not None else ""
+    return MetricSpec(type=kind, target=target, metric=metric, described_object=described, query=query)
 
 
 def scaling_rules_from_json(obj: Json | None, where: str) -> ScalingRules | None:
@@ -258,6 +261,23 @@ def schedules_from_json(items: Any, where: str) -> tuple[Schedule, ...]:
     return tuple(schedules)
 
 
+def predictive_from_json(item: Any, where: str) -> Predictive | None:
+    """``spec.predictive`` (or the predictive annotation's JSON); None is off."""
+    if item is None:
+        return None
+    if not isinstance(item, Mapping):
+        raise ValueError(f"{where}: not a predictive object: {item!r}")
+    seasons = _get(item, "seasonsSeconds", where)
+    if not isinstance(seasons, list) or any(isinstance(s, bool) or not isinstance(s, int) for s in seasons):
+        raise ValueError(f"{where}.seasonsSeconds: not a list of integers: {seasons!r}")
+    return Predictive(
+        lookback_seconds=_typed(item, "lookbackSeconds", int, where),
+        horizon_seconds=_typed(item, "horizonSeconds", int, where),
+        seasons_seconds=tuple(seasons),
+        history_query=None if item.get("historyQuery") is None else _typed(item, "historyQuery", str, where),
+    )
+
+
 def hpa_spec_from_json(obj: Json, where: str = "spec") -> HPASpec:
     behavior = obj.get("behavior")
     return HPASpec(
@@ -276,6 +296,7 @@ def hpa_spec_from_json(obj: Json, where: str = "spec") -> HPASpec:
             )
         ),
         schedules=schedules_from_json(obj.get("schedules"), f"{where}.schedules"),
+        predictive=predictive_from_json(obj.get("predictive"), f"{where}.predictive"),
     )
 
 

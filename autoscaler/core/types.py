@@ -22,6 +22,9 @@ CONTAINER_RESOURCE = "ContainerResource"
 PODS = "Pods"
 OBJECT = "Object"
 EXTERNAL = "External"
+# The name of a direct PromQL metric (Surge's own) starts so: a hyphen, which no Prometheus metric name
+# holds, keeps it apart from the names an adapter serves.
+DIRECT_METRIC_PREFIX = "surge-promql:"
 
 # Condition types.
 ABLE_TO_SCALE = "AbleToScale"
@@ -215,7 +218,9 @@ class MetricSpec:
     """One entry of ``spec.metrics``; which fields are set depends on ``type``.
 
     ``name`` is the resource name (Resource/ContainerResource), ``container`` the container name
-    (ContainerResource), ``metric`` the metric identifier (Pods/Object/External).
+    (ContainerResource), ``metric`` the metric identifier (Pods/Object/External). ``query`` is Surge's
+    own: the PromQL of a direct External metric (named ``DIRECT_METRIC_PREFIX + name``), which the daemon
+    sends to Prometheus itself instead of asking the external metrics API.
     """
 
     type: str
@@ -224,6 +229,7 @@ class MetricSpec:
     container: str = ""
     metric: MetricIdentifier | None = None
     described_object: CrossVersionObjectReference | None = None
+    query: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +265,19 @@ class Schedule:
 
 
 @dataclass(frozen=True, slots=True)
+class Predictive:
+    """Predictive scaling (Surge's own, core/predictive.py): each metric is forecast `horizon_seconds` ahead
+    from its last `lookback_seconds` of history, with these seasons, and the algorithm reads the higher of
+    the current value and the forecast. `history_query` is the PromQL of the history when the metric has
+    none of its own (the daemon's; `surge simulate` reads the series)."""
+
+    lookback_seconds: int
+    horizon_seconds: int
+    seasons_seconds: tuple[int, ...]
+    history_query: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class HPASpec:
     scale_target_ref: CrossVersionObjectReference
     max_replicas: int
@@ -266,6 +285,7 @@ class HPASpec:
     metrics: tuple[MetricSpec, ...] = ()
     behavior: Behavior | None = None
     schedules: tuple[Schedule, ...] = ()  # Surge's own: spec.schedules, or the schedules annotation
+    predictive: Predictive | None = None  # Surge's own: spec.predictive, or the predictive annotation
 
 
 # --- HPA status ---------------------------------------------------------------------------------

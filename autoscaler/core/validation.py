@@ -11,6 +11,11 @@ averageValue, which the HPA algorithm then reads as an average-value target).
 
 Surge's own `schedules` (schedules.py) are checked too: bounds and minReplicas <= maxReplicas as the CRD
 checks them, and what no CEL rule can check: that the cron expression parses and the time zone exists.
+So is `predictive` (predictive.py): a horizon of at least a second, at least one season, every season at
+least the horizon (a season's forecast reads the samples a season back) and the lookback at least the
+longest season.
+Direct PromQL metrics (an External metric named `surge-promql:<name>` with Surge's own `query`): the
+query is set exactly when the name has the prefix, and no metric selector beside it.
 
 Messages are the CRD's CEL messages where a CEL rule states the rule, kube's wording otherwise.
 `spec_violations` checks the parsed spec (kube_json); parsing keeps only the metric source the type
@@ -27,13 +32,16 @@ from typing import Any
 from autoscaler.core.schedules import check_cron, time_zone
 from autoscaler.core.types import (
     CONTAINER_RESOURCE,
+    DIRECT_METRIC_PREFIX,
     EXTERNAL,
     OBJECT,
     PODS,
     RESOURCE,
     HPASpec,
+    MetricIdentifier,
     MetricSpec,
     MetricTarget,
+    Predictive,
     ScalingRules,
     Schedule,
 )
@@ -44,6 +52,13 @@ MAX_PERIOD_SECONDS = 1800
 SCHEDULE_ABOVE_MAX = "minReplicas of a schedule must be less than or equal to maxReplicas"
 # A window longer than a year would outlast any yearly expression: that is a plain minReplicas.
 MAX_SCHEDULE_DURATION_SECONDS = 366 * 24 * 3600
+PREDICTIVE_NO_SEASONS = "seasonsSeconds must list at least one season"
+PREDICTIVE_SEASON_BELOW_HORIZON = "every season must be at least horizonSeconds"
+PREDICTIVE_LOOKBACK_BELOW_SEASON = "lookbackSeconds must be at least the longest season"
+DIRECT_QUERY_RULE = f"query must be set if and only if metric.name starts with {DIRECT_METRIC_PREFIX}"
+DIRECT_NO_SELECTOR = "a metric with a query selects its series in the query, not with metric.selector"
+# Five weeks: room for a weekly season seen a few times; the daemon reads this much history per metric.
+MAX_LOOKBACK_SECONDS = 35 * 24 * 3600
 
 SOURCE_FIELDS = {
     RESOURCE: "resource",
@@ -118,7 +133,7 @@ def _target_violations(target: MetricTarget, kind: str, where: str) -> list[Viol
     return out
 
 
-def _metric_violations(metric: MetricSpec, where: str) -> list[Violation]:
+def _metric_violations(metric: MetricSpec, where: str, queries_where: str) -> list[Violation]:
     if metric.type not in SOURCE_FIELDS:
         return [Violation(f"{where}.type", _unsupported(metric.type, tuple(SOURCE_FIELDS)))]
     here = f"{where}.{SOURCE_FIELDS[metric.type]}"
@@ -132,7 +147,21 @@ def _metric_violations(metric: MetricSpec, where: str) -> list[Violation]:
     if metric.described_object is not None:
         _non_empty(metric.described_object.kind, f"{here}.describedObject.kind", out)
         _non_empty(metric.described_object.name, f"{here}.describedObject.name", out)
+    if metric.type == EXTERNAL and metric.metric is not None:
+        out += _direct_violations(metric.metric, metric.query, queries_where or f"{here}.query", here)
     return out + _target_violations(metric.target, metric.type, f"{here}.target")
+
+
+def _direct_violations(metric: MetricIdentifier, query: str, query_where: str, here: str) -> list[Violation]:
+    """A direct PromQL metric: a query exactly when the name says so, and no selector beside it."""
+    out = []
+    if bool(query) != metric.name.startswith(DIRECT_METRIC_PREFIX):
+        out.append(Violation(query_where, DIRECT_QUERY_RULE))
+    if query and not query.strip():
+        out.append(Violation(query_where, "must not be empty"))
+    if query and metric.selector is not None:
+        out.append(Violation(f"{here}.metric.selector", DIRECT_NO_SELECTOR))
+    return out
 
 
 def _rules_violations(rules: ScalingRules, where: str) -> list[Violation]:
@@ -187,15 +216,40 @@ def _schedule_violations(schedule: Schedule, where: str) -> list[Violation]:
     return out
 
 
+def _predictive_violations(predictive: Predictive, where: str) -> list[Violation]:
+    out = []
+    if predictive.horizon_seconds < 1:
+        out.append(Violation(f"{where}.horizonSeconds", "must be greater than zero"))
+    if not predictive.seasons_seconds:
+        out.append(Violation(f"{where}.seasonsSeconds", PREDICTIVE_NO_SEASONS))
+    elif min(predictive.seasons_seconds) < predictive.horizon_seconds:
+        out.append(Violation(f"{where}.seasonsSeconds", PREDICTIVE_SEASON_BELOW_HORIZON))
+    elif predictive.lookback_seconds < max(predictive.seasons_seconds):
+        out.append(Violation(f"{where}.lookbackSeconds", PREDICTIVE_LOOKBACK_BELOW_SEASON))
+    if predictive.lookback_seconds > MAX_LOOKBACK_SECONDS:
+        message = f"must be less than or equal to {MAX_LOOKBACK_SECONDS}"
+        out.append(Violation(f"{where}.lookbackSeconds", message))
+    if predictive.history_query is not None and not predictive.history_query.strip():
+        out.append(Violation(f"{where}.historyQuery", "must not be empty"))
+    return out
+
+
 def spec_violations(
-    spec: HPASpec, *, scale_to_zero: bool = False, where: str = "spec", schedules_where: str = ""
+    spec: HPASpec,
+    *,
+    scale_to_zero: bool = False,
+    where: str = "spec",
+    schedules_where: str = "",
+    predictive_where: str = "",
+    queries_where: str = "",
 ) -> tuple[Violation, ...]:
     """Every rule `spec` breaks, in field order; empty when the API would accept it.
 
     ``scale_to_zero`` is kube's HPAScaleToZero gate: it lets minReplicas be 0, which like in kube also
     needs an Object or External metric (the CRD has no such gate: its minReplicas is at least 1).
     ``schedules_where`` is where the schedules were written (``<where>.schedules`` unless given: an HPA
-    carries them in an annotation).
+    carries them in an annotation); ``predictive_where`` likewise for ``predictive``, and
+    ``queries_where`` for the queries of direct metrics (``<metric>.external.query`` unless given).
     """
     out: list[Violation] = []
     _non_empty(spec.scale_target_ref.kind, f"{where}.scaleTargetRef.kind", out)
@@ -208,7 +262,7 @@ def spec_violations(
     if spec.min_replicas is not None and spec.max_replicas < spec.min_replicas:
         out.append(Violation(f"{where}.maxReplicas", MAX_BELOW_MIN))
     for i, metric in enumerate(spec.metrics):
-        out += _metric_violations(metric, f"{where}.metrics[{i}]")
+        out += _metric_violations(metric, f"{where}.metrics[{i}]", queries_where)
     if spec.min_replicas == 0 and not any(m.type in (OBJECT, EXTERNAL) for m in spec.metrics):
         message = "must specify at least one Object or External metric to support scaling to zero replicas"
         out.append(Violation(f"{where}.metrics", message))
@@ -223,6 +277,8 @@ def spec_violations(
     # As the CRD's rule over the list says it: once, naming the list.
     if any(schedule.min_replicas > spec.max_replicas for schedule in spec.schedules):
         out.append(Violation(schedules_where, SCHEDULE_ABOVE_MAX))
+    if spec.predictive is not None:
+        out += _predictive_violations(spec.predictive, predictive_where or f"{where}.predictive")
     return tuple(out)
 
 

@@ -1,8 +1,9 @@
 """Profiles from autoscaler YAML files: a HorizontalAutoscaler or an autoscaling/v2 HPA with one metric.
 
 The spec is parsed and checked as the daemon does (`Source.read`: kube_json, the API's rules in validation),
-and its sync period and schedules are read where the daemon's source reads them (`spec.syncPeriodSeconds`
-and `spec.schedules` of a HorizontalAutoscaler, the annotations of an HPA). The status in the file is
+and its sync period, schedules and predictive settings are read where the daemon's source reads them
+(`spec.syncPeriodSeconds`, `spec.schedules` and `spec.predictive` of a HorizontalAutoscaler, the
+annotations of an HPA). The status in the file is
 dropped: a replay starts afresh.
 """
 
@@ -65,7 +66,7 @@ def load_profile(path: Path) -> Profile:
 
 
 def default_profile(profile: Profile) -> Profile:
-    """The built-in HPA's settings for the same spec: no behavior (so no tolerance of its own either)
-    and the controller's own 15 s period."""
-    spec = replace(profile.hpa.spec, behavior=None)
+    """The built-in HPA's settings for the same spec: no behavior (so no tolerance of its own either),
+    no forecasts (spec.predictive) and the controller's own 15 s period."""
+    spec = replace(profile.hpa.spec, behavior=None, predictive=None)
     return Profile(DEFAULT_PROFILE, replace(profile.hpa, spec=spec), sync_period(None))

@@ -16,17 +16,24 @@ The model, per profile:
   (Pods, Resource, ContainerResource) each ready pod reports load ÷ ready pods, and pods that are not
   ready report nothing (the core then counts them as unready, as upstream); an Object or External metric
   is the load itself.
+- With `spec.predictive`, the history of each reconcile is the series up to it (sampled on a grid of the
+  series' median spacing), and the autoscaler reads max(load, forecast) when the forecast is used
+  (autoscaler.core.predictive); the forecasts of the whole series are computed once, each from the
+  samples before it. The timeline's metric value is then what the autoscaler reads, forecast included.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from typing import NamedTuple
 
 from autoscaler.core import decide, effective_metrics
+from autoscaler.core.predictive import Forecasts, grid_forecasts, prediction_at
 from autoscaler.core.types import (
     CONTAINER_RESOURCE,
     EXTERNAL,
@@ -245,6 +252,23 @@ class _Fleet:
         return self._pods[: self.ready]
 
 
+def _forecasts(series: Series, profile: Profile) -> Forecasts | None:
+    predictive = profile.hpa.spec.predictive
+    if predictive is None:
+        return None
+    step = float(statistics.median(b - a for a, b in pairwise(series.times)))
+    return grid_forecasts(series.times, series.values, step, predictive)
+
+
+def _read_load(found: Forecasts | None, profile: Profile, load: float, time: float) -> float:
+    """The load as the autoscaler reads it at `time` (seconds from the series start): the load, or the
+    forecast made from the series up to `time` when it is used and higher."""
+    if found is None or profile.hpa.spec.predictive is None:
+        return load
+    prediction = prediction_at(found, int(time // found.step), profile.hpa.spec.predictive)
+    return max(load, prediction.forecast) if prediction.used and prediction.forecast is not None else load
+
+
 def replay(
     series: Series, profile: Profile, workload: Workload, config: ControllerConfig | None = None
 ) -> Replay:
@@ -254,6 +278,7 @@ def replay(
     base = datetime.fromtimestamp(series.start, UTC)
     period = timedelta(seconds=profile.sync_period)
     fleet = _Fleet(profile, workload, base)
+    found = _forecasts(series, profile)
     hpa, history = profile.hpa, History()
     times, values, end = series.times, series.values, series.end
     load = values[0]
@@ -268,7 +293,8 @@ def replay(
         elif not states or states[-1][1:] != state[1:]:
             states.append(state)
         if event is not None:
-            rows.append(Row(time, load, ready, desired, metric_reading(metric, load, ready), event))
+            read = metric_reading(metric, _read_load(found, profile, load, time), ready)
+            rows.append(Row(time, load, ready, desired, read, event))
 
     # Reconciles at anchor + tick x period: the anchor moves to each reconcile a schedule asked for.
     sample, tick, anchor = 0, 0, 0.0
@@ -292,7 +318,9 @@ def replay(
                 hpa=hpa,
                 scale=Scale(spec_replicas=len(fleet), status_replicas=len(fleet), selector=_SELECTOR),
                 pods=fleet.pods(),
-                metric_answers=(_answer(metric, load, fleet.ready_pods(), now),),
+                metric_answers=(
+                    _answer(metric, _read_load(found, profile, load, time), fleet.ready_pods(), now),
+                ),
                 now=now,
                 history=history,
                 config=config,

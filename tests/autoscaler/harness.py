@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -142,9 +142,10 @@ async def running_controller(
     reconcile_deadline: float = 10.0,
     selector: str = "",
     clock: Clock = LOOP_CLOCK,
+    flags: Sequence[str] = (),
 ) -> AsyncIterator[Controller]:
     """The daemon as `python -m autoscaler` builds it, started in-process; metrics_url None means
-    through the API server's aggregation, as without --metrics-url."""
+    through the API server's aggregation, as without --metrics-url. `flags`: more of its flags."""
     async with running_daemon(
         kubeconfig,
         metrics_url,
@@ -153,6 +154,7 @@ async def running_controller(
         reconcile_deadline=reconcile_deadline,
         selector=selector,
         clock=clock,
+        flags=flags,
     ) as daemon:
         yield daemon.controller
 
@@ -167,6 +169,7 @@ async def running_daemon(
     reconcile_deadline: float = 10.0,
     selector: str = "",
     clock: Clock = LOOP_CLOCK,
+    flags: Sequence[str] = (),
 ) -> AsyncIterator[AutoscalerDaemon]:
     """As `running_controller`, for tests of the daemon's port (its `port` is set once started)."""
     metrics = [] if metrics_url is None else [f"--metrics-url={metrics_url}"]
@@ -182,6 +185,7 @@ async def running_daemon(
             "--bind-address=127.0.0.1",
             "--port=0",
             "--shutdown-grace-period=5s",
+            *flags,
         ]
     )
     daemon = await AutoscalerDaemon.create(options, clock)

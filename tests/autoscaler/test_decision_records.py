@@ -135,6 +135,7 @@ def test_a_record_renders_the_issue_fields() -> None:
         "target": {"type": "Utilization", "averageUtilization": 50},
         "ratio": 0.2,
         "proposal": 2,
+        "forecast": None,  # no spec.predictive
         "query": None,
     }
     stabilization = body["stabilization"]

@@ -47,7 +47,7 @@ RECORD_FIELDS = {
     "schedule",
     "conditions",
 }
-METRIC_FIELDS = {"type", "name", "value", "target", "ratio", "proposal", "query"}
+METRIC_FIELDS = {"type", "name", "value", "target", "ratio", "proposal", "forecast", "query"}
 
 
 def url(daemon: AutoscalerDaemon) -> str:

@@ -9,6 +9,7 @@ import yaml
 
 from adapter.auth.flags import add_auth_flags
 from adapter.flags import FLAG_GROUPS, build_parser, normalize_argv
+from autoscaler.flags import build_parser as autoscaler_parser
 from tests.manifests.conftest import MANIFESTS, REPO
 
 DOC = (REPO / "docs" / "deploy.md").read_text()
@@ -38,8 +39,8 @@ KUBE_APISERVER_FLAGS = {"--proxy-client-cert-file", "--proxy-client-key-file"}
 
 
 def test_flags_the_guide_names_are_accepted() -> None:
-    parser = build_parser((*FLAG_GROUPS, add_auth_flags))
-    known = {option for action in parser._actions for option in action.option_strings}
+    parsers = (build_parser((*FLAG_GROUPS, add_auth_flags)), autoscaler_parser())  # both daemons' flags
+    known = {option for parser in parsers for action in parser._actions for option in action.option_strings}
     for flag in set(re.findall(r"`(--[a-z0-9-]*[a-z0-9])", DOC)) - KUBE_APISERVER_FLAGS:
         _, warnings = normalize_argv([flag])
         assert flag in known or warnings, flag  # accepted, or accepted and ignored with a warning

@@ -14,6 +14,7 @@ import yaml
 from autoscaler.core.kube_json import hpa_spec_from_json
 from autoscaler.core.reconcile import INVALID_SPEC, spec_invalid
 from autoscaler.core.types import (
+    DIRECT_METRIC_PREFIX,
     Behavior,
     Condition,
     History,
@@ -24,7 +25,13 @@ from autoscaler.core.types import (
     ScalingPolicy,
     ScalingRules,
 )
-from autoscaler.core.validation import Violation, metric_source_violations, spec_violations
+from autoscaler.core.validation import (
+    DIRECT_NO_SELECTOR,
+    DIRECT_QUERY_RULE,
+    Violation,
+    metric_source_violations,
+    spec_violations,
+)
 from sim.apiserver import ApiError, ApiServer
 
 from . import builders as b
@@ -213,6 +220,36 @@ CEL_CASES = [
         11,
         "spec.schedules",
         "minReplicas of a schedule must be less than or equal to maxReplicas",
+    ),
+    # Direct PromQL metrics: a query exactly under a surge-promql: name, and no selector beside it.
+    (
+        ("metrics", 4, "external", "query"),
+        "sum(queue_depth)",
+        "spec.metrics[4].external.query",
+        DIRECT_QUERY_RULE,
+    ),
+    (
+        ("metrics", 4, "external"),
+        {
+            "metric": {"name": DIRECT_METRIC_PREFIX + "queue", "selector": {"matchLabels": {"q": "jobs"}}},
+            "query": "sum(queue_depth)",
+            "target": {"type": "Value", "value": 1},
+        },
+        "spec.metrics[4].external.metric.selector",
+        DIRECT_NO_SELECTOR,
+    ),
+    # Predictive scaling: seasons at least the horizon, a lookback of at least the longest season.
+    (
+        ("predictive",),
+        {"lookbackSeconds": 604800, "horizonSeconds": 300, "seasonsSeconds": [60]},
+        "spec.predictive.seasonsSeconds",
+        "every season must be at least horizonSeconds",
+    ),
+    (
+        ("predictive",),
+        {"lookbackSeconds": 86400, "horizonSeconds": 300, "seasonsSeconds": [86400, 604800]},
+        "spec.predictive.lookbackSeconds",
+        "lookbackSeconds must be at least the longest season",
     ),
 ]
 

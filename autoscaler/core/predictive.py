@@ -1,0 +1,208 @@
+"""Predictive scaling (Surge's own): what a metric's history forecasts, and the metric answer it raises.
+
+`spec.predictive` forecasts each metric `horizonSeconds` ahead from its own history (forecast.py says how
+and why that method) and the algorithm reads max(current, forecast): scale-out leads a recurring peak by
+the horizon (choose it above the pods' start-up time plus the sync period), while the current value still
+catches what no forecast saw. The forecast is of the value the series holds: for a per-pod metric (Pods,
+Resource, ContainerResource) the workload's total, which the answer then spreads over the reporting pods
+(each reads total ÷ pods, as the current value does); for an Object or External metric the metric itself.
+
+No forecast is used (the answer is left as it is, and the reason says why) while the history is shorter
+than the shortest season plus the horizon, or while the recent error (forecast.recent_errors: the
+forecasts issued a horizon ago against what came) is above MAX_ERROR: a pattern that broke (a holiday)
+must not hold replicas up.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import NamedTuple
+
+from autoscaler.core.forecast import (
+    Array,
+    on_grid,
+    peaks_ahead,
+    point_forecasts,
+    recent_errors,
+    samples,
+)
+from autoscaler.core.types import (
+    ExternalMetricAnswer,
+    MetricAnswer,
+    MetricSpec,
+    ObjectMetricAnswer,
+    PodsMetricAnswer,
+    Predictive,
+    ResourceMetricsAnswer,
+)
+
+# The recent error above which the forecast is not used.
+MAX_ERROR = 0.2
+
+
+class Prediction(NamedTuple):
+    """What the history said at one instant: the forecast (the peak over the horizon, in the history's
+    unit), the recent error, whether the algorithm read it, and why or why not."""
+
+    forecast: float | None
+    error: float | None
+    used: bool
+    reason: str
+
+
+class Forecasts(NamedTuple):
+    """Per sample of a history on a regular grid: the forecast issued there and the recent error; and the
+    point forecasts, `ahead` samples past the horizon beyond the last sample."""
+
+    peaks: Array
+    errors: Array
+    points: Array
+    step: float
+    horizon: int  # samples
+
+
+def forecasts(values: Array, step: float, predictive: Predictive, ahead_seconds: float = 0.0) -> Forecasts:
+    """The forecast and the recent error at every sample of `values` (a grid `step` seconds apart), each
+    from the samples up to it only, and within the lookback; `ahead_seconds` more of point forecasts past
+    the last sample's horizon, for forecasts issued that much later from the same history (`latest`)."""
+    horizon = samples(predictive.horizon_seconds, step)
+    seasons = [round(s / step) for s in predictive.seasons_seconds]
+    lookback = samples(predictive.lookback_seconds, step)
+    ahead = math.ceil(ahead_seconds / step)
+    usable = [s for s in seasons if horizon <= s <= lookback]
+    points = point_forecasts(values, usable, horizon + ahead)
+    peaks = peaks_ahead(points[: len(values) + horizon], horizon)
+    return Forecasts(peaks, recent_errors(points, values, horizon), points, step, horizon)
+
+
+def grid_forecasts(
+    times: Sequence[float], values: Sequence[float], step: float, predictive: Predictive
+) -> Forecasts:
+    """`forecasts` of a series sampled at any times (each value held until the next sample)."""
+    return forecasts(on_grid(times, values, step), step, predictive)
+
+
+class Outlook(NamedTuple):
+    """What a history says from its last sample on, kept small (the daemon caches one per metric): the
+    point forecasts of the samples after it, its recent error and the history's length."""
+
+    points: Array
+    error: float
+    history_seconds: float
+    step: float
+    horizon: int  # samples
+
+
+def outlook(values: Array, step: float, predictive: Predictive, ahead_seconds: float) -> Outlook:
+    """The outlook of a history (a grid `step` seconds apart), for forecasts issued up to `ahead_seconds`
+    after its last sample."""
+    found = forecasts(values, step, predictive, ahead_seconds)
+    last = len(values) - 1
+    return Outlook(
+        found.points[last + 1 :].copy(), float(found.errors[last]), last * step, step, found.horizon
+    )
+
+
+def latest(seen: Outlook, predictive: Predictive, elapsed: float) -> Prediction:
+    """The prediction `elapsed` seconds after the history's last sample, from that history: the peak of
+    the point forecasts up to the horizon from now (none, so not used, past the outlook's
+    `ahead_seconds`); the recent error is the last sample's."""
+    extra = max(0, math.ceil(elapsed / seen.step - 1e-9))
+    window = seen.points[: seen.horizon + extra]
+    peak = float(window.max()) if len(window) == seen.horizon + extra else math.nan
+    return _prediction(peak, seen.error, seen.history_seconds, predictive)
+
+
+def prediction_at(found: Forecasts, index: int, predictive: Predictive) -> Prediction:
+    """The prediction at sample `index` (the history being samples 0 .. index)."""
+    return _prediction(float(found.peaks[index]), float(found.errors[index]), index * found.step, predictive)
+
+
+def _prediction(peak: float, error: float, history: float, predictive: Predictive) -> Prediction:
+    needed = min(predictive.seasons_seconds) + predictive.horizon_seconds
+    if history < needed:
+        return Prediction(
+            None, None, False, f"history {_duration(history)} is shorter than {_duration(needed)}"
+        )
+    if math.isnan(peak) or math.isnan(error):
+        return Prediction(None, None, False, "no sample a season before the horizon")
+    if error > MAX_ERROR:
+        return Prediction(peak, error, False, f"recent error {error:.0%} is above {MAX_ERROR:.0%}")
+    return Prediction(peak, error, True, "forecast used")
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 86400:
+        return f"{seconds / 86400:.4g} d"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.3g} h"
+    return f"{seconds:.0f} s"
+
+
+def _scaled(value: int, factor: float) -> int:
+    return round(value * factor)
+
+
+def raise_answer(metric: MetricSpec, answer: MetricAnswer, forecast: float) -> MetricAnswer:
+    """The answer with its total raised to `forecast` (in the metric's unit, not milli; for a Resource
+    metric the pods' usage of its resource, e.g. cores) when that is higher: per-pod values in proportion,
+    so each pod reads forecast ÷ reporting pods."""
+    target = round(forecast * 1000)
+    if isinstance(answer, ObjectMetricAnswer):
+        return answer if answer.value >= target else replace(answer, value=target)
+    if isinstance(answer, ExternalMetricAnswer):
+        total = sum(answer.values)
+        if total >= target or not answer.values:
+            return answer
+        if total <= 0:
+            return replace(answer, values=(target, *(0 for _ in answer.values[1:])))
+        return replace(answer, values=tuple(_scaled(v, target / total) for v in answer.values))
+    if isinstance(answer, PodsMetricAnswer):
+        total = sum(item.value for item in answer.items)
+        if total >= target or not answer.items:
+            return answer
+        if total <= 0:
+            even = target // len(answer.items)
+            return PodsMetricAnswer(tuple(replace(item, value=even) for item in answer.items))
+        factor = target / total
+        return PodsMetricAnswer(tuple(replace(i, value=_scaled(i.value, factor)) for i in answer.items))
+    if isinstance(answer, ResourceMetricsAnswer):
+        return _raise_resource(answer, metric.name, target)
+    return answer  # a failed fetch stays failed: no forecast stands in for a metric that cannot be read
+
+
+def _raise_resource(answer: ResourceMetricsAnswer, resource: str, target: int) -> ResourceMetricsAnswer:
+    """The containers' usage of `resource` raised in proportion so that the pods' total is `target` (with
+    no usage to scale, the answer stays: the pods are starting)."""
+    total = sum(c.usage.get(resource, 0) for item in answer.items for c in item.containers)
+    if total >= target or total <= 0:
+        return answer
+    factor = target / total
+    return ResourceMetricsAnswer(
+        tuple(
+            replace(
+                item,
+                containers=tuple(
+                    replace(c, usage={**c.usage, resource: _scaled(c.usage[resource], factor)})
+                    if resource in c.usage
+                    else c
+                    for c in item.containers
+                ),
+            )
+            for item in answer.items
+        )
+    )
+
+
+def fed_answers(
+    metrics: Sequence[MetricSpec], answers: Sequence[MetricAnswer], predictions: Sequence[Prediction]
+) -> tuple[MetricAnswer, ...]:
+    """The answers the algorithm reads: each raised to its metric's forecast where that is used."""
+    if not predictions:
+        return tuple(answers)
+    return tuple(
+        raise_answer(metric, answer, p.forecast) if p.used and p.forecast is not None else answer
+        for metric, answer, p in zip(metrics, answers, predictions, strict=True)
+    )

@@ -1,0 +1,120 @@
+"""Predictive scaling on a seasonal trace: `surge simulate`'s replay of a spec with `spec.predictive` against
+the same spec without it (acceptance: shortfall pod-seconds cut by at least 50 % for at most 15 % more
+pod-hours).
+
+    .venv/bin/python bench/bench_predictive.py [--days 14]
+    .venv/bin/python bench/bench_predictive.py --smoke   # 2 days (run by the tests)
+
+The trace is bench/trace_generator.py's (60 s samples from a Monday: daily and weekly seasons, ±4 % noise,
+4 unforecastable spikes). The workload: capacity 100 per pod, pods ready 180 s after a scale-up write.
+The spec: a Pods metric with a target of 90 per pod (10 % headroom), 2 to 60 replicas, the default 15 s
+period, scale-up by up to 100 % every 15 s; the predictive profile adds `predictive: {lookbackSeconds:
+604800, horizonSeconds: 300, seasonsSeconds: [86400, 604800]}`. Prints both profiles' figures, the
+shortfall cut, the extra pod-hours, how often the forecast was used and its error, and the replay time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from bench_common import parse_args, require
+from trace_generator import trace, write_csv
+
+from autoscaler.core.predictive import MAX_ERROR, grid_forecasts, prediction_at
+from surge.simulate.profiles import load_profile
+from surge.simulate.profiles_parallel import replay_profiles
+from surge.simulate.replay import Workload
+from surge.simulate.series_csv import read_series_csv
+from surge.simulate.summary import summarize
+
+CAPACITY = 100.0
+STARTUP_SECONDS = 180.0
+STEP = 60.0
+PREDICTIVE = {"lookbackSeconds": 604800, "horizonSeconds": 300, "seasonsSeconds": [86400, 604800]}
+SPEC: dict[str, Any] = {
+    "apiVersion": "autoscaling.surge.dev/v1alpha1",
+    "kind": "HorizontalAutoscaler",
+    "metadata": {"name": "web", "namespace": "default"},
+    "spec": {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "minReplicas": 2,
+        "maxReplicas": 60,
+        "metrics": [
+            {
+                "type": "Pods",
+                "pods": {
+                    "metric": {"name": "http_requests"},
+                    "target": {"type": "AverageValue", "averageValue": "90"},
+                },
+            }
+        ],
+        "behavior": {
+            "scaleUp": {
+                "stabilizationWindowSeconds": 0,
+                "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}],
+            }
+        },
+    },
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--days", type=float, default=14.0, help="trace length (default 14)")
+    parser.add_argument("--seed", type=int, default=7, help="the trace's seed (default 7)")
+    args = parse_args(parser, {"days": 2.0})
+    predictive_spec = {**SPEC, "spec": {**SPEC["spec"], "predictive": PREDICTIVE}}
+    with tempfile.TemporaryDirectory(prefix="bench-predictive-") as tmp:
+        work = Path(tmp)
+        write_csv(work / "trace.csv", trace(args.days, STEP, args.seed))
+        (work / "reactive.yaml").write_text(yaml.safe_dump(SPEC))
+        (work / "predictive.yaml").write_text(yaml.safe_dump(predictive_spec))
+        series = read_series_csv(work / "trace.csv")
+        profiles = [load_profile(work / "predictive.yaml"), load_profile(work / "reactive.yaml")]
+
+    started = time.perf_counter()
+    replays = replay_profiles(series, profiles, Workload(CAPACITY, STARTUP_SECONDS, 2))
+    replayed = time.perf_counter() - started
+    summaries = {r.profile: summarize(r, CAPACITY) for r in replays}
+    predictive, reactive = summaries["predictive"], summaries["reactive"]
+
+    # The forecasts as the replay saw them, at every sample: how often used, and how far off.
+    settings = profiles[0].hpa.spec.predictive
+    assert settings is not None
+    found = grid_forecasts(series.times, series.values, STEP, settings)
+    said = [prediction_at(found, i, settings) for i in range(len(series.values))]
+    errors = [p.error for p in said if p.error is not None and math.isfinite(p.error)]
+    used = sum(p.used for p in said) / len(said)
+
+    require(reactive.shortfall_pod_seconds > 0, "the reactive profile never fell short: nothing to cut")
+    require(reactive.pod_hours > 0, "no pod-hours")
+    cut = 1 - predictive.shortfall_pod_seconds / reactive.shortfall_pod_seconds
+    extra = predictive.pod_hours / reactive.pod_hours - 1
+    print(f"trace: {len(series.values):,} samples ({args.days:g} days at {STEP:g} s, seed {args.seed})")
+    for name, s in summaries.items():
+        print(
+            f"  {name:10s} shortfall {s.shortfall_pod_seconds:10,.0f} pod-s, {s.pod_hours:8,.1f} pod-hours, "
+            f"under-provisioned {s.underprovisioned_seconds / 3600:6.2f} h, {s.scale_events} scale writes"
+        )
+    print(
+        f"forecast used at {used:.0%} of the samples; recent error median {np.median(errors):.1%}, "
+        f"p95 {np.percentile(errors, 95):.1%} (bound {MAX_ERROR:.0%})"
+        if errors
+        else "forecast never available (the trace is shorter than a season)"
+    )
+    print(f"shortfall cut: {cut:.1%} (target >= 50 %)")
+    print(f"extra pod-hours: {extra:.1%} (target <= 15 %)")
+    print(f"replay: both profiles in {replayed:.2f} s")
+
+
+if __name__ == "__main__":
+    main()

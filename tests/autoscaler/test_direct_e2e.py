@@ -1,0 +1,142 @@
+"""Direct PromQL metrics end to end: simulated cluster + a real Prometheus (0.5 s scrapes, with its query log)
++ the autoscaler with --prometheus-url, no adapter anywhere.
+
+An autoscaler whose query names no namespace scales the demo workload on its own namespace's load only,
+while another namespace runs forty times that load under the same pod names; Prometheus' query log shows
+the query it ran, confined. A query naming the other namespace is refused with a condition and an Event,
+and never reaches Prometheus.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from autoscaler.core.types import DIRECT_METRIC_PREFIX
+from shared.kube import KubeClient, load_access
+from sim.prometheus import PrometheusProcess
+from sim.runner import ServerThread
+from sim.workload import annotations, manifests
+from tests.autoscaler.harness import (
+    condition,
+    create_hza,
+    events_of,
+    install_crd,
+    replicas_of,
+    running_controller,
+)
+from tests.autoscaler.helpers import until
+
+pytestmark = pytest.mark.slow
+
+CAPACITY = 100.0
+NAMESPACES = ("", "namespaces")
+DEPLOYMENTS = ("apps", "deployments")
+
+
+@pytest.fixture
+def logged_prometheus(shared_cluster: ServerThread) -> Iterator[PrometheusProcess]:
+    """Prometheus scraping the shared cluster's pods, logging every query it runs."""
+    with PrometheusProcess(shared_cluster.server.sd_path, interval_seconds=0.5, query_log=True) as process:
+        yield process
+
+
+@pytest.fixture
+def other_namespace(shared_cluster: ServerThread) -> Iterator[str]:
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    store = shared_cluster.server.store
+    shared_cluster.call(lambda: store.create(NAMESPACES, manifests.namespace(name)))
+    yield name
+    shared_cluster.call(lambda: store.delete(NAMESPACES, None, name))
+
+
+def direct_spec(target: str, query: str, target_value: dict[str, str]) -> dict[str, object]:
+    return {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+        "minReplicas": 1,
+        "maxReplicas": 10,
+        "syncPeriodSeconds": 1,
+        "metrics": [
+            {
+                "type": "External",
+                "external": {
+                    "metric": {"name": f"{DIRECT_METRIC_PREFIX}rps"},
+                    "query": query,
+                    "target": target_value,
+                },
+            }
+        ],
+    }
+
+
+def logged_queries(prometheus: PrometheusProcess) -> list[str]:
+    path = prometheus.query_log_path
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [json.loads(line)["params"]["query"] for line in lines]
+
+
+async def test_a_direct_query_scales_on_its_own_namespace_only(
+    shared_cluster: ServerThread,
+    shared_namespace: str,
+    other_namespace: str,
+    logged_prometheus: PrometheusProcess,
+    tmp_path: Path,
+) -> None:
+    ns, other = shared_namespace, other_namespace
+    store = shared_cluster.server.store
+    kubeconfig = shared_cluster.write_kubeconfig(tmp_path / "kubeconfig")
+
+    def create(name: str, namespace: str, replicas: int, rps: float) -> None:
+        body = manifests.deployment(name, namespace, replicas=replicas, rps=rps, capacity_rps=CAPACITY)
+        shared_cluster.call(lambda: store.create(DEPLOYMENTS, body))
+
+    create("web", ns, 2, 2 * CAPACITY)
+    create("idle", ns, 1, 0)
+    create("web", other, 1, 40 * CAPACITY)  # same pod names: only the namespace tells them apart
+
+    kube = KubeClient(await load_access(str(kubeconfig)))
+    try:
+        await install_crd(kube, exist_ok=True)
+        rate = 'sum(rate(http_requests_total{pod=~"web-.*"}[2s]))'
+        await create_hza(
+            kube, "web", direct_spec("web", rate, {"type": "AverageValue", "averageValue": "100"}), ns
+        )
+        peek = f'sum(rate(http_requests_total{{namespace="{other}"}}[2s]))'
+        await create_hza(kube, "peek", direct_spec("idle", peek, {"type": "Value", "value": "1"}), ns)
+        hzas = f"/apis/autoscaling.surge.dev/v1alpha1/namespaces/{ns}/horizontalautoscalers"
+
+        async def active(name: str) -> tuple[str, str] | None:
+            found = condition(await kube.get(f"{hzas}/{name}"), "ScalingActive")
+            return None if found is None else (found["status"], found["reason"])
+
+        # Both pods scraped a few times, so the first reconciles find a rate (failed ones back off).
+        scraped = f'count(count_over_time(up{{namespace="{ns}",pod=~"web-.*"}}[2s]) >= 3) == 2'
+        await logged_prometheus.wait_for_data(scraped, poll_seconds=0.1)
+        flags = [f"--prometheus-url={logged_prometheus.url}"]
+        async with running_controller(kubeconfig, None, flags=flags):
+            await until(lambda: active("web"), ("True", "ValidMetricFound"), within=30)
+            assert await replicas_of(kube, "web", ns) == 2
+            patch = {"metadata": {"annotations": {annotations.RPS: f"{4 * CAPACITY:g}"}}}
+            shared_cluster.call(lambda: store.patch(DEPLOYMENTS, ns, "web", patch))
+            # 4 pods at 100 each; with the other namespace's 4,000 in the sum it would be maxReplicas.
+            await until(lambda: replicas_of(kube, "web", ns), 4, within=30)
+
+            await until(lambda: active("peek"), ("False", "FailedGetExternalMetric"), within=10)
+            refused = condition(await kube.get(f"{hzas}/peek"), "ScalingActive")
+            assert refused is not None and "query refused" in refused["message"]
+            assert f'namespace="{other}"' in refused["message"]
+            warnings = [
+                e for e in await events_of(kube, "peek", ns) if e["reason"] == "FailedGetExternalMetric"
+            ]
+            assert warnings and warnings[0]["type"] == "Warning"
+            assert await replicas_of(kube, "idle", ns) == 1
+
+        ran = [q for q in logged_queries(logged_prometheus) if "http_requests_total" in q]
+        confined = f'sum(rate(http_requests_total{{pod=~"web-.*",namespace="{ns}"}}[2s]))'
+        assert ran and set(ran) == {confined}  # the refused query never reached Prometheus
+    finally:
+        await kube.close()
