@@ -1,4 +1,5 @@
-"""`python -m adapter` / `surge-adapter`: prometheus-adapter's command line, Surge's adapter.
+"""`python -m adapter` / `surge-adapter`: prometheus-adapter's command line, Surge's adapter;
+`python -m adapter explain ...` explains a metric read instead (adapter.explain.cli).
 
 It runs on uvloop: measured side by side with asyncio's own loop (2 cores shared with other work, the
 bench_adapter request over HTTPS with delegated auth, a real Prometheus), uvloop took 4-6 % less CPU per
@@ -19,6 +20,7 @@ import uvloop
 
 from adapter.auth import Security, SecurityStartupError, add_auth_flags, auth_options_from_namespace
 from adapter.config import AdapterConfig, ConfigError, parse_config, read_config_text
+from adapter.explain.cli import main as explain_main
 from adapter.flags import FLAG_GROUPS, PROG, AdapterOptions, parse_flags
 from adapter.server.daemon import AdapterDaemon, StartupError
 from adapter.server.reload import config_digest
@@ -81,9 +83,10 @@ async def _start(
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    options, namespace, warnings = parse_flags(
-        sys.argv[1:] if argv is None else argv, (*FLAG_GROUPS, add_auth_flags)
-    )
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["explain"]:  # the daemon takes flags only, so a first word is unambiguous
+        explain_main(args[1:])
+    options, namespace, warnings = parse_flags(args, (*FLAG_GROUPS, add_auth_flags))
     try:
         auth_options = auth_options_from_namespace(namespace)
     except ValueError as err:

@@ -11,6 +11,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from adapter.server import documents
+from adapter.server.explain_routes import ExplainRoutes
 from adapter.server.health import HealthChecks
 from adapter.server.negotiation import accepts_plain_json
 from adapter.server.resource_routes import ResourceMetricRoutes
@@ -59,6 +60,7 @@ class AppDependencies:
     rules: RulesHolder  # the rules served now; a config reload swaps them
     health: HealthChecks
     metrics: AdapterMetrics
+    explain: ExplainRoutes  # /debug/explain
 
 
 def make_app(deps: AppDependencies, middlewares: Sequence[Middleware] = ()) -> web.Application:
@@ -68,6 +70,7 @@ def make_app(deps: AppDependencies, middlewares: Sequence[Middleware] = ()) -> w
     MetricRoutes(lambda: deps.rules.current.provider).add_routes(app)
     ResourceMetricRoutes(lambda: deps.rules.current.resource_metrics).add_routes(app)
     deps.health.add_routes(app)
+    deps.explain.add_routes(app)
 
     async def apis(request: web.Request) -> web.Response:
         return web.json_response(documents.api_group_list(deps.rules.current.groups))

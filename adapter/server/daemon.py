@@ -27,6 +27,7 @@ from adapter.querycache import QueryCache
 from adapter.resourcemapper import DISCOVERY_ERRORS, DiscoveryResourceMapper
 from adapter.server.app import AppDependencies, Middleware, bound_port, make_app, serve
 from adapter.server.documents import group_versions
+from adapter.server.explain_routes import ExplainRoutes
 from adapter.server.health import HealthChecks
 from adapter.server.reload import ConfigReloader, config_digest
 from adapter.server.rules import RulesBuilder, RulesHolder
@@ -192,7 +193,8 @@ class AdapterDaemon:
         middlewares = list(self.middlewares)
         if delegates is not None:
             middlewares.append(make_delegate_middleware(delegates))
-        app = make_app(AppDependencies(self.rules, health, self.metrics), middlewares)
+        explain = ExplainRoutes(lambda: self.rules.current, prometheus, self.options.max_age)
+        app = make_app(AppDependencies(self.rules, health, self.metrics, explain), middlewares)
         self.tls = None if self.options.insecure_http else serving_tls(self.options)
         if self.tls is not None:
             for configure in self.tls_hooks:

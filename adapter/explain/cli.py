@@ -1,0 +1,96 @@
+"""`python -m adapter explain --config FILE [--prometheus-url URL] [-o text|json] PATH`.
+
+With `--prometheus-url` the rules' series are listed as the daemon lists them and the rendered query is
+run; without it each rule is tried on the series it would need (adapter.explain.assumed), and nothing is
+run. Resources are those of a common cluster (the built-in table): the CLI asks no API server, so a
+label-selector read of a namespaced resource is shown with its namespace-wide query.
+
+Exit status: 0 when explained (served or not), 1 when Prometheus could not be asked (a series call or
+the query failed; the explanation says which), 2 for a bad flag, config file or path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+import uvloop
+
+from adapter.config import AdapterConfig, ConfigError, load_config
+from adapter.explain.explanation import Explanation, assumed_discovery, explain
+from adapter.explain.live import discover, with_result
+from adapter.explain.paths import ExplainPathError, MetricRead, parse_api_path
+from adapter.explain.render import as_json, as_text
+from adapter.flags import PROG as ADAPTER_PROG
+from adapter.naming.resources import BUILTIN_RESOURCES, ResourceMapper, StaticResourceMapper
+from adapter.prometheus import PrometheusClient, PrometheusSettings
+from shared.cli import OneLineErrorParser, go_duration, http_url, usage_error
+
+PROG = f"{ADAPTER_PROG} explain"
+# The daemon's default look-back: --metrics-max-age 0 means the relist interval, 10m by default.
+DEFAULT_MAX_AGE = 600.0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineErrorParser(
+        prog=PROG,
+        description="Why a metric is served or not: the rule that serves it (or why none does), the "
+        "series found, the PromQL and, with --prometheus-url, its result.",
+    )
+    parser.add_argument(
+        "path",
+        help="the API path as the HPA asks it, e.g. "
+        "'/apis/custom.metrics.k8s.io/v1beta1/namespaces/default/pods/*/http_requests?labelSelector=app%%3Dweb'",
+    )
+    parser.add_argument("--config", required=True, help="the adapter's rules file")
+    parser.add_argument(
+        "--prometheus-url", type=http_url, help="list series and run the query here (default: neither)"
+    )
+    parser.add_argument(
+        "--metrics-max-age",
+        type=go_duration(1.0),
+        default=DEFAULT_MAX_AGE,
+        help="look-back of series discovery, as the adapter's flag (default 10m)",
+    )
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
+    return parser
+
+
+async def _explain_live(
+    args: argparse.Namespace, config: AdapterConfig, read: MetricRead, mapper: ResourceMapper
+) -> tuple[Explanation, bool]:
+    """The explanation with discovery and result from Prometheus, and whether Prometheus answered all."""
+    prometheus = PrometheusClient(PrometheusSettings(url=args.prometheus_url))
+    try:
+        discovery = await discover(prometheus, config, args.metrics_max_age)
+        explanation = explain(config, mapper, args.path, read, discovery)
+        explanation = await with_result(prometheus, explanation, read, mapper)
+    finally:
+        await prometheus.close()
+    answered = explanation.result is None or explanation.result.answered
+    return explanation, answered and not discovery.errors
+
+
+def main(argv: Sequence[str]) -> NoReturn:
+    args = build_parser().parse_args(argv)
+    try:
+        config = load_config(args.config)
+        read = parse_api_path(args.path)
+        mapper = StaticResourceMapper(BUILTIN_RESOURCES)
+        if args.prometheus_url:
+            explanation, ok = uvloop.run(_explain_live(args, config, read, mapper))
+        else:
+            discovery = assumed_discovery(config, read, mapper)
+            explanation, ok = explain(config, mapper, args.path, read, discovery), True
+    except ConfigError as err:
+        usage_error(PROG, f"--config: {err}")
+    except ExplainPathError as err:
+        usage_error(PROG, f"path: {err}")
+    if args.output == "json":
+        sys.stdout.write(json.dumps(as_json(explanation), indent=2) + "\n")
+    else:
+        sys.stdout.write(as_text(explanation))
+    sys.exit(0 if ok else 1)
