@@ -227,7 +227,7 @@ def test_explain_after_a_scale_up_agrees_with_the_status_and_names_the_limiting_
     }
     assert set(record["stabilization"]) == {"proposal", "scaleUp", "scaleDown", "selected", "heldBy"}
     (metric,) = record["metrics"]
-    assert set(metric) == {"type", "name", "value", "target", "ratio", "proposal", "query"}
+    assert set(metric) == {"type", "name", "value", "target", "ratio", "proposal", "query", "forecast"}
     assert (metric["type"], metric["name"]) == ("Pods", "http_requests") and metric["proposal"] > 0
     conditions = {c["type"]: (c["status"], c["reason"]) for c in record["conditions"]}
     assert conditions["ScalingLimited"] == ("True", "ScaleUpLimit")
