@@ -29,16 +29,21 @@ def _json(document: dict[str, object]) -> web.Response:
 
 
 def metric_of(path: str) -> tuple[str, str, str] | None:
-    """(group, resource, metric) of a metric read (resource "" for external metrics); None otherwise."""
+    """(group, resource, metric) of a metric read (resource "" for external metrics); None otherwise,
+    also for a version Surge does not serve (Surge answers it: 404)."""
     if path.startswith(_CUSTOM_PREFIX):
-        _, _, tail = path[len(_CUSTOM_PREFIX) :].partition("/")
+        version, _, tail = path[len(_CUSTOM_PREFIX) :].partition("/")
+        if version not in documents.CUSTOM_VERSIONS:
+            return None
         try:
             read = parse_custom_path(tail, "", "") if tail else None
         except StatusError:
             return None  # malformed: Surge answers it
         return (CUSTOM_GROUP, read.resource, read.metric) if read is not None else None
     if path.startswith(_EXTERNAL_PREFIX):
-        _, _, tail = path[len(_EXTERNAL_PREFIX) :].partition("/")
+        version, _, tail = path[len(_EXTERNAL_PREFIX) :].partition("/")
+        if version not in documents.EXTERNAL_VERSIONS:
+            return None
         parts = tail.split("/")
         if len(parts) == 3 and parts[0] == "namespaces" and all(parts):
             return EXTERNAL_GROUP, "", parts[2]

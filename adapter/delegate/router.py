@@ -103,6 +103,7 @@ class Router:
             SurgeMetrics(frozenset(), frozenset()),
         )
         self._refreshing: asyncio.Task[None] | None = None
+        self._refreshing_all = False  # whether the read in flight is of every delegate
         self._last_refresh: float | None = None
         self._logged_clashes: set[tuple[str, str]] = set()
 
@@ -170,10 +171,15 @@ class Router:
 
     async def refresh(self, delegates: Sequence[Delegate] | None = None) -> None:
         """Read the lists of `delegates` (default: all); callers arriving meanwhile share the read in
-        flight."""
+        flight. A read of all waits out a read of some (a miss's) and then reads all: joining it would
+        leave the delegates it skips (those down) unread for another interval."""
         task = self._refreshing
+        while delegates is None and task is not None and not task.done() and not self._refreshing_all:
+            await asyncio.shield(task)
+            task = self._refreshing
         if task is None or task.done():
             self._last_refresh = self._clock.now()
+            self._refreshing_all = delegates is None
             chosen = self.delegates if delegates is None else delegates
             task = self._refreshing = asyncio.create_task(self._refresh_all(chosen))
         await asyncio.shield(task)

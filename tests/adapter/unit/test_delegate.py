@@ -3,8 +3,9 @@ small real delegate on loopback (its answers set by the test), on a fake clock."
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 import pytest
@@ -109,6 +110,9 @@ def test_paths_name_the_metric_read_or_the_list() -> None:
     )
     assert metric_of("/apis/custom.metrics.k8s.io/v1beta2/namespaces/ns") is None  # malformed: Surge's 400
     assert metric_of("/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods") is None
+    # A version Surge does not serve is not a metric read, whatever the delegates list: Surge's 404.
+    assert metric_of("/apis/external.metrics.k8s.io/v9/namespaces/ns/queue") is None
+    assert metric_of("/apis/custom.metrics.k8s.io/v1/namespaces/ns/pods/*/rps") is None
     assert discovery_list_of("/apis/custom.metrics.k8s.io/v1beta1/") == (CUSTOM_GROUP, "v1beta1")
     assert discovery_list_of("/apis/external.metrics.k8s.io/v1beta1") == (EXTERNAL_GROUP, "v1beta1")
     assert discovery_list_of("/apis/external.metrics.k8s.io/v2") is None
@@ -131,36 +135,57 @@ class SurgeLists:
 
 @dataclass
 class FakeDelegate:
-    """A metrics server on loopback whose lists (and discovery status) the test sets."""
+    """A metrics server on loopback whose lists (and discovery status) the test sets; with `release`
+    set, discovery answers only once it is (`held` tells that a discovery read is waiting)."""
 
     custom: list[str] = field(default_factory=list)
     external: list[str] = field(default_factory=list)
     discovery_status: int = 200
     reads: list[str] = field(default_factory=list)
     url: str = ""
+    release: asyncio.Event | None = None
+    held: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def handle(self, request: web.Request) -> web.Response:
         if request.path.count("/") > 3:
             self.reads.append(request.raw_path)
             return web.json_response({"kind": "ExternalMetricValueList", "items": [], "from": "delegate"})
         self.reads.append(request.path)
+        if self.release is not None:
+            self.held.set()
+            await self.release.wait()
         names = self.external if "external" in request.path else self.custom
         document = {"kind": "APIResourceList", "resources": [{"name": n, "namespaced": True} for n in names]}
         return web.Response(status=self.discovery_status, text=json.dumps(document))
 
 
+StartDelegate = Callable[[], Awaitable[tuple[FakeDelegate, web.AppRunner]]]
+
+
 @pytest.fixture
-async def fake_delegate() -> AsyncIterator[tuple[FakeDelegate, web.AppRunner]]:
-    delegate = FakeDelegate()
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", delegate.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    delegate.url = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    yield delegate, runner
-    await runner.cleanup()
+async def start_delegate() -> AsyncIterator[StartDelegate]:
+    runners: list[web.AppRunner] = []
+
+    async def start() -> tuple[FakeDelegate, web.AppRunner]:
+        delegate = FakeDelegate()
+        app = web.Application()
+        app.router.add_get("/{tail:.*}", delegate.handle)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        runners.append(runner)
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        delegate.url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+        return delegate, runner
+
+    yield start
+    for runner in runners:
+        await runner.cleanup()
+
+
+@pytest.fixture
+async def fake_delegate(start_delegate: StartDelegate) -> tuple[FakeDelegate, web.AppRunner]:
+    return await start_delegate()
 
 
 def _router(specs: list[DelegateSpec], surge: SurgeLists, clock: FakeClock) -> Router:
@@ -221,6 +246,40 @@ async def test_routing_refresh_on_miss_and_an_unreachable_delegate(
         await router.close()
 
 
+async def test_a_periodic_refresh_during_a_miss_refresh_still_reads_the_delegates_down(
+    start_delegate: StartDelegate,
+) -> None:
+    (up_server, _), (down_server, _) = await start_delegate(), await start_delegate()
+    up_server.external, down_server.external = ["a"], ["b"]
+    down_server.discovery_status = 503
+    clock = FakeClock()
+    router = _router(
+        [DelegateSpec(s.url, frozenset({EXTERNAL_GROUP})) for s in (up_server, down_server)],
+        SurgeLists(),
+        clock,
+    )
+    try:
+        await router.refresh()
+        up, down = router.delegates
+        assert up.up is True and down.up is False
+        down_server.discovery_status = 200  # back, but a miss's refresh skips it
+
+        up_server.release = asyncio.Event()
+        clock.advance(MISS_REFRESH_SPACING)
+        miss = asyncio.create_task(router.refresh_after_miss())
+        await asyncio.wait_for(up_server.held.wait(), 5)
+        periodic = asyncio.create_task(router.refresh())  # what run() calls each interval
+        await asyncio.sleep(0)
+        assert not periodic.done()
+        up_server.release.set()
+        assert await asyncio.wait_for(miss, 5)
+        await asyncio.wait_for(periodic, 5)
+        assert down.up is True and router.owner(EXTERNAL_GROUP, "", "b") is down
+        assert down_server.reads.count("/apis/external.metrics.k8s.io/v1beta1") == 2
+    finally:
+        await router.close()
+
+
 async def test_groups_limit_what_is_read_and_routed(
     fake_delegate: tuple[FakeDelegate, web.AppRunner],
 ) -> None:
@@ -273,6 +332,9 @@ async def test_the_middleware_merges_lists_forwards_and_falls_back(
                 "unlisted": (200, "delegate"),  # Surge's 404, nobody lists it: the fallback's answer
                 "mine_but_absent": (404, "a Status"),  # Surge's metric: Surge's own 404 stays
             }
+            # A version Surge does not serve is Surge's 404 even for a metric the delegate lists.
+            response = await client.get("/apis/external.metrics.k8s.io/v9/namespaces/n/listed")
+            assert response.status == 404 and (await response.json())["kind"] == "Status"
             assert server.reads == [
                 "/apis/external.metrics.k8s.io/v1beta1/namespaces/n/listed",
                 "/apis/external.metrics.k8s.io/v1beta1/namespaces/n/unlisted",
