@@ -18,6 +18,7 @@ from adapter.querycache import DEFAULT_MAX_ENTRIES, DEFAULT_TTL
 from adapter.server.tls import openssl_cipher_list
 from shared.cli import OneLineErrorParser, add_version_flag, go_duration, http_url, integer, port_number
 from shared.logging import add_logging_flags
+from shared.prometheus import check_header
 
 FlagGroup = Callable[[argparse.ArgumentParser], None]
 
@@ -346,6 +347,12 @@ def options_from_namespace(ns: argparse.Namespace) -> AdapterOptions:
         raise FlagError(f"--tls-cipher-suites: {err}") from None
     if ns.prometheus_timeout <= 0:
         raise FlagError("--prometheus-timeout: must be more than 0s")
+    headers = parse_header_args(ns.prometheus_header)
+    try:
+        for name, value in headers:
+            check_header(name, value)
+    except ValueError as err:
+        raise FlagError(f"--prometheus-header: {err}") from None
     try:
         delegates = delegate_options_from_namespace(ns)
     except ValueError as err:
@@ -360,7 +367,7 @@ def options_from_namespace(ns: argparse.Namespace) -> AdapterOptions:
         prometheus_client_cert=ns.prometheus_client_tls_cert_file,
         prometheus_client_key=ns.prometheus_client_tls_key_file,
         prometheus_token_file=ns.prometheus_token_file,
-        prometheus_headers=parse_header_args(ns.prometheus_header),
+        prometheus_headers=headers,
         prometheus_timeout=ns.prometheus_timeout,
         regex_escape_values=ns.regex_escape_values,
         metrics_cache_ttl=ns.metrics_cache_ttl,

@@ -1,48 +1,42 @@
-"""Async client for the Prometheus HTTP API (`/api/v1/series`, `/api/v1/query`).
+"""Async client for the Prometheus HTTP API (`/api/v1/series`, `/api/v1/query`): the adapter's errors
+(each with a `kind` for logs and metrics) and result parsing over the transport it shares with the
+autoscaler (shared/prometheus.py: `timeout` parameter and client deadline, GET or POST, headers, token,
+envelope).
 
-Every query carries Prometheus' own `timeout` parameter and a slightly longer client-side deadline, so
-Prometheus normally reports the timeout itself and a hung connection still cannot hold a request
-forever. GET turns into a form-encoded POST when the URL would be long (many pod names in one regex),
-which proxies and Prometheus reject with 414 otherwise.
-
-Instant queries, one per metric read, go through the lean keep-alive client the autoscaler uses for its
-small requests (shared/kube/http11.py) and are parsed with orjson; series lists, which stream in
-batches, through an aiohttp session. Measured with bench/bench_adapter.py (10 pods, sequential reads
-without the value cache): py-spy put 0.23 ms of the adapter's CPU per read in aiohttp's client and
-gzip (aiohttp asks for compressed answers; Prometheus' small answers gain nothing by it), and the
-adapter's p50 went from 2.26x to 1.65-1.70x of the same PromQL sent straight to Prometheus (p99 from
-1.21-1.36x to 0.69-0.76x).
+Instant queries, one per metric read, go through that transport's lean keep-alive client (the one the
+autoscaler uses for its small requests, shared/kube/http11.py) and are parsed with orjson; series lists,
+which stream in batches, through an aiohttp session with the same headers, verb choice and envelope
+checks. Measured with bench/bench_adapter.py (10 pods, sequential reads without the value cache):
+py-spy put 0.23 ms of the adapter's CPU per read in aiohttp's client and gzip (aiohttp asks for
+compressed answers; Prometheus' small answers gain nothing by it), and the adapter's p50 went from
+2.26x to 1.65-1.70x of the same PromQL sent straight to Prometheus (p99 from 1.21-1.36x to
+0.69-0.76x) when instant queries moved to the lean client.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlencode
 
 import aiohttp
-import orjson
-from multidict import CIMultiDict
-from yarl import URL
 
 # Values stay Prometheus' decimal text, so they convert to Quantity without float artefacts.
 from adapter.naming.results import Sample
 from adapter.seriesshapes import MalformedSeries, SeriesShapes, SeriesShapesDecoder
-from shared.kube.http11 import Http11Client
-from shared.tls import client_context
-from shared.tokenfile import TokenFile
-
-# Longest GET URL we send; beyond it the request becomes a POST. 8 KiB is a common proxy limit.
-MAX_GET_URL_LENGTH = 8000
-# Extra client-side time beyond the query timeout, so Prometheus' own timeout error wins the race.
-_CLIENT_DEADLINE_MARGIN = 1.0
-# Prometheus answers these with its JSON envelope; anything else is not the Prometheus API.
-_ENVELOPE_STATUSES = frozenset({400, 422, 503})
+from shared.prometheus import (
+    CLIENT_DEADLINE_MARGIN,
+    MAX_GET_URL_LENGTH,
+    PrometheusFailure,
+    PrometheusTransport,
+    check_status,
+    envelope_data,
+    exchange_failure,
+    not_json,
+)
 
 QueryObserver = Callable[[str, str, float], None]
 """Called with (API path, outcome, seconds) after every request; outcome is "success" or an error kind."""
@@ -106,22 +100,8 @@ class PrometheusSettings:
     pool_size: int = 100
 
 
-def build_ssl_context(settings: PrometheusSettings) -> ssl.SSLContext:
-    """TLS for Prometheus: system roots unless a CA file is given; optional client certificate."""
-    return client_context(
-        settings.ca_file or None,
-        verify=not settings.insecure_skip_verify,
-        cert_file=settings.client_cert or None,
-        key_file=settings.client_key or None,
-    )
-
-
 def _format_time(seconds: float) -> str:
     return f"{seconds:.3f}"
-
-
-def _format_timeout(seconds: float) -> str:
-    return f"{max(1, round(seconds * 1000))}ms"
 
 
 async def _read_json_in_thread(response: aiohttp.ClientResponse) -> Any:
@@ -176,46 +156,36 @@ class PrometheusClient:
     settings: PrometheusSettings
     observe: QueryObserver | None = None
     _session: aiohttp.ClientSession | None = field(default=None, init=False)
-    _http: Http11Client = field(init=False)
-    _slots: asyncio.Semaphore = field(init=False)
-    _token: TokenFile | None = field(default=None, init=False)
-    _base: URL = field(init=False)
-    _ssl: ssl.SSLContext | None = field(init=False)
+    _transport: PrometheusTransport = field(init=False)
 
     def __post_init__(self) -> None:
-        if self.settings.verb not in ("GET", "POST"):
-            raise ValueError(f"unsupported Prometheus verb {self.settings.verb!r}")
-        # The query string of the configured URL is dropped, like prometheus-adapter does.
-        self._base = URL(self.settings.url).with_query(None).with_fragment(None)
-        if self.settings.token_file:
-            self._token = TokenFile(self.settings.token_file)
-        # Build TLS now so a bad CA or key file is a start-up error, not a first-query error.
-        self._ssl = build_ssl_context(self.settings) if self._base.scheme == "https" else None
-        self._http = Http11Client(str(self._base.origin()), self._ssl, self.settings.headers)
-        # The lean client opens a connection per concurrent request: bound them like the session's pool.
-        self._slots = asyncio.Semaphore(self.settings.pool_size)
-
-    def _path(self, api_path: str) -> str:
-        return self._base.raw_path.rstrip("/") + api_path
+        settings = self.settings
+        self._transport = PrometheusTransport(
+            settings.url,
+            settings.timeout,
+            # Like the session's pool: the lean client opens a connection per concurrent request.
+            settings.pool_size,
+            verb=settings.verb,
+            ca_file=settings.ca_file,
+            insecure_skip_verify=settings.insecure_skip_verify,
+            client_cert=settings.client_cert,
+            client_key=settings.client_key,
+            headers=settings.headers,
+            token_file=settings.token_file,
+            token=settings.token,
+            max_get_url_length=settings.max_get_url_length,
+        )
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self.settings.pool_size, ssl=self._ssl or False)
+            connector = aiohttp.TCPConnector(
+                limit=self.settings.pool_size, ssl=self._transport.ssl_context or False
+            )
             self._session = aiohttp.ClientSession(connector=connector, raise_for_status=False)
         return self._session
 
-    def _authorization(self) -> dict[str, str]:
-        if self._token is not None:
-            try:
-                return {"Authorization": f"Bearer {self._token.current()}"}
-            except OSError as err:
-                raise PrometheusUnavailable(f"cannot read token file {self._token.path}: {err}") from err
-        if self.settings.token:
-            return {"Authorization": f"Bearer {self.settings.token}"}
-        return {}
-
     async def close(self) -> None:
-        await self._http.close()
+        await self._transport.close()
         if self._session is not None:
             await self._session.close()
 
@@ -248,13 +218,8 @@ class PrometheusClient:
 
     async def query(self, promql: str, at: float | None = None) -> QueryResult:
         """Instant query; `at` defaults to now (our clock)."""
-        timeout = self.settings.timeout
-        params = [
-            ("query", promql),
-            ("time", _format_time(time.time() if at is None else at)),
-            ("timeout", _format_timeout(timeout)),
-        ]
-        data = await self._observed("/api/v1/query", self._exchange("/api/v1/query", params, timeout))
+        params = [("query", promql), ("time", _format_time(time.time() if at is None else at))]
+        data = await self._observed("/api/v1/query", self._exchange("/api/v1/query", params))
         return parse_query_data(data)
 
     async def _observed(self, api_path: str, call: Awaitable[Any]) -> Any:
@@ -269,88 +234,56 @@ class PrometheusClient:
             if self.observe is not None:
                 self.observe(api_path, outcome, time.perf_counter() - started)
 
-    def _use_post(self, target: str) -> bool:
-        return self.settings.verb == "POST" or len(target) > self.settings.max_get_url_length
-
-    async def _exchange(self, api_path: str, params: list[tuple[str, str]], time_limit: float) -> Any:
-        """A small request and its whole answer, over the lean client."""
-        path = self._path(api_path)
-        form = urlencode(params, quote_via=quote, safe="")
-        target = f"{path}?{form}"
-        headers = self._authorization()
-        deadline_seconds = time_limit + _CLIENT_DEADLINE_MARGIN
+    async def _exchange(self, api_path: str, params: list[tuple[str, str]]) -> Any:
+        """A small request and its whole answer, over the shared transport."""
         try:
-            async with asyncio.timeout(deadline_seconds), self._slots:
-                if not self._use_post(target):
-                    status, body = await self._http.request("GET", target, None, headers)
-                else:
-                    headers["Content-Type"] = "application/x-www-form-urlencoded"
-                    status, body = await self._http.request("POST", path, form.encode(), headers)
-        except TimeoutError as err:
-            raise PrometheusTimeout(f"{api_path}: no answer within {deadline_seconds}s") from err
-        except aiohttp.ClientError as err:
-            raise PrometheusUnavailable(f"{api_path}: {err}") from err
-        _check_status(status)
-        try:
-            envelope = orjson.loads(body)
-        except orjson.JSONDecodeError as err:
-            raise _not_json(status) from err
-        return _envelope_data(status, envelope)
+            return await self._transport.query(api_path, params)
+        except PrometheusFailure as failure:
+            raise _adapter_error(failure) from failure
 
     async def _stream(
         self, api_path: str, params: list[tuple[str, str]], time_limit: float, read_body: BodyReader
     ) -> Any:
         """A request whose answer is read as it streams in, over the aiohttp session."""
-        url = self._base.with_path(self._path(api_path), encoded=True)
+        url = self._transport.base.with_path(self._transport.path(api_path), encoded=True)
         get_url = url.with_query(params)
-        session = self._get_session()
-        deadline_seconds = time_limit + _CLIENT_DEADLINE_MARGIN
+        post = self._transport.use_post(len(str(get_url)))
+        deadline_seconds = time_limit + CLIENT_DEADLINE_MARGIN
         deadline = aiohttp.ClientTimeout(total=deadline_seconds)
-        headers = CIMultiDict(self.settings.headers)
-        headers.update(self._authorization())
         try:
-            if self._use_post(str(get_url)):
-                request = session.post(url, data=params, headers=headers, timeout=deadline)
-            else:
-                request = session.get(get_url, headers=headers, timeout=deadline)
-            async with request as response:
-                _check_status(response.status)
-                try:
-                    envelope = await read_body(response)
-                except ValueError as err:
-                    raise _not_json(response.status) from err
-                return _envelope_data(response.status, envelope)
-        except TimeoutError as err:
-            raise PrometheusTimeout(f"{api_path}: no answer within {deadline_seconds}s") from err
-        except aiohttp.ClientError as err:
-            raise PrometheusUnavailable(f"{api_path}: {err}") from err
+            headers = self._transport.headers(post)
+            session = self._get_session()
+            try:
+                if post:
+                    request = session.post(url, data=params, headers=headers, timeout=deadline)
+                else:
+                    request = session.get(get_url, headers=headers, timeout=deadline)
+                async with request as response:
+                    check_status(response.status)
+                    try:
+                        envelope = await read_body(response)
+                    except ValueError as err:
+                        raise not_json(response.status) from err
+                    return envelope_data(response.status, envelope)
+            except (TimeoutError, aiohttp.ClientError) as err:
+                raise exchange_failure(api_path, err, deadline_seconds) from err
+        except PrometheusFailure as failure:
+            raise _adapter_error(failure) from failure
 
 
-def _check_status(status: int) -> None:
-    """Prometheus answers with its JSON envelope on success and on 400, 422 and 503; other codes are not
-    the Prometheus API."""
-    if not (200 <= status < 300 or status in _ENVELOPE_STATUSES):
-        if status >= 500:
-            raise PrometheusUnavailable(f"unknown response code {status}")
-        raise PrometheusBadResponse(f"unknown response code {status}")
-
-
-def _not_json(status: int) -> PrometheusError:
-    if status == 503:
+def _adapter_error(failure: PrometheusFailure) -> PrometheusError:
+    """The adapter's error for a failed exchange: 5xx and Prometheus' `unavailable` are an outage, its
+    `timeout` a timeout, other error envelopes an API error, anything else not the Prometheus API."""
+    if failure.kind == "timeout" or failure.error_type == "timeout":
+        return PrometheusTimeout(failure.message)
+    if failure.kind in ("unreachable", "credentials"):
+        return PrometheusUnavailable(failure.message)
+    if failure.kind == "error":
+        if failure.status == 503 or failure.error_type == "unavailable":
+            return PrometheusUnavailable(f"{failure.error_type}: {failure.message}")
+        return PrometheusAPIError(failure.error_type, failure.message)
+    if failure.kind == "status" and failure.status >= 500:
+        return PrometheusUnavailable(failure.message)
+    if failure.kind == "not_envelope" and failure.status == 503:
         return PrometheusUnavailable("response code 503")
-    return PrometheusBadResponse(f"response is not JSON (code {status})")
-
-
-def _envelope_data(status: int, body: Any) -> Any:
-    """The `data` of a success envelope; the error an error envelope stands for."""
-    if not isinstance(body, dict):
-        raise PrometheusBadResponse("response is not a JSON object")
-    if body.get("status") == "success":
-        return body.get("data")
-    error_type = str(body.get("errorType", "unknown"))
-    message = str(body.get("error", ""))
-    if error_type == "timeout":
-        raise PrometheusTimeout(message)
-    if status == 503 or error_type == "unavailable":
-        raise PrometheusUnavailable(f"{error_type}: {message}")
-    raise PrometheusAPIError(error_type, message)
+    return PrometheusBadResponse(failure.message)

@@ -10,6 +10,7 @@ deadline and the decisions' "now" all read one injectable `Clock`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import zlib
@@ -20,6 +21,7 @@ import aiohttp
 import structlog
 
 from autoscaler import printing
+from autoscaler.core import burst
 from autoscaler.core.defaults import effective_metrics
 from autoscaler.core.kube_json import hpa_status_from_json, hpa_status_to_json, scale_from_json
 from autoscaler.core.predictive import Prediction, fed_answers
@@ -57,6 +59,7 @@ from autoscaler.workqueue import (
     Outcome,
     TokenBucket,
     WorkQueue,
+    run_worker,
     start_workers,
     sync_period,
 )
@@ -92,6 +95,8 @@ class ControllerOptions:
     readiness_debounce: float = 0.25
     # Off, the daemon behaves like the built-in HPA: only spec changes and the period trigger a reconcile.
     react_to_pods: bool = True
+    # Autoscalers with spec.burst read their short window this often, apart from the sync period.
+    burst_check_interval: float = 1.0
     label_selector: str = ""
     config: ControllerConfig = field(default_factory=ControllerConfig)
 
@@ -141,6 +146,10 @@ class Controller:
             metrics=telemetry,
             clock=clock,
         )
+        # Burst checks (core/burst.py) of the autoscalers with spec.burst, each key every
+        # burst_check_interval; a key's check and reconcile never overlap (_burst_locks).
+        self.burst_queue = WorkQueue(clock=clock)
+        self._burst_locks: dict[Key, asyncio.Lock] = {}
         self.autoscalers = Informer(
             client, source.list_path(), label_selector=options.label_selector, transform=compact
         )
@@ -187,6 +196,9 @@ class Controller:
         await self.autoscalers.synced.wait()
         self._queue_initial()
         start_workers(self._supervisor, self.queue, self.options.workers, self.reconcile)
+        for i in range(self.options.workers):
+            burst_worker = functools.partial(run_worker, self.burst_queue, self.burst_check)
+            self._supervisor.start(f"burst-worker-{i}", burst_worker)
 
     def _queue_initial(self) -> None:
         """Queue the autoscalers of the first list, their first reconciles spread (see FIRST_PASS_RATE)."""
@@ -223,7 +235,8 @@ class Controller:
         """Stop taking work and let in-flight reconciles finish within `grace`; the supervisor's owner
         then stops the caches and the workers."""
         try:
-            await asyncio.wait_for(self.queue.shutdown_with_drain(), grace)
+            drains = (self.queue.shutdown_with_drain(), self.burst_queue.shutdown_with_drain())
+            await asyncio.wait_for(asyncio.gather(*drains), grace)
         except TimeoutError:
             log.warning("in-flight reconciles did not finish within the grace period", grace=grace)
 
@@ -255,6 +268,8 @@ class Controller:
         self._selectors.get(key[0], {}).pop(key, None)
         self._remember_pods(key, ())
         self.queue.forget(key)
+        self.burst_queue.forget(key)
+        self._burst_locks.pop(key, None)
         self._events.forget(*key)
 
     def _pod_added(self, slim: Obj) -> None:
@@ -371,7 +386,12 @@ class Controller:
                     outcome = await self._act(key, obj, hpa, refusal, None, None)
                 else:
                     assert hpa is not None  # parsed whenever the metric sources match their types
-                    outcome = await self._reconcile(key, obj, hpa)
+                    if hpa.spec.burst is None:
+                        outcome = await self._reconcile(key, obj, hpa)
+                    else:
+                        self.burst_queue.add_after(key, self.options.burst_check_interval)
+                        async with self._burst_locks.setdefault(key, asyncio.Lock()):
+                            outcome = await self._reconcile(key, obj, hpa)
         except TimeoutError:
             log.warning(
                 "reconcile deadline exceeded", key=_key_str(key), deadline=self.options.reconcile_deadline
@@ -450,22 +470,79 @@ class Controller:
             self.queue.add_after(key, delay)
         return await self._act(key, obj, hpa, decision, path, scale_obj, predictions)
 
-    async def _fetch(self, namespace: str, spec: MetricSpec, pod_selector: str) -> MetricAnswer:
+    async def _fetch(
+        self, namespace: str, spec: MetricSpec, pod_selector: str, window: str | None = None
+    ) -> MetricAnswer:
+        """`window`: read an adapter-served metric over that window (burst mode's short window)."""
         m = self._metrics
         if spec.type in (RESOURCE, CONTAINER_RESOURCE):
             return await m.resource_metrics(namespace, pod_selector)
         if spec.type == PODS and spec.metric is not None:
-            return await m.pods_metric(namespace, spec.metric.name, spec.metric.selector, pod_selector)
+            metric = spec.metric
+            return await m.pods_metric(namespace, metric.name, metric.selector, pod_selector, window)
         if spec.type == OBJECT and spec.metric is not None and spec.described_object is not None:
             return await m.object_metric(
-                namespace, spec.described_object, spec.metric.name, spec.metric.selector
+                namespace, spec.described_object, spec.metric.name, spec.metric.selector, window
             )
         if spec.type == EXTERNAL and spec.query:
             return await self._direct.fetch(namespace, spec.query, self._clock.wall().timestamp())
         if spec.type == EXTERNAL and spec.metric is not None:
-            return await m.external_metric(namespace, spec.metric.name, spec.metric.selector)
+            return await m.external_metric(namespace, spec.metric.name, spec.metric.selector, window)
         # Unknown types are reported by the core with the upstream reason; no call is made.
         return MetricFetchError(f"unknown metric source type {spec.type!r}")
+
+    async def burst_check(self, key: object) -> Outcome:
+        """One burst check (core/burst.py): read the scale, the pods and each metric over its normal and
+        its short window, and scale up at once if the short window says so. Again in
+        burst_check_interval while the autoscaler has spec.burst."""
+        assert isinstance(key, tuple)
+        obj = self.autoscalers.store.get(*key)
+        hpa, violations = self._parse(key, obj) if obj is not None else (None, ())
+        if obj is None or hpa is None or hpa.spec.burst is None:
+            return Outcome(failed=False, resync_after=None)
+        interval = self.options.burst_check_interval
+        if violations or not self._is_leader():
+            return Outcome(failed=False, resync_after=interval)
+        lock = self._burst_locks.setdefault(key, asyncio.Lock())
+        try:
+            async with lock, self._clock.timeout(self.options.reconcile_deadline):
+                await self._burst_check(key, obj, hpa)
+        except (TimeoutError, ApiError, ScaleError, ValueError, aiohttp.ClientError) as err:
+            log.warning("burst check failed", key=_key_str(key), error=str(err) or repr(err))
+        return Outcome(failed=False, resync_after=interval)
+
+    async def _burst_check(self, key: Key, obj: Obj, hpa: HPA) -> None:
+        assert hpa.spec.burst is not None
+        window = burst.window_duration(hpa.spec.burst)
+        ref = hpa.spec.scale_target_ref
+        path = await scale_path(self._mapper, ref.api_version, ref.kind, hpa.namespace, ref.name)
+        scale_obj = await read_scale(self._client, path)
+        scale = scale_from_json(scale_obj)
+        metrics = effective_metrics(hpa.spec)
+        short = [burst.reads_short_window(m) for m in metrics]
+        reads = [self._fetch(hpa.namespace, m, scale.selector) for m in metrics]
+        reads += [
+            self._fetch(hpa.namespace, m, scale.selector, window)
+            for m, s in zip(metrics, short, strict=True)
+            if s
+        ]
+        answers = await asyncio.gather(*reads)
+        shorts = iter(answers[len(metrics) :])
+        snapshot = Snapshot(
+            hpa=hpa,
+            scale=scale,
+            pods=self.pod_index.select(hpa.namespace, scale.selector) if scale.selector else (),
+            metric_answers=tuple(answers[: len(metrics)]),
+            now=self._clock.wall(),
+            history=self._history.get(key, History()),
+            config=self.options.config,
+        )
+        decision = burst.check(snapshot, [next(shorts) if s else None for s in short])
+        seen = decision.burst
+        if decision.rescale or (seen is not None and (seen.entered or seen.left)):
+            await self._act(key, obj, hpa, decision, path, scale_obj)
+        else:
+            self._history[key] = decision.history  # the state (agreement timer, peak) moves on quietly
 
     async def _act(
         self,

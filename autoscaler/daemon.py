@@ -75,6 +75,7 @@ class AutoscalerDaemon:
             ControllerOptions(
                 workers=options.workers,
                 default_sync_period=options.sync_period,
+                burst_check_interval=options.burst_check_interval,
                 reconcile_deadline=options.reconcile_deadline,
                 readiness_debounce=options.readiness_debounce,
                 react_to_pods=options.react_to_pods,

@@ -32,6 +32,7 @@ from autoscaler.core.reconcile import Decision
 from autoscaler.core.types import (
     CONTAINER_RESOURCE,
     RESOURCE,
+    BurstTrace,
     Condition,
     HPASpec,
     LimitsTrace,
@@ -65,6 +66,8 @@ class DecisionRecord:
     schedule: Schedule | None  # the active schedule whose minReplicas was the floor
     # Per effective metric, what its forecast said (spec.predictive); () without it.
     predictions: tuple[Prediction | None, ...] = ()
+    burst: BurstTrace | None = None  # what a burst check saw (core/burst.py); None for other decisions
+    in_burst: bool = False  # in burst after the decision
 
     def same_outcome(self, other: DecisionRecord) -> bool:
         return (
@@ -76,6 +79,8 @@ class DecisionRecord:
             and self.limits == other.limits
             and self.proposals == other.proposals
             and self.schedule == other.schedule
+            and self.burst == other.burst
+            and self.in_burst == other.in_burst
             and _said(self.conditions) == _said(other.conditions)
         )
 
@@ -139,6 +144,8 @@ class DecisionRecords:
             last_scale_time=status.last_scale_time.timestamp() if status.last_scale_time else None,
             schedule=decision.floor_schedule,
             predictions=predictions,
+            burst=decision.burst,
+            in_burst=decision.history.burst is not None,
         )
         target = self._targets.get(key)
         if target is None:
@@ -291,6 +298,22 @@ def _schedule_json(schedule: Schedule | None) -> dict[str, Any] | None:
     }
 
 
+def _burst_json(seen: BurstTrace | None) -> dict[str, Any] | None:
+    if seen is None:
+        return None
+    return {
+        "windowSeconds": seen.window_seconds,
+        "threshold": seen.threshold,
+        "metric": seen.metric,
+        "ratio": _finite(seen.ratio),
+        "proposal": seen.proposal,
+        "replicas": seen.replicas,
+        "peak": seen.peak,
+        "entered": seen.entered,
+        "left": seen.left,
+    }
+
+
 def record_json(key: Key, record: DecisionRecord) -> dict[str, Any]:
     return {
         "target": f"{key[0]}/{key[1]}",
@@ -302,6 +325,8 @@ def record_json(key: Key, record: DecisionRecord) -> dict[str, Any]:
         "stabilization": _stabilization_json(record.stabilization),
         "limits": _limits_json(record.limits),
         "schedule": _schedule_json(record.schedule),
+        "burst": _burst_json(record.burst),
+        "inBurst": record.in_burst,
         "conditions": [
             {
                 "type": c.type,

@@ -63,6 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=15.0,
         help="period of objects without their own (default 15s; at least 1s)",
     )
+    g.add_argument(
+        "--burst-check-interval",
+        type=seconds(0.1),
+        default=1.0,
+        help="how often autoscalers with spec.burst read their short window, apart from the sync period "
+        "(default 1s)",
+    )
     g.add_argument("--reconcile-deadline", type=seconds(), default=10.0, help="time limit of one reconcile")
     g.add_argument(
         "--readiness-debounce",

@@ -14,14 +14,20 @@ cannot be is refused. A query's several series are summed per timestamp (as an E
 The range covers the lookback plus the horizon (the recent error compares the last horizon's forecasts,
 which read a season before them), at a step of a minute, or coarser so that the lookback stays within
 MAX_POINTS (Prometheus refuses more than 11,000 points per series), or finer for a horizon under a minute.
-Between refreshes the forecast is issued from the cached history (core.predictive.latest): the seasons'
-samples of the next horizon are already in it. A failed query is remembered as long, so an unreachable
-Prometheus costs one attempt per metric per REFRESH_SECONDS, and the metric is read as it is. The cache
-keeps only what the history says ahead (core.predictive.Outlook: a few samples), not the history.
+Between refreshes the forecast is issued for now from the cached history (core.predictive.latest: the
+peak over the horizon after the grid sample at or before now, as `surge simulate` issues it then, so a
+peak already past lifts nothing): a season's samples of that horizon are in the history when the season
+is at least the horizon plus REFRESH_SECONDS and a step; past a shorter season's reach the metric is read
+as it is until the refresh. A failed query is remembered as long, so an unreachable Prometheus costs one
+attempt per metric per REFRESH_SECONDS, and the metric is read as it is. An autoscaler's metrics'
+histories are fetched together, so a reconcile waits at most one query timeout (plus the client's
+second) for history, once per REFRESH_SECONDS, however many metrics it has. The cache keeps only what
+the history says ahead (core.predictive.Outlook: a few samples), not the history.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -91,28 +97,38 @@ class Histories:
     async def predictions(
         self, key: Key, namespace: str, metrics: Sequence[MetricSpec], predictive: Predictive
     ) -> tuple[Prediction, ...]:
-        """What each metric's history forecasts now (from the cache, refreshed when older than
-        REFRESH_SECONDS)."""
+        """What each metric's history forecasts now (from the cache, the stale entries refreshed
+        together when older than REFRESH_SECONDS)."""
         now = self._clock.wall().timestamp()
-        out = []
-        for i, query in enumerate(history_queries(metrics, predictive)):
-            if query is None:
-                reason = NO_QUERY if predictive.history_query is None else NO_HISTORY
-                out.append(Prediction(None, None, False, reason))
-                continue
-            entry = self._cache.get((key, i))
-            if (
-                entry is None
-                or (entry.query, entry.predictive) != (query, predictive)
-                or now - entry.fetched >= REFRESH_SECONDS
-            ):
-                entry = await self._fetch(namespace, query, predictive, now)
-                self._cache[(key, i)] = entry
-            if entry.seen is None:
-                out.append(Prediction(None, None, False, entry.problem))
-            else:
-                out.append(latest(entry.seen, predictive, now - entry.last))
-        return tuple(out)
+        queries = history_queries(metrics, predictive)
+        stale = [
+            (i, query)
+            for i, query in enumerate(queries)
+            if query is not None and self._is_stale(self._cache.get((key, i)), query, predictive, now)
+        ]
+        fetched = await asyncio.gather(*(self._fetch(namespace, q, predictive, now) for _, q in stale))
+        for (i, _), entry in zip(stale, fetched, strict=True):
+            self._cache[(key, i)] = entry
+        return tuple(self._prediction(key, i, query, predictive, now) for i, query in enumerate(queries))
+
+    @staticmethod
+    def _is_stale(entry: _Entry | None, query: str, predictive: Predictive, now: float) -> bool:
+        return (
+            entry is None
+            or (entry.query, entry.predictive) != (query, predictive)
+            or now - entry.fetched >= REFRESH_SECONDS
+        )
+
+    def _prediction(
+        self, key: Key, index: int, query: str | None, predictive: Predictive, now: float
+    ) -> Prediction:
+        if query is None:
+            reason = NO_QUERY if predictive.history_query is None else NO_HISTORY
+            return Prediction(None, None, False, reason)
+        entry = self._cache[(key, index)]
+        if entry.seen is None:
+            return Prediction(None, None, False, entry.problem)
+        return latest(entry.seen, predictive, now - entry.last)
 
     async def _fetch(self, namespace: str, query: str, predictive: Predictive, now: float) -> _Entry:
         def failed(problem: str) -> _Entry:

@@ -35,6 +35,7 @@ class AutoscalerOptions:
     selector: str
     workers: int
     sync_period: float
+    burst_check_interval: float
     reconcile_deadline: float
     readiness_debounce: float
     react_to_pods: bool
@@ -61,6 +62,7 @@ def options_from_namespace(ns: argparse.Namespace) -> AutoscalerOptions:
         selector=ns.selector,
         workers=ns.workers,
         sync_period=ns.sync_period,
+        burst_check_interval=ns.burst_check_interval,
         reconcile_deadline=ns.reconcile_deadline,
         readiness_debounce=ns.readiness_debounce,
         react_to_pods=ns.react_to_pods,

@@ -6,6 +6,7 @@ its status; the decision record, the decision's log line and `surge explain` all
 
 from __future__ import annotations
 
+from autoscaler.core import burst
 from autoscaler.core.normalization import (
     SCALE_DOWN_LIMIT,
     SCALE_UP_LIMIT,
@@ -115,6 +116,8 @@ def reason_of(decision: Decision) -> str:
     current = decision.status.current_replicas
     if any(e.reason == "FailedRescale" for e in decision.events):
         return f"the scale could not be written: {decision.error}"
+    if decision.burst is not None:
+        return burst.describe(decision.burst)
     trace = decision.trace
     if trace is None or trace.stabilization is None or trace.limits is None:
         return _without_count(decision)

@@ -3,7 +3,8 @@
 Both carry the autoscaling/v2 spec and status; they differ only in where they live and where Surge's own
 settings are written: the per-object sync period and the schedules are fields of the CRD's spec, and
 annotations of an HPA (`autoscaling.surge.dev/schedules` holds the same list as JSON,
-`autoscaling.surge.dev/predictive` the same object). The queries of direct PromQL metrics are the CRD's
+`autoscaling.surge.dev/predictive` and `autoscaling.surge.dev/burst` the same objects). The queries of
+direct PromQL metrics are the CRD's
 `external.query` fields, and an HPA's `autoscaling.surge.dev/queries` annotation: a JSON object from
 metric name (`surge-promql:<name>`) to query.
 """
@@ -15,7 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from autoscaler.core.kube_json import hpa_from_json, predictive_from_json, schedules_from_json
+from autoscaler.core.kube_json import (
+    burst_from_json,
+    hpa_from_json,
+    predictive_from_json,
+    schedules_from_json,
+)
 from autoscaler.core.types import EXTERNAL, HPA, MetricSpec
 from autoscaler.core.validation import Violation, metric_source_violations, spec_violations
 from shared.kube import Obj
@@ -26,6 +32,7 @@ SYNC_PERIOD_ANNOTATION = "autoscaling.surge.dev/sync-period-seconds"
 SCHEDULES_ANNOTATION = "autoscaling.surge.dev/schedules"
 PREDICTIVE_ANNOTATION = "autoscaling.surge.dev/predictive"
 QUERIES_ANNOTATION = "autoscaling.surge.dev/queries"
+BURST_ANNOTATION = "autoscaling.surge.dev/burst"
 
 
 @dataclass(frozen=True)
@@ -38,12 +45,9 @@ class Source:
     sync_period_of: Callable[[Obj], float | None]
     # The CRD's status also carries the text of its REFERENCE and TARGETS printer columns.
     printable_status: bool
-    # The annotation that holds the schedules as JSON; None: they are the spec's `schedules`.
-    schedules_annotation: str | None = None
-    # The annotation that holds spec.predictive as JSON; None: it is the spec's `predictive`.
-    predictive_annotation: str | None = None
-    # The annotation that maps direct metrics' names to their queries; None: they are `external.query`.
-    queries_annotation: str | None = None
+    # Surge's own settings are the *_ANNOTATION annotations (an HPA's spec has no field for them); False:
+    # they are the spec's `schedules`, `predictive`, `burst` and `external.query` fields.
+    settings_in_annotations: bool = False
 
     @property
     def api_version(self) -> str:
@@ -64,31 +68,32 @@ class Source:
         if violations:
             return None, violations
         hpa = hpa_from_json(obj)
-        if (
-            self.schedules_annotation is None
-            or self.predictive_annotation is None
-            or self.queries_annotation is None
-        ):
+        if not self.settings_in_annotations:
             return hpa, spec_violations(hpa.spec)
-        schedules = _annotation(obj, self.schedules_annotation, schedules_from_json)
-        predictive = _annotation(obj, self.predictive_annotation, predictive_from_json)
-        queries = _annotation(obj, self.queries_annotation, _queries_from_json)
+        schedules = _annotation(obj, SCHEDULES_ANNOTATION, schedules_from_json)
+        predictive = _annotation(obj, PREDICTIVE_ANNOTATION, predictive_from_json)
+        queries = _annotation(obj, QUERIES_ANNOTATION, _queries_from_json)
+        burst = _annotation(obj, BURST_ANNOTATION, burst_from_json)
         # Ignoring an unreadable annotation would silently drop a floor or a forecast: refuse the autoscaler.
-        unreadable = tuple(v for v in (schedules, predictive, queries) if isinstance(v, Violation))
-        queries_where = _annotation_field(self.queries_annotation)
+        unreadable = tuple(v for v in (schedules, predictive, queries, burst) if isinstance(v, Violation))
+        queries_where = _annotation_field(QUERIES_ANNOTATION)
         if unreadable:
             return hpa, (*spec_violations(hpa.spec, queries_where=queries_where), *unreadable)
         assert not isinstance(schedules, Violation) and not isinstance(predictive, Violation)
-        assert not isinstance(queries, Violation)
+        assert not isinstance(queries, Violation) and not isinstance(burst, Violation)
         metrics, unused = _with_queries(hpa.spec.metrics, queries)
         hpa = replace(
-            hpa, spec=replace(hpa.spec, schedules=schedules, predictive=predictive, metrics=metrics)
+            hpa,
+            spec=replace(
+                hpa.spec, schedules=schedules, predictive=predictive, metrics=metrics, burst=burst
+            ),
         )
         return hpa, spec_violations(
             hpa.spec,
-            schedules_where=_annotation_field(self.schedules_annotation),
-            predictive_where=_annotation_field(self.predictive_annotation),
+            schedules_where=_annotation_field(SCHEDULES_ANNOTATION),
+            predictive_where=_annotation_field(PREDICTIVE_ANNOTATION),
             queries_where=queries_where,
+            burst_where=_annotation_field(BURST_ANNOTATION),
         ) + tuple(
             Violation(f"{queries_where}[{name}]", "no External metric has this name") for name in unused
         )
@@ -162,9 +167,7 @@ HPA_SOURCE = Source(
     "HorizontalPodAutoscaler",
     _annotation_sync_period,
     printable_status=False,
-    schedules_annotation=SCHEDULES_ANNOTATION,
-    predictive_annotation=PREDICTIVE_ANNOTATION,
-    queries_annotation=QUERIES_ANNOTATION,
+    settings_in_annotations=True,
 )
 
 SOURCES = {"crd": CRD_SOURCE, "hpa": HPA_SOURCE}

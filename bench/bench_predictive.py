@@ -15,7 +15,6 @@ shortfall cut, the extra pod-hours, how often the forecast was used and its erro
 
 from __future__ import annotations
 
-import argparse
 import math
 import tempfile
 import time
@@ -25,7 +24,8 @@ from typing import Any
 import numpy as np
 import yaml
 from bench_common import parse_args, require
-from trace_generator import trace, write_csv
+from bench_simulate import web_autoscaler
+from trace_generator import trace, trace_parser, write_csv
 
 from autoscaler.core.predictive import MAX_ERROR, grid_forecasts, prediction_at
 from surge.simulate.profiles import load_profile
@@ -38,40 +38,20 @@ CAPACITY = 100.0
 STARTUP_SECONDS = 180.0
 STEP = 60.0
 PREDICTIVE = {"lookbackSeconds": 604800, "horizonSeconds": 300, "seasonsSeconds": [86400, 604800]}
-SPEC: dict[str, Any] = {
-    "apiVersion": "autoscaling.surge.dev/v1alpha1",
-    "kind": "HorizontalAutoscaler",
-    "metadata": {"name": "web", "namespace": "default"},
-    "spec": {
-        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-        "minReplicas": 2,
-        "maxReplicas": 60,
-        "metrics": [
-            {
-                "type": "Pods",
-                "pods": {
-                    "metric": {"name": "http_requests"},
-                    "target": {"type": "AverageValue", "averageValue": "90"},
-                },
-            }
-        ],
-        "behavior": {
-            "scaleUp": {
-                "stabilizationWindowSeconds": 0,
-                "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}],
-            }
-        },
+SPEC: dict[str, Any] = web_autoscaler(
+    60,
+    "90",
+    {
+        "scaleUp": {
+            "stabilizationWindowSeconds": 0,
+            "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}],
+        }
     },
-}
+)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--days", type=float, default=14.0, help="trace length (default 14)")
-    parser.add_argument("--seed", type=int, default=7, help="the trace's seed (default 7)")
-    args = parse_args(parser, {"days": 2.0})
+    args = parse_args(trace_parser(__doc__), {"days": 2.0})
     predictive_spec = {**SPEC, "spec": {**SPEC["spec"], "predictive": PREDICTIVE}}
     with tempfile.TemporaryDirectory(prefix="bench-predictive-") as tmp:
         work = Path(tmp)

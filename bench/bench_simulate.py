@@ -18,6 +18,7 @@ import random
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 from bench_common import parse_args, require
@@ -32,32 +33,44 @@ from surge.simulate.summary import summarize
 
 START = 1_770_000_000
 CAPACITY = 100.0  # requests/s per pod
-SPEC = {
-    "apiVersion": "autoscaling.surge.dev/v1alpha1",
-    "kind": "HorizontalAutoscaler",
-    "metadata": {"name": "web", "namespace": "default"},
-    "spec": {
-        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-        "minReplicas": 2,
-        "maxReplicas": 40,
-        "metrics": [
-            {
-                "type": "Pods",
-                "pods": {
-                    "metric": {"name": "http_requests"},
-                    "target": {"type": "AverageValue", "averageValue": f"{CAPACITY:g}"},
-                },
-            }
-        ],
-        "behavior": {
-            "scaleUp": {
-                "stabilizationWindowSeconds": 0,
-                "policies": [{"type": "Percent", "value": 400, "periodSeconds": 15}],
-            },
-            "scaleDown": {"stabilizationWindowSeconds": 120},
+
+
+def web_autoscaler(max_replicas: int, target: str, behavior: dict[str, Any]) -> dict[str, Any]:
+    """A HorizontalAutoscaler of Deployment web, 2 to `max_replicas` replicas, on the Pods metric
+    http_requests with an average of `target` per pod."""
+    return {
+        "apiVersion": "autoscaling.surge.dev/v1alpha1",
+        "kind": "HorizontalAutoscaler",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 2,
+            "maxReplicas": max_replicas,
+            "metrics": [
+                {
+                    "type": "Pods",
+                    "pods": {
+                        "metric": {"name": "http_requests"},
+                        "target": {"type": "AverageValue", "averageValue": target},
+                    },
+                }
+            ],
+            "behavior": behavior,
         },
+    }
+
+
+SPEC = web_autoscaler(
+    40,
+    f"{CAPACITY:g}",
+    {
+        "scaleUp": {
+            "stabilizationWindowSeconds": 0,
+            "policies": [{"type": "Percent", "value": 400, "periodSeconds": 15}],
+        },
+        "scaleDown": {"stabilizationWindowSeconds": 120},
     },
-}
+)
 
 
 def write_series(path: Path, days: float, resolution: float) -> int:

@@ -91,13 +91,19 @@ def write_csv(path: Path, samples: list[tuple[float, float]]) -> None:
     path.write_text("timestamp,value\n" + "".join(f"{t:.0f},{v:.2f}\n" for t, v in samples))
 
 
-def main() -> None:
+def trace_parser(description: str) -> argparse.ArgumentParser:
+    """A parser of a script's `description` with the flags every trace has: --days and --seed."""
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--days", type=float, default=14.0, help="trace length (default 14)")
+    parser.add_argument("--seed", type=int, default=7, help="the trace's random seed (default 7)")
+    return parser
+
+
+def main() -> None:
+    parser = trace_parser(__doc__)
     parser.add_argument("--step", type=float, default=60.0, help="seconds between samples (default 60)")
-    parser.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
     parser.add_argument("--noise", type=float, default=0.04, help="uniform noise, a fraction (default 0.04)")
     parser.add_argument("--spikes", type=int, default=4, help="unforecastable spikes (default 4)")
     parser.add_argument("--out", type=Path, required=True, help="the CSV to write")

@@ -5,6 +5,8 @@ Bound service-account tokens expire and the kubelet rotates the file in place, s
 start-up stops working after about an hour. The file is stat()ed on every use and read again only when
 it changed: a stat costs microseconds, and there is no refresh period during which a rotated token goes
 unseen.
+
+`bearer_header()` is the `Authorization` value every client of such a file sends.
 """
 
 from __future__ import annotations
@@ -30,3 +32,16 @@ class TokenFile:
                 self._token = handle.read().strip()
             self._stamp = stamp
         return self._token
+
+    def bearer_header(self) -> str:
+        """`Bearer <token>`; raises OSError when the file cannot be read, ValueError for a token that
+        would not fit in one header line."""
+        return bearer(self.current())
+
+
+def bearer(token: str) -> str:
+    """The Authorization value for a bearer token; raises ValueError when the token holds a line break or
+    NUL (headers are written raw, so it would split the request)."""
+    if any(c in token for c in "\r\n\0"):
+        raise ValueError("the token contains a line break or NUL")
+    return f"Bearer {token}"

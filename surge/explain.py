@@ -186,8 +186,24 @@ def _forecast_line(forecast: Record) -> str:
     return f"{said}, not used: {forecast['reason']}"
 
 
+def _burst_line(seen: Record) -> str:
+    """A burst check (spec.burst): the short window's reading, the count it set, the burst's peak."""
+    ratio = "no value" if seen["ratio"] is None else f"ratio {seen['ratio']:.2f}"
+    head = f"\"{seen['metric']}\" over the short window {seen['windowSeconds']} s: {ratio}"
+    if seen["left"]:
+        return f"{head}; the burst ended, its peak {seen['peak']} held by the scale-down window"
+    step = f"threshold {seen['threshold']:g} -> proposal {seen['proposal']} -> {seen['replicas']}"
+    return f"{head}, {step} (peak {seen['peak']}{', entered burst' if seen['entered'] else ''})"
+
+
 def _derivation(record: Record) -> list[str]:
     lines = []
+    if record.get("burst") is not None:
+        # A burst check computes no count of its own from the normal window: its line is the derivation.
+        return [
+            f"burst          {_burst_line(record['burst'])}",
+            f"result         {record['desiredReplicas']} desired, {record['currentReplicas']} current",
+        ]
     for metric in record["metrics"]:
         if metric["proposal"] is None:
             step = "no value (the metric failed)"

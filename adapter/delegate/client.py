@@ -47,8 +47,8 @@ class DelegateClient:
         headers = {}
         if self._token is not None:
             try:
-                headers["Authorization"] = f"Bearer {self._token.current()}"
-            except OSError as err:
+                headers["Authorization"] = self._token.bearer_header()
+            except (OSError, ValueError) as err:
                 raise DelegateUnreachable(f"cannot read token file {self._token.path}: {err}") from err
         try:
             async with asyncio.timeout(self._timeout), self._slots:

@@ -35,6 +35,7 @@ from adapter.server.status import (
     metric_not_found,
     metric_not_found_for,
 )
+from adapter.window import split_window, windowed
 from shared.selectors import Selector, parse_selector
 
 log = structlog.get_logger(__name__)
@@ -92,7 +93,8 @@ class PrometheusMetricsProvider:
     # -- custom metrics -------------------------------------------------------------------------
 
     async def custom_values(self, request: CustomRequest) -> list[CustomValue]:
-        metric_selector = parse_request_selector(request.metric_selector)
+        # Burst mode's short-window read (adapter/window.py): the window is no label matcher.
+        window, metric_selector = split_window(parse_request_selector(request.metric_selector))
         object_selector = parse_request_selector(request.label_selector) if request.name == "*" else None
         group_resource = GroupResource.parse(request.resource)
         info = self.mapper.resolve(group_resource.group, group_resource.resource)
@@ -117,7 +119,7 @@ class PrometheusMetricsProvider:
                 "custom metric not served", metric=request.metric, resource=request.resource, why=str(err)
             )
             raise metric_not_found(request.metric, str(info.group_resource)) from None
-        result = await self._query(query.promql, str(query.rule))
+        result = await self._query(windowed(query.promql, window), str(query.rule))
         if result.result_type != "vector":
             log.warning("custom metric query did not return a vector", promql=query.promql)
             raise internal_error(FETCH_FAILED)
@@ -168,7 +170,7 @@ class PrometheusMetricsProvider:
     # -- external metrics -----------------------------------------------------------------------
 
     async def external_values(self, namespace: str, metric: str, selector: str) -> list[ExternalValue]:
-        parsed = parse_request_selector(selector)
+        window, parsed = split_window(parse_request_selector(selector))  # adapter/window.py
         try:
             promql = self.registry.external_query(metric, namespace, parsed.requirements)
         except InvalidSelectorError as err:
@@ -179,7 +181,7 @@ class PrometheusMetricsProvider:
             log.warning("external query could not be built", metric=metric, error=str(err))
             raise internal_error(FETCH_FAILED) from None
         rule = self.registry.external_rule(metric)
-        result = await self._query(promql, str(rule))
+        result = await self._query(windowed(promql, window), str(rule))
         if result.result_type == "scalar":
             sample = result.samples[0]
             quantity = sample_quantity(sample.value)

@@ -5,7 +5,9 @@ method gives a point forecast p[j] made `k` samples (the horizon) earlier, from 
 only; from those, each sample i gets the forecast issued at it (the peak of p over i+1 .. i+k: the most
 the metric will need before pods started now are ready) and the recent error (over i-k+1 .. i, what the
 forecasts issued a horizon ago said against what came). All of it for the whole history at once, so a
-replay computes a series' forecasts in one pass and the daemon takes the last sample's.
+replay computes a series' forecasts in one pass; the daemon issues the last sample's at a refresh and,
+until the next, the one of the grid sample at or before now, from the point forecasts past the history's
+end (core.predictive.latest), as the replay issues it at that instant.
 
 The method: p[j] = the sample one season before j, for the longest season the history holds (a weekly
 season once there is a week of history, the daily one before). Chosen on evidence: candidates were
@@ -65,14 +67,15 @@ def samples(seconds: float, step: float) -> int:
 
 
 def point_forecasts(values: Array, seasons: Sequence[int], horizon: int) -> Array:
-    """p[j] for j in 0 .. n - 1 + horizon (NaN where no season fits in the history before j - horizon).
-    `seasons` and `horizon` are in samples, every season at least the horizon (so p[j] reads only
-    samples up to j - horizon)."""
+    """p[j] for j in 0 .. n - 1 + horizon (NaN where no season fits: the history holds no sample a season
+    before j). `seasons` and `horizon` are in samples; a season at least the horizon reads only samples up
+    to j - horizon, and the daemon asks for more than the horizon (`latest`), past a short season's reach."""
     n = len(values)
     points = np.full(n + horizon, np.nan)
     for season in sorted(seasons):  # a longer season overwrites a shorter one where it fits
-        if season < n + horizon:
-            points[season:] = values[: n + horizon - season]
+        end = min(n + horizon, n + season)
+        if season < end:
+            points[season:end] = values[: end - season]
     return points
 
 

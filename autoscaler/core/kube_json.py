@@ -23,6 +23,8 @@ from autoscaler.core.types import (
     RESOURCE,
     ZERO_TIME,
     Behavior,
+    Burst,
+    BurstState,
     Condition,
     Container,
     ContainerUsage,
@@ -278,6 +280,18 @@ def predictive_from_json(item: Any, where: str) -> Predictive | None:
     )
 
 
+def burst_from_json(item: Any, where: str) -> Burst | None:
+    """``spec.burst`` (or the burst annotation's JSON); None is off."""
+    if item is None:
+        return None
+    if not isinstance(item, Mapping):
+        raise ValueError(f"{where}: not a burst object: {item!r}")
+    threshold = _get(item, "threshold", where)
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        raise ValueError(f"{where}.threshold: not a number: {threshold!r}")
+    return Burst(window_seconds=_typed(item, "windowSeconds", int, where), threshold=float(threshold))
+
+
 def hpa_spec_from_json(obj: Json, where: str = "spec") -> HPASpec:
     behavior = obj.get("behavior")
     return HPASpec(
@@ -297,6 +311,7 @@ def hpa_spec_from_json(obj: Json, where: str = "spec") -> HPASpec:
         ),
         schedules=schedules_from_json(obj.get("schedules"), f"{where}.schedules"),
         predictive=predictive_from_json(obj.get("predictive"), f"{where}.predictive"),
+        burst=burst_from_json(obj.get("burst"), f"{where}.burst"),
     )
 
 
@@ -532,6 +547,16 @@ def history_to_json(history: History) -> dict[str, Any]:
         ),
         "scaleUpEvents": events(history.scale_up_events),
         "scaleDownEvents": events(history.scale_down_events),
+        "burst": None if history.burst is None else _burst_state_to_json(history.burst),
+    }
+
+
+def _burst_state_to_json(state: BurstState) -> dict[str, Any]:
+    agreed = state.agreed_since
+    return {
+        "since": state.since.isoformat(),
+        "peak": state.peak,
+        "agreedSince": None if agreed is None else agreed.isoformat(),
     }
 
 
@@ -546,6 +571,7 @@ def history_from_json(obj: Json | None) -> History:
         )
 
     recommendations = obj.get("recommendations")
+    burst = obj.get("burst")
     return History(
         recommendations=(
             None
@@ -557,6 +583,15 @@ def history_from_json(obj: Json | None) -> History:
         ),
         scale_up_events=events(obj.get("scaleUpEvents"), "scaleUpEvents"),
         scale_down_events=events(obj.get("scaleDownEvents"), "scaleDownEvents"),
+        burst=(
+            None
+            if burst is None
+            else BurstState(
+                parse_time(burst["since"], "burst.since"),
+                burst["peak"],
+                None if burst.get("agreedSince") is None else parse_time(burst["agreedSince"], "burst"),
+            )
+        ),
     )
 
 

@@ -106,12 +106,14 @@ def outlook(values: Array, step: float, predictive: Predictive, ahead_seconds: f
 
 
 def latest(seen: Outlook, predictive: Predictive, elapsed: float) -> Prediction:
-    """The prediction `elapsed` seconds after the history's last sample, from that history: the peak of
-    the point forecasts up to the horizon from now (none, so not used, past the outlook's
-    `ahead_seconds`); the recent error is the last sample's."""
-    extra = max(0, math.ceil(elapsed / seen.step - 1e-9))
-    window = seen.points[: seen.horizon + extra]
-    peak = float(window.max()) if len(window) == seen.horizon + extra else math.nan
+    """The prediction `elapsed` seconds after the history's last sample, from that history: as
+    `prediction_at` the grid sample at or before now (`surge simulate` rounds the same way), the peak of
+    the point forecasts over the horizon after it, so a forecast peak already past lifts nothing (none,
+    so not used, past the outlook's `ahead_seconds`); the recent error is the last sample's, the samples
+    since being unknown."""
+    now = max(0, math.floor(elapsed / seen.step + 1e-9))  # samples after the last one
+    window = seen.points[now : now + seen.horizon]  # points[0] is the sample after the last one
+    peak = float(window.max()) if len(window) == seen.horizon else math.nan
     return _prediction(peak, seen.error, seen.history_seconds, predictive)
 
 

@@ -33,6 +33,7 @@ from autoscaler.core.types import (
     SCALED_TO_ZERO,
     SCALING_ACTIVE,
     SCALING_LIMITED,
+    BurstTrace,
     Condition,
     ControllerConfig,
     Event,
@@ -113,6 +114,7 @@ class Decision:
     how the count came about (metrics, stabilization, limits), None when no metric was computed.
     ``floor_schedule`` is the active schedule whose minReplicas is the floor (above spec.minReplicas), and
     ``next_schedule_change`` when a schedule's window next opens or may close: reconcile then.
+    ``burst`` is what a burst check (core/burst.py) saw; None for decide's own decisions.
     """
 
     desired_replicas: int
@@ -130,6 +132,7 @@ class Decision:
     trace: Trace | None = None
     floor_schedule: Schedule | None = None
     next_schedule_change: datetime | None = None
+    burst: BurstTrace | None = None
     _before_rescale: _BeforeRescale | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -179,6 +182,7 @@ class Decision:
             trace=self.trace,
             floor_schedule=self.floor_schedule,
             next_schedule_change=self.next_schedule_change,
+            burst=self.burst,
         )
 
 
@@ -464,6 +468,9 @@ def decide(snapshot: Snapshot) -> Decision:
             # The schedule's floor is the proposal: stabilization records it, so when the window closes
             # the count falls as after a drop in load (held by the scale-down window), not at once.
             desired, raised_by = min_replicas, floor_schedule
+        if history.burst is not None and spec.burst is not None and desired < current:
+            # In burst (core/burst.py): no scale-down until the burst ends (or spec.burst is removed).
+            desired = current
         if desired > current:
             # Raised above the current count only from zero replicas (with HPAScaleToZero).
             reason = below_schedule(raised_by) if raised_by else f"{rescale_metric} above target"

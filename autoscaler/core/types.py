@@ -278,6 +278,15 @@ class Predictive:
 
 
 @dataclass(frozen=True, slots=True)
+class Burst:
+    """Burst mode (Surge's own, core/burst.py): each Pods/Object/External metric is also read over the last
+    `window_seconds`; when that reaches `threshold` x target, the autoscaler scales up at once on it."""
+
+    window_seconds: int
+    threshold: float
+
+
+@dataclass(frozen=True, slots=True)
 class HPASpec:
     scale_target_ref: CrossVersionObjectReference
     max_replicas: int
@@ -286,6 +295,7 @@ class HPASpec:
     behavior: Behavior | None = None
     schedules: tuple[Schedule, ...] = ()  # Surge's own: spec.schedules, or the schedules annotation
     predictive: Predictive | None = None  # Surge's own: spec.predictive, or the predictive annotation
+    burst: Burst | None = None  # Surge's own: spec.burst, or the burst annotation
 
 
 # --- HPA status ---------------------------------------------------------------------------------
@@ -387,6 +397,17 @@ class History:
     recommendations: tuple[Recommendation, ...] | None = None
     scale_up_events: tuple[ScaleEvent, ...] = ()
     scale_down_events: tuple[ScaleEvent, ...] = ()
+    burst: BurstState | None = None  # Surge's own: the burst mode's state (core/burst.py); None: not in one
+
+
+@dataclass(frozen=True, slots=True)
+class BurstState:
+    """A burst in progress (core/burst.py): since when, the highest count it reached, and since when the
+    normal window has agreed with the short one (None: it does not)."""
+
+    since: datetime
+    peak: int
+    agreed_since: datetime | None = None
 
 
 # --- the snapshot and the decision --------------------------------------------------------------
@@ -454,6 +475,24 @@ class LimitsTrace(NamedTuple):
     limiting_policy: ScalingPolicy | None
     replicas: int
     reason: str
+
+
+class BurstTrace(NamedTuple):
+    """What a burst check saw (core/burst.py): the metric with the highest short-window usage ratio (value
+    / target), the count the short window proposes, the count the check set (after maxReplicas and the
+    scale-up policies), the burst's peak, and whether the target is in burst after the check."""
+
+    window_seconds: int
+    threshold: float
+    metric: str
+    ratio: float | None
+    proposal: int | None
+    current: int  # the count before the check
+    replicas: int
+    peak: int
+    in_burst: bool
+    entered: bool = False  # the burst began at this check
+    left: bool = False  # the burst ended at this check
 
 
 class Trace(NamedTuple):

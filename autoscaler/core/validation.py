@@ -14,6 +14,7 @@ checks them, and what no CEL rule can check: that the cron expression parses and
 So is `predictive` (predictive.py): a horizon of at least a second, at least one season, every season at
 least the horizon (a season's forecast reads the samples a season back) and the lookback at least the
 longest season.
+So is `burst` (burst.py): a window of 1 to MAX_BURST_WINDOW_SECONDS - 1 seconds and a threshold above 1.
 Direct PromQL metrics (an External metric named `surge-promql:<name>` with Surge's own `query`): the
 query is set exactly when the name has the prefix, and no metric selector beside it.
 
@@ -37,6 +38,7 @@ from autoscaler.core.types import (
     OBJECT,
     PODS,
     RESOURCE,
+    Burst,
     HPASpec,
     MetricIdentifier,
     MetricSpec,
@@ -234,6 +236,24 @@ def _predictive_violations(predictive: Predictive, where: str) -> list[Violation
     return out
 
 
+# A burst window is short (KPA's panic window is 6 s): under a minute, the shortest window rules
+# commonly read.
+MAX_BURST_WINDOW_SECONDS = 60
+BURST_WINDOW_TOO_LONG = f"windowSeconds must be less than {MAX_BURST_WINDOW_SECONDS}"
+BURST_THRESHOLD_TOO_LOW = "threshold must be greater than 1"
+
+
+def _burst_violations(burst: Burst, where: str) -> list[Violation]:
+    out = []
+    if burst.window_seconds < 1:
+        out.append(Violation(f"{where}.windowSeconds", "must be greater than zero"))
+    if burst.window_seconds >= MAX_BURST_WINDOW_SECONDS:
+        out.append(Violation(f"{where}.windowSeconds", BURST_WINDOW_TOO_LONG))
+    if not burst.threshold > 1:
+        out.append(Violation(f"{where}.threshold", BURST_THRESHOLD_TOO_LOW))
+    return out
+
+
 def spec_violations(
     spec: HPASpec,
     *,
@@ -242,6 +262,7 @@ def spec_violations(
     schedules_where: str = "",
     predictive_where: str = "",
     queries_where: str = "",
+    burst_where: str = "",
 ) -> tuple[Violation, ...]:
     """Every rule `spec` breaks, in field order; empty when the API would accept it.
 
@@ -249,7 +270,8 @@ def spec_violations(
     needs an Object or External metric (the CRD has no such gate: its minReplicas is at least 1).
     ``schedules_where`` is where the schedules were written (``<where>.schedules`` unless given: an HPA
     carries them in an annotation); ``predictive_where`` likewise for ``predictive``, and
-    ``queries_where`` for the queries of direct metrics (``<metric>.external.query`` unless given).
+    ``queries_where`` for the queries of direct metrics (``<metric>.external.query`` unless given), and
+    ``burst_where`` for ``burst``.
     """
     out: list[Violation] = []
     _non_empty(spec.scale_target_ref.kind, f"{where}.scaleTargetRef.kind", out)
@@ -279,6 +301,8 @@ def spec_violations(
         out.append(Violation(schedules_where, SCHEDULE_ABOVE_MAX))
     if spec.predictive is not None:
         out += _predictive_violations(spec.predictive, predictive_where or f"{where}.predictive")
+    if spec.burst is not None:
+        out += _burst_violations(spec.burst, burst_where or f"{where}.burst")
     return tuple(out)
 
 

@@ -26,7 +26,7 @@ from autoscaler.core.types import (
     ResourceMetricsAnswer,
 )
 from autoscaler.metrics import decode
-from autoscaler.metrics.selectors import selector_string
+from autoscaler.metrics.selectors import windowed_selector
 from shared.kube import ApiError, KubeClient, MappingError, Obj, RestMapper
 
 CUSTOM = "custom.metrics.k8s.io"
@@ -110,12 +110,20 @@ class MetricsClient:
         return await self._client.get(path, params=params, request_timeout=self._timeout)
 
     async def pods_metric(
-        self, namespace: str, metric: str, metric_selector: LabelSelector | None, pod_selector: str
+        self,
+        namespace: str,
+        metric: str,
+        metric_selector: LabelSelector | None,
+        pod_selector: str,
+        window: str | None = None,
     ) -> MetricAnswer:
+        """`window` (a Go duration): the value over that window instead (burst mode), as all three do."""
+
         async def call() -> PodsMetricAnswer:
             version = await self.custom_version()
             path = f"/apis/{CUSTOM}/{version}/namespaces/{_segment(namespace)}/pods/%2A/{_segment(metric)}"
-            params = _params(labelSelector=pod_selector, metricLabelSelector=selector_string(metric_selector))
+            metric_labels = windowed_selector(metric_selector, window)
+            params = _params(labelSelector=pod_selector, metricLabelSelector=metric_labels)
             body = await self._get(path, params)
             return decode.pods_metric(body)
 
@@ -127,6 +135,7 @@ class MetricsClient:
         described: CrossVersionObjectReference,
         metric: str,
         metric_selector: LabelSelector | None,
+        window: str | None = None,
     ) -> MetricAnswer:
         async def call() -> ObjectMetricAnswer:
             version = await self.custom_version()
@@ -137,17 +146,18 @@ class MetricsClient:
             else:
                 mapping = await self._mapper.mapping(described.api_version or "v1", described.kind)
                 path = f"{base}/{mapping.group_resource}/{_segment(described.name)}/{_segment(metric)}"
-            body = await self._get(path, _params(metricLabelSelector=selector_string(metric_selector)))
+            metric_labels = windowed_selector(metric_selector, window)
+            body = await self._get(path, _params(metricLabelSelector=metric_labels))
             return decode.object_metric(body)
 
         return await self._timed(CUSTOM, call)
 
     async def external_metric(
-        self, namespace: str, metric: str, metric_selector: LabelSelector | None
+        self, namespace: str, metric: str, metric_selector: LabelSelector | None, window: str | None = None
     ) -> MetricAnswer:
         async def call() -> ExternalMetricAnswer:
             path = f"/apis/{EXTERNAL}/v1beta1/namespaces/{_segment(namespace)}/{_segment(metric)}"
-            body = await self._get(path, _params(labelSelector=selector_string(metric_selector)))
+            body = await self._get(path, _params(labelSelector=windowed_selector(metric_selector, window)))
             return decode.external_metric(body)
 
         return await self._timed(EXTERNAL, call)

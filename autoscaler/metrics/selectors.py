@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from autoscaler.core.burst import WINDOW_LABEL
 from autoscaler.core.types import LabelSelector
 from shared.selectors import Selector
 
@@ -23,3 +24,12 @@ def selector_string(selector: LabelSelector | None) -> str:
         ],
     }
     return str(Selector.from_label_selector(as_json))
+
+
+def windowed_selector(selector: LabelSelector | None, window: str | None) -> str:
+    """The metric selector's string, asking the adapter for the metric over `window` (a Go duration) when
+    given: burst mode's short-window read (core/burst.py, adapter/window.py)."""
+    text = selector_string(selector)
+    if window is None:
+        return text
+    return f"{text},{WINDOW_LABEL}={window}" if text else f"{WINDOW_LABEL}={window}"

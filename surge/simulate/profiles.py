@@ -67,6 +67,6 @@ def load_profile(path: Path) -> Profile:
 
 def default_profile(profile: Profile) -> Profile:
     """The built-in HPA's settings for the same spec: no behavior (so no tolerance of its own either),
-    no forecasts (spec.predictive) and the controller's own 15 s period."""
-    spec = replace(profile.hpa.spec, behavior=None, predictive=None)
+    no forecasts (spec.predictive), no burst mode (spec.burst) and the controller's own 15 s period."""
+    spec = replace(profile.hpa.spec, behavior=None, predictive=None, burst=None)
     return Profile(DEFAULT_PROFILE, replace(profile.hpa, spec=spec), sync_period(None))

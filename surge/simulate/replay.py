@@ -20,20 +20,28 @@ The model, per profile:
   series' median spacing), and the autoscaler reads max(load, forecast) when the forecast is used
   (autoscaler.core.predictive); the forecasts of the whole series are computed once, each from the
   samples before it. The timeline's metric value is then what the autoscaler reads, forecast included.
+- With `spec.burst`, a burst check (autoscaler.core.burst) also runs every `burst_interval` seconds
+  (t = 0, 1, 2, ... by default, as the daemon's --burst-check-interval), after a reconcile due at the same
+  instant. Its short-window reading of a Pods, Object or External metric is the mean of the load over the
+  last `windowSeconds` (the load held between samples, as a `rate(...[6s])` averages; less of it at the
+  series' start), read as the metric is (per ready pod, or the load itself); its normal reading is the
+  reconcile's.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from typing import NamedTuple
 
-from autoscaler.core import decide, effective_metrics
+from autoscaler.core import burst, decide, effective_metrics
 from autoscaler.core.predictive import Forecasts, grid_forecasts, prediction_at
+from autoscaler.core.reconcile import Decision
 from autoscaler.core.types import (
     CONTAINER_RESOURCE,
     EXTERNAL,
@@ -269,8 +277,32 @@ def _read_load(found: Forecasts | None, profile: Profile, load: float, time: flo
     return max(load, prediction.forecast) if prediction.used and prediction.forecast is not None else load
 
 
+class _WindowMeans:
+    """The mean of a series' load over a window ending at any time (the load held between samples)."""
+
+    def __init__(self, series: Series) -> None:
+        self._times, self._values = series.times, series.values
+        self._area = [0.0]  # the load's integral from 0 to each sample
+        for (t0, t1), value in zip(pairwise(series.times), series.values, strict=False):
+            self._area.append(self._area[-1] + value * (t1 - t0))
+
+    def _integral(self, time: float) -> float:
+        i = bisect_right(self._times, time) - 1
+        return self._area[i] + self._values[i] * (time - self._times[i])
+
+    def mean(self, time: float, window: float) -> float:
+        start = max(0.0, time - window)
+        if time <= start:
+            return self._values[0]
+        return (self._integral(time) - self._integral(start)) / (time - start)
+
+
 def replay(
-    series: Series, profile: Profile, workload: Workload, config: ControllerConfig | None = None
+    series: Series,
+    profile: Profile,
+    workload: Workload,
+    config: ControllerConfig | None = None,
+    burst_interval: float = 1.0,
 ) -> Replay:
     """The timeline of one profile over the series (see the module docstring for the model)."""
     config = config or ControllerConfig()
@@ -284,6 +316,9 @@ def replay(
     load = values[0]
     rows: list[Row] = []
     states: list[State] = []
+    bursts = profile.hpa.spec.burst
+    means = _WindowMeans(series) if bursts is not None else None
+    burst_tick = 0
 
     def note(time: float, event: str | None) -> None:
         ready, desired = fleet.ready, len(fleet)
@@ -296,12 +331,36 @@ def replay(
             read = metric_reading(metric, _read_load(found, profile, load, time), ready)
             rows.append(Row(time, load, ready, desired, read, event))
 
+    def snapshot_at(time: float, now: datetime) -> Snapshot:
+        """What the daemon would read at `time` (its metric over the normal window)."""
+        return Snapshot(
+            hpa=hpa,
+            scale=Scale(spec_replicas=len(fleet), status_replicas=len(fleet), selector=_SELECTOR),
+            pods=fleet.pods(),
+            metric_answers=(
+                _answer(metric, _read_load(found, profile, load, time), fleet.ready_pods(), now),
+            ),
+            now=now,
+            history=history,
+            config=config,
+        )
+
+    def act(decision: Decision, time: float) -> None:
+        nonlocal hpa, history
+        history = decision.history
+        if decision.status_changed:
+            hpa = replace(hpa, status=decision.status)
+        if decision.rescale:
+            fleet.scale_to(decision.desired_replicas, time)
+            note(time, SCALE)
+
     # Reconciles at anchor + tick x period: the anchor moves to each reconcile a schedule asked for.
     sample, tick, anchor = 0, 0, 0.0
     while True:
         tick_time = anchor + tick * profile.sync_period
         next_sample = times[sample] if sample < len(times) else math.inf
-        time = min(fleet.next_ready, next_sample, tick_time)
+        burst_time = burst_tick * burst_interval if bursts is not None else math.inf
+        time = min(fleet.next_ready, next_sample, tick_time, burst_time)
         if time > end:
             break
         # At one instant: pods turn ready, then the load changes, then the autoscaler reconciles.
@@ -312,26 +371,17 @@ def replay(
             load = values[sample]
             sample += 1
             note(time, SAMPLE)
+        elif tick_time != time:
+            assert bursts is not None and means is not None  # else no burst tick is ever due
+            burst_tick += 1
+            now = base + timedelta(seconds=time)
+            short_load = means.mean(time, bursts.window_seconds)
+            reads_short = burst.reads_short_window(metric)
+            short = _answer(metric, short_load, fleet.ready_pods(), now) if reads_short else None
+            act(burst.check(snapshot_at(time, now), (short,)), time)
         else:
-            now = base + timedelta(seconds=anchor) + tick * period
-            snapshot = Snapshot(
-                hpa=hpa,
-                scale=Scale(spec_replicas=len(fleet), status_replicas=len(fleet), selector=_SELECTOR),
-                pods=fleet.pods(),
-                metric_answers=(
-                    _answer(metric, _read_load(found, profile, load, time), fleet.ready_pods(), now),
-                ),
-                now=now,
-                history=history,
-                config=config,
-            )
-            decision = decide(snapshot)
-            history = decision.history
-            if decision.status_changed:
-                hpa = replace(hpa, status=decision.status)
-            if decision.rescale:
-                fleet.scale_to(decision.desired_replicas, time)
-                note(time, SCALE)
+            decision = decide(snapshot_at(time, base + timedelta(seconds=anchor) + tick * period))
+            act(decision, time)
             tick += 1
             change = decision.next_schedule_change
             if change is not None and (change - base).total_seconds() < anchor + tick * profile.sync_period:

@@ -45,6 +45,8 @@ RECORD_FIELDS = {
     "stabilization",
     "limits",
     "schedule",
+    "burst",
+    "inBurst",
     "conditions",
 }
 METRIC_FIELDS = {"type", "name", "value", "target", "ratio", "proposal", "forecast", "query"}

@@ -108,8 +108,30 @@ def test_a_forecast_issued_after_the_history_ends_reaches_a_horizon_past_now() -
     history = outlook(values[:500], STEP, SHORT, ahead_seconds=180)
     # Issued at the last sample: as from the whole series.
     assert latest(history, SHORT, 0.0) == prediction_at(forecasts(values, STEP, SHORT), 499, SHORT)
-    # 120 s later, from the same history: the peak up to a horizon past then, a (long) season before.
+    # 120 s later, from the same history: the peak over the horizon after then (samples 502 .. 506), a
+    # (long) season before, as the whole series issues it at sample 501.
     later = latest(history, SHORT, 120.0)
-    assert later.used and later.forecast == pytest.approx(max(values[500 - 420 : 507 - 420]))
+    assert later.used and later.forecast == pytest.approx(max(values[502 - 420 : 507 - 420]))
+    assert later.forecast == prediction_at(forecasts(values, STEP, SHORT), 501, SHORT).forecast
     # Past what the history was computed for: no forecast.
     assert latest(history, SHORT, 600.0).forecast is None
+
+
+@pytest.mark.parametrize("elapsed", [0.0, 30.0, 60.0, 90.0, 150.0, 179.0])
+def test_between_refreshes_a_peak_already_past_lifts_nothing(elapsed: float) -> None:
+    # A flat 10 with a 100 for two samples each "day", the next ones right after the history's last sample:
+    # once they are past, the forecast is the 10 ahead, as the whole series says at that instant.
+    values = np.full(510, 10.0)
+    values[np.arange(510) % 60 < 2] = 100.0
+    history = outlook(values[:480], STEP, SHORT, ahead_seconds=180)
+    now = 479 + int(elapsed // STEP)
+    said = latest(history, SHORT, elapsed)
+    assert said.forecast == prediction_at(forecasts(values, STEP, SHORT), now, SHORT).forecast
+    assert said.forecast == (100.0 if elapsed < 120 else 10.0)
+
+
+def test_a_season_shorter_than_the_refresh_forecasts_as_far_as_it_reaches() -> None:
+    # Horizon one sample, season two: the history holds p for two samples past its end, not for more.
+    two = Predictive(lookback_seconds=600, horizon_seconds=60, seasons_seconds=(120,))
+    history = outlook(np.arange(40.0), STEP, two, ahead_seconds=180)
+    assert [latest(history, two, s).forecast for s in (0.0, 60.0, 120.0)] == [38.0, 39.0, None]

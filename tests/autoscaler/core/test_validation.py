@@ -251,6 +251,19 @@ CEL_CASES = [
         "spec.predictive.lookbackSeconds",
         "lookbackSeconds must be at least the longest season",
     ),
+    # Burst mode: a short window (under a minute) and a threshold above 1.
+    (
+        ("burst",),
+        {"windowSeconds": 60, "threshold": 2.0},
+        "spec.burst.windowSeconds",
+        "windowSeconds must be less than 60",
+    ),
+    (
+        ("burst",),
+        {"windowSeconds": 6, "threshold": 1},
+        "spec.burst.threshold",
+        "threshold must be greater than 1",
+    ),
 ]
 
 

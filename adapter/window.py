@@ -1,0 +1,108 @@
+"""Short-window reads: a metric rule rendered over a window the request names (Surge's own, for burst mode).
+
+A request asks for its metric over a window with the selector requirement `surge.dev/window=<duration>`
+in the metric's own selector: `metricLabelSelector` for custom metrics (Pods, Object), `labelSelector`
+for external ones. The adapter strips that requirement (it never becomes a label matcher), renders the
+rule as usual and then sets every range of the rendered PromQL, a range selector's (`[2m]`) and a
+subquery's (`[1m:30s]`, whose step stays), to the window. The window is part of the PromQL, so the value
+cache and the coalescing of identical queries keep the windows apart.
+
+The rewrite cannot change the query's shape: only the text between a `[` and its `]` outside string
+literals and comments is touched, that text must already be a range (a duration, optionally `:` and a
+step), and the window written there is a duration this module prints itself from whole milliseconds. A
+window that is not a positive Go duration (`6s`, `1m30s`, `500ms`), a second window requirement or one
+with another operator is refused with 400.
+"""
+
+from __future__ import annotations
+
+import re
+
+from adapter.server.status import bad_request
+from shared.selectors import Operator, Selector
+
+WINDOW_LABEL = "surge.dev/window"
+
+# Go's time.ParseDuration: an optional sign, then one or more decimal numbers each with a unit.
+_GO_DURATION = re.compile(r"^[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+$")
+_GO_TERM = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_NANOS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 10**9, "m": 60 * 10**9}
+_NANOS["h"] = 60 * _NANOS["m"]
+# What may stand between a range's brackets: PromQL durations (`2m`, `1h30m`, `90s`), an optional step.
+_PROMQL_DURATION = r"\s*(?:\d+(?:\.\d+)?(?:ms|s|m|h|d|w|y)?)+\s*"
+_RANGE = re.compile(rf"^(?P<range>{_PROMQL_DURATION})(?P<step>:(?:{_PROMQL_DURATION})?)?$")
+
+
+def split_window(selector: Selector) -> tuple[str | None, Selector]:
+    """The window the selector asks for (a PromQL duration) and the selector without that requirement;
+    (None, selector) without one. 400 StatusError for a malformed window requirement."""
+    asked = [r for r in selector.requirements if r.key == WINDOW_LABEL]
+    if not asked:
+        return None, selector
+    if len(asked) > 1 or asked[0].operator not in (Operator.EQUALS, Operator.DOUBLE_EQUALS):
+        raise bad_request(f"{WINDOW_LABEL}: give one window, as {WINDOW_LABEL}=<duration>")
+    rest = Selector(tuple(r for r in selector.requirements if r.key != WINDOW_LABEL))
+    return promql_duration(asked[0].values[0]), rest
+
+
+def promql_duration(text: str) -> str:
+    """A positive Go duration as a PromQL duration of whole milliseconds (`1m30s` -> `90s`); 400 otherwise."""
+    if not _GO_DURATION.match(text):
+        raise bad_request(f'{WINDOW_LABEL}: "{text}" is not a duration (like 6s, 1m30s or 500ms)')
+    nanos = sum(float(number) * _NANOS[unit] for number, unit in _GO_TERM.findall(text))
+    millis = round(nanos / 1_000_000)
+    if text.startswith("-") or millis < 1:
+        raise bad_request(f'{WINDOW_LABEL}: "{text}" is not a positive duration of at least 1ms')
+    return f"{millis // 1000}s" if millis % 1000 == 0 else f"{millis}ms"
+
+
+def with_window(promql: str, window: str) -> str:
+    """`promql` with every range set to `window` (a duration from `promql_duration`). ValueError when a
+    bracket holds something other than a range (the text is then no PromQL this module understands)."""
+    out: list[str] = []
+    i, n = 0, len(promql)
+    while i < n:
+        char = promql[i]
+        if char in "\"'`":
+            end = _string_end(promql, i)
+            out.append(promql[i:end])
+            i = end
+        elif char == "#":
+            end = promql.find("\n", i)
+            end = n if end < 0 else end
+            out.append(promql[i:end])
+            i = end
+        elif char == "[":
+            close = promql.find("]", i)
+            found = _RANGE.match(promql[i + 1 : close]) if close > 0 else None
+            if found is None:
+                raise ValueError(f"not a range at offset {i} of {promql!r}")
+            out.append(f"[{window}{found['step'] or ''}]")
+            i = close + 1
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
+
+
+def _string_end(text: str, start: int) -> int:
+    """The index just past the string literal opening at `start` (backslash escapes, raw backticks)."""
+    quote, i = text[start], start + 1
+    while i < len(text):
+        if text[i] == "\\" and quote != "`":
+            i += 2
+            continue
+        if text[i] == quote:
+            return i + 1
+        i += 1
+    raise ValueError(f"unterminated string at offset {start} of {text!r}")
+
+
+def windowed(promql: str, window: str | None) -> str:
+    """The PromQL to send: `promql` itself without a window, else `with_window` (400 when it cannot be)."""
+    if window is None:
+        return promql
+    try:
+        return with_window(promql, window)
+    except ValueError:
+        raise bad_request(f"{WINDOW_LABEL}: the metric's query cannot be read over a window") from None
