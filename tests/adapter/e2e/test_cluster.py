@@ -21,7 +21,7 @@ externalRules:
 - seriesQuery: '{__name__="http_requests_total",namespace!=""}'
   resources: {overrides: {namespace: {resource: namespace}}}
   name: {matches: '^(.*)_total$', as: 'cluster_$1'}
-  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[10s])) by (code)'
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[5s])) by (code)'
 """
 
 
@@ -54,8 +54,8 @@ async def test_http_requests_per_pod_match_the_load_model(
     kubeconfig = shared_cluster.write_kubeconfig(tmp_path / "kubeconfig")
     adapter = await adapter_factory(
         # The default rules use rate(...[5m]); Prometheus divides by the whole window, so a test with
-        # seconds of history uses the same rules generated with a 10 s rate interval (config-gen's flag).
-        default_config_yaml(rate_interval="10s") + EXTERNAL_RULE,
+        # seconds of history uses the same rules generated with a 5 s rate interval (config-gen's flag).
+        default_config_yaml(rate_interval="5s") + EXTERNAL_RULE,
         prometheus.url,
         kubeconfig,
         "--metrics-relist-interval=2s",
