@@ -157,7 +157,7 @@ class Controller:
         self.pod_index = PodIndex(self.pods.store)
         self._history: dict[Key, History] = {}
         # The last decisions of each autoscaler: /debug/decisions, `surge explain`, the per-target series.
-        self.decisions = DecisionRecords()
+        self.decisions = DecisionRecords(render_query=self._direct.rendered)
         # The parsed spec and status of each autoscaler, by resourceVersion: parsing costs more than a
         # whole decision, and the object only changes on a spec edit or our own status write.
         self._parsed: dict[Key, tuple[str, HPA | None, tuple[Violation, ...]]] = {}

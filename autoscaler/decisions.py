@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -46,6 +47,9 @@ from autoscaler.core.types import (
 RECORDS_PER_TARGET = 10
 
 Key = tuple[str, str]
+QueryRenderer = Callable[[str, str], str]
+"""(namespace, query) -> the PromQL the daemon sends for a direct metric of an autoscaler in that namespace
+(autoscaler.promql.direct.DirectMetrics.rendered); ValueError when the query is refused."""
 
 
 @dataclass(slots=True)
@@ -115,8 +119,11 @@ class _Target:
 class DecisionRecords:
     """Per autoscaler, its last decisions, bounded; see the module docstring."""
 
-    def __init__(self, per_target: int = RECORDS_PER_TARGET) -> None:
+    def __init__(
+        self, per_target: int = RECORDS_PER_TARGET, render_query: QueryRenderer | None = None
+    ) -> None:
         self._per_target = per_target
+        self._render_query = render_query
         self._targets: dict[Key, _Target] = {}
 
     def add(
@@ -164,7 +171,7 @@ class DecisionRecords:
         target.newest = record
 
     def _retire(self, key: Key, record: DecisionRecord, older: bytes) -> bytes:
-        lines = [json.dumps(record_json(key, record), separators=(",", ":")).encode()]
+        lines = [json.dumps(record_json(key, record, self._render_query), separators=(",", ":")).encode()]
         if older:
             lines += zlib.decompress(older).split(b"\n")
         kept = lines[: self._per_target - 1]
@@ -182,7 +189,7 @@ class DecisionRecords:
         older = (
             [json.loads(line) for line in zlib.decompress(target.older).split(b"\n")] if target.older else []
         )
-        return [record_json(key, target.newest), *older]
+        return [record_json(key, target.newest, self._render_query), *older]
 
     def newest(self) -> list[tuple[Key, DecisionRecord]]:
         """Every autoscaler's newest record (a snapshot: later decisions do not change the list)."""
@@ -213,7 +220,20 @@ def _policy_json(policy: ScalingPolicy) -> dict[str, Any]:
     return {"type": policy.type, "value": policy.value, "periodSeconds": policy.period_seconds}
 
 
-def _metrics_json(record: DecisionRecord) -> list[dict[str, Any]]:
+def _query(spec: MetricSpec, namespace: str, render: QueryRenderer | None) -> str | None:
+    """A direct metric's PromQL as sent (rendered when asked: a parse per record written would be wasted).
+    None for the others: the adapter does not tell its clients the PromQL behind a metric."""
+    if not spec.query or render is None:
+        return None
+    try:
+        return render(namespace, spec.query)
+    except ValueError:
+        return None  # refused: nothing was sent
+
+
+def _metrics_json(
+    record: DecisionRecord, namespace: str, render: QueryRenderer | None
+) -> list[dict[str, Any]]:
     if record.spec is None:
         return []
     entries = []
@@ -230,8 +250,7 @@ def _metrics_json(record: DecisionRecord) -> list[dict[str, Any]]:
                 "ratio": _finite(record.ratios[i]) if computed else None,
                 "proposal": record.proposals[i] if computed else None,
                 "forecast": _prediction_json(record.predictions[i]) if i < len(record.predictions) else None,
-                # The adapter does not tell its clients the PromQL behind a metric.
-                "query": None,
+                "query": _query(spec, namespace, render),
             }
         )
     return entries
@@ -314,14 +333,16 @@ def _burst_json(seen: BurstTrace | None) -> dict[str, Any] | None:
     }
 
 
-def record_json(key: Key, record: DecisionRecord) -> dict[str, Any]:
+def record_json(
+    key: Key, record: DecisionRecord, render_query: QueryRenderer | None = None
+) -> dict[str, Any]:
     return {
         "target": f"{key[0]}/{key[1]}",
         "time": instant(record.time),
         "currentReplicas": record.current,
         "desiredReplicas": record.desired,
         "reason": record.reason,
-        "metrics": _metrics_json(record),
+        "metrics": _metrics_json(record, key[0], render_query),
         "stabilization": _stabilization_json(record.stabilization),
         "limits": _limits_json(record.limits),
         "schedule": _schedule_json(record.schedule),

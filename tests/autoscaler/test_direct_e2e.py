@@ -117,7 +117,8 @@ async def test_a_direct_query_scales_on_its_own_namespace_only(
         scraped = f'count(count_over_time(up{{namespace="{ns}",pod=~"web-.*"}}[2s]) >= 3) == 2'
         await logged_prometheus.wait_for_data(scraped, poll_seconds=0.1)
         flags = [f"--prometheus-url={logged_prometheus.url}"]
-        async with running_controller(kubeconfig, None, flags=flags):
+        confined = f'sum(rate(http_requests_total{{pod=~"web-.*",namespace="{ns}"}}[2s]))'
+        async with running_controller(kubeconfig, None, flags=flags) as controller:
             await until(lambda: active("web"), ("True", "ValidMetricFound"), within=30)
             assert await replicas_of(kube, "web", ns) == 2
             patch = {"metadata": {"annotations": {annotations.RPS: f"{4 * CAPACITY:g}"}}}
@@ -134,9 +135,13 @@ async def test_a_direct_query_scales_on_its_own_namespace_only(
             ]
             assert warnings and warnings[0]["type"] == "Warning"
             assert await replicas_of(kube, "idle", ns) == 1
+            # The decision records show the PromQL as sent; a refused query was not sent.
+            (web, *_) = controller.decisions.records_json((ns, "web"))
+            assert [m["query"] for m in web["metrics"]] == [confined]
+            (peeked, *_) = controller.decisions.records_json((ns, "peek"))
+            assert [m["query"] for m in peeked["metrics"]] == [None]
 
         ran = [q for q in logged_queries(logged_prometheus) if "http_requests_total" in q]
-        confined = f'sum(rate(http_requests_total{{pod=~"web-.*",namespace="{ns}"}}[2s]))'
         assert ran and set(ran) == {confined}  # the refused query never reached Prometheus
     finally:
         await kube.close()
