@@ -5,6 +5,9 @@ Kept free of start-up concerns: it gets the authenticator, the authorizer and th
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
 import structlog
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
@@ -12,7 +15,7 @@ from aiohttp.typedefs import Handler, Middleware
 from adapter.auth import status
 from adapter.auth.attributes import InvalidRequestPath, RequestAttributes, request_attributes
 from adapter.auth.authenticator import AuthenticationFailed, Authenticator
-from adapter.auth.authorizer import AlwaysAllowPaths, AuthorizationError, Authorizer
+from adapter.auth.authorizer import AlwaysAllowPaths, AuthorizationError, Authorizer, Decision
 from adapter.auth.certs import parse_der_chain
 from adapter.auth.identity import UserInfo
 from adapter.auth.tls import peer_chain_der
@@ -21,6 +24,24 @@ log = structlog.get_logger(__name__)
 
 USER_KEY = web.RequestKey("surge.auth.user", UserInfo)
 """request[USER_KEY]: the authenticated caller, for handlers and logs."""
+
+
+@dataclass(frozen=True)
+class CallerAccess:
+    """The review the middleware runs, for another request the caller's own stands for (/debug/explain
+    reads a metric on the caller's behalf: it may only if the caller may read that metric's path)."""
+
+    user: UserInfo
+    authorizer: Authorizer
+
+    async def allows(self, method: str, path: str, query: Mapping[str, Sequence[str]]) -> Decision:
+        """The decision on `method path?query`, its attributes built as for a request (InvalidRequestPath,
+        AuthorizationError as there)."""
+        return await self.authorizer.authorize(self.user, request_attributes(method, path, query))
+
+
+ACCESS_KEY = web.RequestKey("surge.auth.access", CallerAccess)
+"""request[ACCESS_KEY]: the caller's access, for handlers that act for the caller on other paths."""
 
 _TARGETS_KEPT = 1024
 
@@ -64,6 +85,7 @@ def make_middleware(
             log.info("unauthenticated request", path=request.path, error=str(err))
             return web.json_response(status.unauthorized(), status=401)
         request[USER_KEY] = user
+        request[ACCESS_KEY] = CallerAccess(user, authorizer)
 
         if not attributes.resource_request and always_allow.allows(attributes.path):
             return await handler(request)  # the path authorizer allows anyone, no review

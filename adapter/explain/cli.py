@@ -28,6 +28,7 @@ from adapter.flags import PROG as ADAPTER_PROG
 from adapter.naming.resources import BUILTIN_RESOURCES, ResourceMapper, StaticResourceMapper
 from adapter.prometheus import PrometheusClient, PrometheusSettings
 from shared.cli import OneLineErrorParser, go_duration, http_url, usage_error
+from shared.clock import LOOP_CLOCK
 
 PROG = f"{ADAPTER_PROG} explain"
 # The daemon's default look-back: --metrics-max-age 0 means the relist interval, 10m by default.
@@ -65,7 +66,7 @@ async def _explain_live(
     """The explanation with discovery and result from Prometheus, and whether Prometheus answered all."""
     prometheus = PrometheusClient(PrometheusSettings(url=args.prometheus_url))
     try:
-        discovery = await discover(prometheus, config, args.metrics_max_age)
+        discovery = await discover(prometheus, config, args.metrics_max_age, LOOP_CLOCK)
         explanation = explain(config, mapper, args.path, read, discovery)
         explanation = await with_result(prometheus, explanation, read, mapper)
     finally:

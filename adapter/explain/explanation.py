@@ -1,8 +1,9 @@
 """The explanation of one metric read: every rule's verdict, the rule that wins, the PromQL it renders.
 
 Pure: the series come in (`Discovery`, listed from Prometheus or assumed), the PromQL is rendered by the
-registry the provider queries through, fed with the same series. Where several rules serve a metric
-the later one wins, as in the registry (and prometheus-adapter).
+registry the provider queries through, fed with the same series, with the provider's own functions
+(`custom_query`; `windowed` for a burst-mode window): it is what the provider sends. Where several rules
+serve a metric the later one wins, as in the registry (and prometheus-adapter).
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from adapter.explain.results import QueryOutcome
 from adapter.explain.verdicts import RuleVerdict, close_names, custom_verdict, external_verdict
 from adapter.naming.errors import InvalidSelectorError, QueryBuildError
 from adapter.naming.promql import SelectorRequirement
-from adapter.naming.resources import ResourceInfo, ResourceMapper, resolve_resource
+from adapter.naming.resources import ResourceMapper, resolve_resource
 from adapter.registry import CustomQuery, RuleId, SeriesRegistry, series_query_groups
 from adapter.seriesshapes import SeriesShapes, Shape
-from adapter.server.routes import CustomRequest
+from adapter.server.provider import custom_query
+from adapter.server.status import StatusError
+from adapter.window import split_window, windowed
 from shared.selectors import parse_selector
 
 
@@ -90,6 +93,25 @@ def _requirements(text: str, flag: str) -> tuple[SelectorRequirement, ...]:
         raise ExplainPathError(f"{flag} {text!r}: {err}") from None
 
 
+def _window_and_requirements(text: str, flag: str) -> tuple[str | None, tuple[SelectorRequirement, ...]]:
+    """The selector's window (adapter/window.py, as the provider splits it) and its other requirements."""
+    try:
+        window, rest = split_window(parse_selector(text))
+    except ValueError as err:
+        raise ExplainPathError(f"{flag} {text!r}: {err}") from None
+    except StatusError as err:
+        raise ExplainPathError(err.message) from None
+    return window, rest.requirements
+
+
+def _sent(promql: str, window: str | None) -> tuple[str | None, str | None]:
+    """The PromQL sent over `window` (the provider's `windowed`), or why there is none (the API's 400)."""
+    try:
+        return windowed(promql, window), None
+    except StatusError as err:
+        return None, f"no PromQL: {err.message}"
+
+
 def _registry(
     config: AdapterConfig, mapper: ResourceMapper, verdict: RuleVerdict, regex_escape_values: bool
 ) -> SeriesRegistry:
@@ -106,29 +128,6 @@ NAMESPACE_WIDE = (
     "the objects the label selector matches are unknown (no API server): the query is shown for every "
     "object of the namespace, as the adapter sends it with --batch-namespace-queries"
 )
-
-
-def _custom_query(
-    registry: SeriesRegistry,
-    request: CustomRequest,
-    resource: ResourceInfo,
-    names: Sequence[str] | None,
-    requirements: Sequence[SelectorRequirement],
-    batch_namespace_queries: bool,
-) -> CustomQuery | None:
-    """The query the provider sends: namespace-wide with batching (or when the objects are unknown),
-    falling back to the objects' own query when the rule has no namespace-wide form. None when the
-    objects are unknown and the query cannot do without them."""
-    namespace = request.namespace if resource.namespaced else None
-    if names is None and namespace is None:
-        return None
-    if names is None or (batch_namespace_queries and namespace is not None):
-        try:
-            return registry.custom_query(request.metric, resource, namespace, None, requirements)
-        except QueryBuildError:
-            if names is None:
-                return None
-    return registry.custom_query(request.metric, resource, namespace, names, requirements)
 
 
 def _unknown(discovery: Discovery, external: bool) -> str | None:
@@ -160,7 +159,7 @@ def explain(
     if isinstance(read.request, ExternalRequest):
         return _explain_external(config, mapper, path, read, read.request, discovery, regex_escape_values)
     request = read.request
-    requirements = _requirements(request.metric_selector, "metricLabelSelector")
+    window, requirements = _window_and_requirements(request.metric_selector, "metricLabelSelector")
     if request.name == "*":
         _requirements(request.label_selector, "labelSelector")
     resource = resolve_resource(mapper, request.resource)
@@ -177,27 +176,39 @@ def explain(
         series, error = discovery.series.get(rule_id), discovery.errors.get(rule_id)
         verdicts.append(custom_verdict(rule_id, rule, series, error, request.metric, resource, mapper))
     object_names = [request.name] if request.name != "*" else names
-    queries: dict[RuleId, CustomQuery] = {}
-    unbuilt: set[RuleId] = set()  # rules whose query cannot be rendered: the provider answers 404
+    queries: dict[RuleId, CustomQuery] = {}  # as sent: over the window, if one is asked
+    unbuilt: dict[RuleId, int] = {}  # rules whose query cannot be rendered: what the provider answers
     for position, verdict in enumerate(verdicts):
         if not verdict.serves or resource is None or reasons:
             continue
         registry = _registry(config, mapper, verdict, regex_escape_values)
+        namespace = request.namespace if resource.namespaced else None
         try:
-            query = _custom_query(
-                registry, request, resource, object_names, requirements, batch_namespace_queries
+            query = custom_query(
+                registry,
+                request.metric,
+                resource,
+                namespace,
+                object_names,
+                requirements,
+                batch_namespace_queries,
             )
         except InvalidSelectorError as err:
             raise ExplainPathError(f"metricLabelSelector: {err}") from None
         except QueryBuildError as err:
             verdicts[position] = replace(verdict, reasons=(f"no PromQL: {err}",))
-            unbuilt.add(verdict.rule)
+            unbuilt[verdict.rule] = 404
             continue
         if query is None:
             verdicts[position] = replace(verdict, reasons=(f"PromQL not shown: {OBJECTS_UNKNOWN}",))
+            continue
+        promql, refused = _sent(query.promql, window)
+        if promql is None:
+            verdicts[position] = replace(verdict, reasons=(str(refused),))
+            unbuilt[verdict.rule] = 400
         else:
-            verdicts[position] = replace(verdict, promql=query.promql)
-            queries[verdict.rule] = query
+            verdicts[position] = replace(verdict, promql=promql)
+            queries[verdict.rule] = replace(query, promql=promql)
     serving = [v for v in verdicts if v.serves] if not reasons else []
     # The later rule wins a metric several rules make, as in the registry, even when it cannot render.
     winner = serving[-1] if serving and not discovery.assumed else None
@@ -209,7 +220,8 @@ def explain(
     if unknown is not None:
         reasons.append(unknown)
     if winner is not None and winner.rule in unbuilt:
-        reasons.append(f"{winner.rule} makes it but renders no PromQL for it: the API answers 404")
+        answer = unbuilt[winner.rule]
+        reasons.append(f"{winner.rule} makes it but renders no PromQL for it: the API answers {answer}")
         winner = None
     query = None if winner is None else queries.get(winner.rule)
     notes = []
@@ -246,8 +258,9 @@ def _explain_external(
     discovery: Discovery,
     regex_escape_values: bool,
 ) -> Explanation:
-    requirements = _requirements(request.label_selector, "labelSelector")
+    window, requirements = _window_and_requirements(request.label_selector, "labelSelector")
     verdicts = []
+    refusals: set[RuleId] = set()  # rules the window cannot be set in: the provider answers 400
     for index, rule in enumerate(config.external_rules):
         rule_id = RuleId(True, index)
         verdict = external_verdict(
@@ -262,7 +275,10 @@ def _explain_external(
             except QueryBuildError as err:
                 verdict = replace(verdict, reasons=(f"no PromQL: {err}",))
             else:
-                verdict = replace(verdict, promql=promql)
+                sent, refused = _sent(promql, window)
+                verdict = replace(verdict, promql=sent, reasons=() if refused is None else (refused,))
+                if refused is not None:
+                    refusals.add(verdict.rule)
         verdicts.append(verdict)
     serving = [v for v in verdicts if v.serves]
     winner = serving[-1] if serving and not discovery.assumed else None
@@ -273,7 +289,7 @@ def _explain_external(
     if unknown is not None:
         reasons.append(unknown)
     elif winner is not None and winner.promql is None:
-        reasons.extend((*winner.reasons, "the API answers 500"))
+        reasons.extend((*winner.reasons, f"the API answers {400 if winner.rule in refusals else 500}"))
     return Explanation(
         path=path,
         api=read.api,

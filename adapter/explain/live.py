@@ -4,9 +4,8 @@ distinct `seriesQuery`, each looking back `max_age`) and the answer to the rende
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from adapter.config import AdapterConfig
 from adapter.explain.explanation import Discovery, Explanation
@@ -16,11 +15,14 @@ from adapter.naming.resources import ResourceMapper, resolve_resource
 from adapter.prometheus import PrometheusClient, PrometheusError
 from adapter.registry import series_query_groups
 from adapter.seriesshapes import SeriesShapes
+from shared.clock import Clock
 
 
-async def discover(prometheus: PrometheusClient, config: AdapterConfig, max_age: float) -> Discovery:
+async def discover(
+    prometheus: PrometheusClient, config: AdapterConfig, max_age: float, clock: Clock
+) -> Discovery:
     """Every rule's series as the relist loop would find them now; a failed call is that rule's error."""
-    start = time.time() - max_age
+    start = clock.wall().timestamp() - max_age
 
     async def listed(query: str) -> tuple[str, SeriesShapes | str]:
         try:
@@ -32,6 +34,36 @@ async def discover(prometheus: PrometheusClient, config: AdapterConfig, max_age:
     found = {query: answer for query, answer in answers if isinstance(answer, SeriesShapes)}
     errors = {query: answer for query, answer in answers if isinstance(answer, str)}
     return Discovery.listed(config, found, errors)
+
+
+# How long one listing answers the explanations asked after it: a listing may read ~1M series (~1.4 s),
+# and the series change no faster than the relist loop sees them.
+REUSE_SECONDS = 5.0
+
+
+@dataclass
+class SharedDiscovery:
+    """`discover` for the serving process: the explanations asked while a listing runs, or within
+    REUSE_SECONDS of its start, share it (one listing however many ask); a new rule set lists anew."""
+
+    prometheus: PrometheusClient
+    max_age: float
+    clock: Clock
+    _latest: tuple[AdapterConfig, float, asyncio.Future[Discovery]] | None = None
+
+    async def __call__(self, config: AdapterConfig) -> Discovery:
+        latest = self._latest
+        if latest is None or latest[0] is not config or self._stale(latest[1], latest[2]):
+            listing = asyncio.ensure_future(discover(self.prometheus, config, self.max_age, self.clock))
+            latest = self._latest = (config, self.clock.now(), listing)
+        # Shielded: a caller that goes away does not cancel the listing the others wait for.
+        return await asyncio.shield(latest[2])
+
+    def _stale(self, started: float, listing: asyncio.Future[Discovery]) -> bool:
+        if not listing.done():
+            return False
+        failed = listing.cancelled() or listing.exception() is not None  # (not kept: the next one retries)
+        return failed or self.clock.now() - started >= REUSE_SECONDS
 
 
 async def with_result(
@@ -52,7 +84,10 @@ async def with_result(
     if isinstance(request, ExternalRequest):
         return replace(explanation, result=external_outcome(result, request.metric))
     resource = resolve_resource(mapper, request.resource)
-    assert resource is not None and explanation.object_label is not None  # there is a PromQL
+    if resource is None or explanation.object_label is None:  # the resources were rediscovered since
+        return replace(
+            explanation, result=QueryOutcome(error=f"{request.resource} is no longer known: ask again")
+        )
     outcome = custom_outcome(
         result,
         read.api.rpartition("/")[2],

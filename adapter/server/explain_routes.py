@@ -1,30 +1,38 @@
 """`GET /debug/explain?path=<API path>`: `adapter explain` on the serving port, for the rules served now.
 
-The series are listed afresh (the relist calls, with the daemon's look-back) and the query is run, so the
+The series are listed afresh (the relist calls, with the daemon's look-back; one listing shared by the
+explanations asked within a few seconds, adapter.explain.live.SharedDiscovery) and the query is run, so the
 answer is what the adapter would find and answer now. The objects a label-selector read matches come from
 the adapter's object caches, listed only once the metric is known to be served (as the provider does).
-Authorized like any non-resource path: a SubjectAccessReview for `get` on `/debug/explain`.
+Authorized like any non-resource path: a SubjectAccessReview for `get` on `/debug/explain`. The query's
+answer is a metric's value, so it is shown only when the caller may also `get` the explained path (the
+review the adapter runs for that path); otherwise `result` says why not, the rest is shown.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import structlog
-from aiohttp import web
+from aiohttp import ClientError, web
 
+from adapter.auth.attributes import InvalidRequestPath
+from adapter.auth.middleware import ACCESS_KEY, CallerAccess
 from adapter.explain.explanation import Explanation, explain
-from adapter.explain.live import discover, with_result
+from adapter.explain.live import SharedDiscovery, with_result
 from adapter.explain.paths import ExplainPathError, parse_api_path
 from adapter.explain.render import as_json
 from adapter.explain.results import QueryOutcome
 from adapter.naming.resources import resolve_resource
 from adapter.prometheus import PrometheusClient
 from adapter.server import bodies
+from adapter.server.provider import FETCH_FAILED
 from adapter.server.routes import CustomRequest
 from adapter.server.rules import ServedRules
-from adapter.server.status import bad_request
+from adapter.server.status import bad_request, internal_error
+from shared.clock import LOOP_CLOCK, Clock
 from shared.selectors import parse_selector
 
 log = structlog.get_logger(__name__)
@@ -37,45 +45,61 @@ class ExplainRoutes:
     current: Callable[[], ServedRules]
     prometheus: PrometheusClient
     max_age: float  # look-back of series discovery (--metrics-max-age)
+    clock: Clock = LOOP_CLOCK
+    _discover: SharedDiscovery = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._discover = SharedDiscovery(self.prometheus, self.max_age, self.clock)
 
     async def explain(self, request: web.Request) -> web.Response:
         path = request.query.get("path", "")
         if not path:
             raise bad_request("query parameter path is required: the metric API path to explain, URL-encoded")
-        rules = self.current()
-        mapper = rules.registry.mapper
         try:
-            read = parse_api_path(path)
-            discovery = await discover(self.prometheus, rules.config, self.max_age)
-
-            def explained(names: Sequence[str] | None) -> Explanation:
-                return explain(
-                    rules.config,
-                    mapper,
-                    path,
-                    read,
-                    discovery,
-                    names=names,
-                    regex_escape_values=rules.registry.regex_escape_values,
-                    batch_namespace_queries=rules.provider.batch_namespace_queries,
-                )
-
-            explanation = explained(None)
-            names = None
-            asked = read.request
-            if explanation.served and isinstance(asked, CustomRequest) and asked.name == "*":
-                names = await self._names(rules, asked)
-                if names == []:
-                    selector = asked.label_selector
-                    nothing = f"no {asked.resource} match labelSelector {selector!r}: the API answers 404"
-                    explanation = replace(explanation, result=QueryOutcome(error=nothing))
-                elif names is not None:
-                    explanation = explained(names)
+            explanation = await self._explained(path, request.get(ACCESS_KEY))
         except ExplainPathError as err:
             raise bad_request(str(err)) from None
+        except (ClientError, TimeoutError) as err:  # (the client's PrometheusError are a rule's error)
+            log.warning("explain: prometheus exchange failed", path=path, error=repr(err))
+            raise internal_error(FETCH_FAILED) from None
+        return web.Response(body=bodies.encode(as_json(explanation)), content_type="application/json")
+
+    async def _explained(self, path: str, access: CallerAccess | None) -> Explanation:
+        rules = self.current()
+        mapper = rules.registry.mapper
+        read = parse_api_path(path)
+        discovery = await self._discover(rules.config)
+
+        def explained(names: Sequence[str] | None) -> Explanation:
+            return explain(
+                rules.config,
+                mapper,
+                path,
+                read,
+                discovery,
+                names=names,
+                regex_escape_values=rules.registry.regex_escape_values,
+                batch_namespace_queries=rules.provider.batch_namespace_queries,
+            )
+
+        explanation = explained(None)
+        # Its objects and value are the metric's read: only for a caller who may do that read.
+        refused = await _refused(access, path) if explanation.served else None
+        if refused is not None:
+            return replace(explanation, result=QueryOutcome(error=refused))
+        names = None
+        asked = read.request
+        if explanation.served and isinstance(asked, CustomRequest) and asked.name == "*":
+            names = await self._names(rules, asked)
+            if names == []:
+                selector = asked.label_selector
+                nothing = f"no {asked.resource} match labelSelector {selector!r}: the API answers 404"
+                explanation = replace(explanation, result=QueryOutcome(error=nothing))
+            elif names is not None:
+                explanation = explained(names)
         if explanation.result is None:
             explanation = await with_result(self.prometheus, explanation, read, mapper, names)
-        return web.Response(body=bodies.encode(as_json(explanation)), content_type="application/json")
+        return explanation
 
     async def _names(self, rules: ServedRules, read: CustomRequest) -> list[str] | None:
         """The objects the read's label selector matches (None when the object cache cannot say)."""
@@ -92,3 +116,20 @@ class ExplainRoutes:
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_get(PATH, self.explain)
+
+
+async def _refused(access: CallerAccess | None, path: str) -> str | None:
+    """Why the caller may not see `path`'s value (None: it may): the review the adapter runs for `path`.
+    Without delegated authorization (no access on the request) every caller may."""
+    if access is None:
+        return None
+    parts = urlsplit(path)
+    query = parse_qs(parts.query, keep_blank_values=True)
+    try:
+        decision = await access.allows("GET", unquote(parts.path), query)
+    except InvalidRequestPath as err:
+        return f"result not shown: the path is no request the adapter can authorize ({err})"
+    if decision.allowed:
+        return None
+    why = f": {decision.reason}" if decision.reason else ""
+    return f"result not shown: {access.user.name} may not get {parts.path}{why}"

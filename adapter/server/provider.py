@@ -22,7 +22,7 @@ import structlog
 from adapter.naming.errors import InvalidSelectorError, MetricNotFoundError, QueryBuildError
 from adapter.naming.promql import SelectorRequirement
 from adapter.naming.resources import GroupResource, ResourceInfo, ResourceMapper
-from adapter.naming.results import samples_by_object
+from adapter.naming.results import Sample, samples_by_object
 from adapter.objects import ObjectCaches
 from adapter.prometheus import PrometheusError, QueryResult
 from adapter.registry import CustomQuery, SeriesRegistry
@@ -56,6 +56,64 @@ class MetricQueries(Protocol):
     """Instant queries at the time of asking (adapter.querycache.QueryCache)."""
 
     async def query(self, promql: str, rule: str) -> QueryResult: ...
+
+
+def custom_query(
+    registry: SeriesRegistry,
+    metric: str,
+    info: ResourceInfo,
+    namespace: str | None,
+    names: Sequence[str] | None,
+    requirements: Sequence[SelectorRequirement],
+    batch_namespace_queries: bool,
+) -> CustomQuery | None:
+    """The query a read of `names` sends (before its window): namespace-wide with batching, or when
+    the objects are unknown (`names` None: what `adapter explain` shows without an API server), falling
+    back to the objects' own query when the rule has no namespace-wide form. None when the objects are
+    unknown and the query cannot do without them. Shared with adapter explain, so it shows what is sent."""
+    if names is None and namespace is None:
+        return None
+    if names is None or (batch_namespace_queries and namespace is not None):
+        try:
+            return registry.custom_query(metric, info, namespace, None, requirements)
+        except QueryBuildError:
+            if names is None:
+                return None  # no namespace-wide form for this rule, and no objects to name
+    return registry.custom_query(metric, info, namespace, names, requirements)
+
+
+def custom_values_of(
+    samples: Sequence[Sample],
+    object_label: str,
+    info: ResourceInfo,
+    namespace: str,
+    names: Sequence[str] | None,
+) -> list[CustomValue]:
+    """A vector's values for `names` (None: every object it has), NaN and ±Inf dropped."""
+    by_name = samples_by_object(samples, object_label)
+    values = []
+    for name in sorted(by_name) if names is None else names:
+        sample = by_name.get(name)
+        quantity = sample_quantity(sample.value) if sample is not None else None
+        if sample is not None and quantity is not None:
+            described = DescribedObject(info.kind, api_version(info), name, namespace)
+            values.append(CustomValue(described, sample.timestamp, quantity))
+    return values
+
+
+def external_values_of(result: QueryResult) -> list[ExternalValue] | None:
+    """An external metric's values: every sample of a vector, or the scalar; None for other answers."""
+    if result.result_type == "scalar":
+        sample = result.samples[0]
+        quantity = sample_quantity(sample.value)
+        return [ExternalValue(None, sample.timestamp, quantity)] if quantity is not None else []
+    if result.result_type != "vector":
+        return None
+    return [
+        ExternalValue(dict(sample.labels), sample.timestamp, quantity)
+        for sample in result.samples
+        if (quantity := sample_quantity(sample.value)) is not None
+    ]
 
 
 @dataclass
@@ -111,7 +169,15 @@ class PrometheusMetricsProvider:
             names = [request.name]
         namespace = request.namespace if info.namespaced else None
         try:
-            query = self._custom_query(request.metric, info, namespace, names, metric_selector.requirements)
+            query = custom_query(
+                self.registry,
+                request.metric,
+                info,
+                namespace,
+                names,
+                metric_selector.requirements,
+                self.batch_namespace_queries,
+            )
         except InvalidSelectorError as err:
             raise bad_request(str(err)) from None
         except (MetricNotFoundError, QueryBuildError) as err:
@@ -119,39 +185,18 @@ class PrometheusMetricsProvider:
                 "custom metric not served", metric=request.metric, resource=request.resource, why=str(err)
             )
             raise metric_not_found(request.metric, str(info.group_resource)) from None
-        result = await self._query(windowed(query.promql, window), str(query.rule))
+        assert query is not None  # (the objects are known)
+        promql = windowed(query.promql, window)
+        result = await self._query(promql, str(query.rule))
         if result.result_type != "vector":
-            log.warning("custom metric query did not return a vector", promql=query.promql)
+            log.warning("custom metric query did not return a vector", promql=promql)
             raise internal_error(FETCH_FAILED)
-        by_name = samples_by_object(result.samples, query.object_label)
-        values = []
-        for name in names:
-            sample = by_name.get(name)
-            quantity = sample_quantity(sample.value) if sample is not None else None
-            if sample is None or quantity is None:
-                continue
-            described = DescribedObject(info.kind, api_version(info), name, request.namespace)
-            values.append(CustomValue(described, sample.timestamp, quantity))
+        values = custom_values_of(result.samples, query.object_label, info, request.namespace, names)
         if object_selector is None and not values:
             raise metric_not_found_for(
                 request.metric, str(info.group_resource), request.name, request.metric_selector
             )
         return values
-
-    def _custom_query(
-        self,
-        metric: str,
-        info: ResourceInfo,
-        namespace: str | None,
-        names: Sequence[str],
-        requirements: Sequence[SelectorRequirement],
-    ) -> CustomQuery:
-        if self.batch_namespace_queries and namespace is not None:
-            try:
-                return self.registry.custom_query(metric, info, namespace, None, requirements)
-            except QueryBuildError:
-                pass  # no namespace-wide form for this rule: the objects' own query
-        return self.registry.custom_query(metric, info, namespace, names, requirements)
 
     async def _select_names(
         self, info: ResourceInfo, request: CustomRequest, selector: Selector
@@ -181,19 +226,11 @@ class PrometheusMetricsProvider:
             log.warning("external query could not be built", metric=metric, error=str(err))
             raise internal_error(FETCH_FAILED) from None
         rule = self.registry.external_rule(metric)
-        result = await self._query(windowed(promql, window), str(rule))
-        if result.result_type == "scalar":
-            sample = result.samples[0]
-            quantity = sample_quantity(sample.value)
-            return [ExternalValue(None, sample.timestamp, quantity)] if quantity is not None else []
-        if result.result_type != "vector":
-            log.warning("external metric query did not return a vector", promql=promql)
+        sent = windowed(promql, window)
+        values = external_values_of(await self._query(sent, str(rule)))
+        if values is None:
+            log.warning("external metric query did not return a vector", promql=sent)
             raise internal_error(FETCH_FAILED)
-        values = []
-        for sample in result.samples:
-            quantity = sample_quantity(sample.value)
-            if quantity is not None:
-                values.append(ExternalValue(dict(sample.labels), sample.timestamp, quantity))
         return values
 
     async def _query(self, promql: str, rule: str) -> QueryResult:

@@ -31,7 +31,14 @@ def test_the_window_requirement_is_taken_out_of_the_selector() -> None:
 
 @pytest.mark.parametrize(
     ("go", "promql"),
-    [("6s", "6s"), ("1m30s", "90s"), ("500ms", "500ms"), ("1.5s", "1500ms"), ("2h", "7200s")],
+    [
+        ("6s", "6s"),
+        ("1m30s", "90s"),
+        ("500ms", "500ms"),
+        ("1.5s", "1500ms"),
+        ("1h", "3600s"),
+        ("59m60s", "3600s"),
+    ],
 )
 def test_a_go_duration_becomes_a_promql_duration(go: str, promql: str) -> None:
     assert promql_duration(go) == promql
@@ -47,6 +54,8 @@ def test_a_go_duration_becomes_a_promql_duration(go: str, promql: str) -> None:
         f"{WINDOW_LABEL}!=6s",
         f"{WINDOW_LABEL} in (6s,7s)",
         f"{WINDOW_LABEL}=100us",  # under a millisecond
+        f"{WINDOW_LABEL}=1h1ms",  # over the longest window, 1h
+        f"{WINDOW_LABEL}=100000000000h",
     ],
 )
 def test_a_bad_window_is_a_400(selector: str) -> None:
@@ -92,13 +101,29 @@ def test_every_range_and_subquery_range_becomes_the_window_and_nothing_else_chan
     rendered = with_window(rule, "6s")
     assert rendered == (
         'sum(rate(http_requests_total{namespace="ns",path="/a[2m]",q=\'x]y\'}[6s])) by (pod) '
-        "/ max_over_time(avg(rate(up[6s]))[6s:30s])"
+        "/ max_over_time(avg(rate(up[6s]))[6s:6s])"
     )
     before, after = _ranges(rule), _ranges(rendered)
     assert [k for k, _ in before] == [k for k, _ in after]  # the same tree
     assert [v for k, v in before if k == "selector"] == [v for k, v in after if k == "selector"]
-    six, thirty = timedelta(seconds=6), timedelta(seconds=30)
-    assert [v for k, v in after if k != "selector"] == [six, (six, thirty), six]  # the step stays
+    six = timedelta(seconds=6)
+    # A step longer than the window would find no evaluation point in it: the step becomes the window.
+    assert [v for k, v in after if k != "selector"] == [six, (six, six), six]
+
+
+@pytest.mark.parametrize(
+    ("subquery", "window", "sent"),
+    [
+        ("[10m:30s]", "6s", "[6s:6s]"),  # longer step: the window
+        ("[10m:1m30s]", "120s", "[120s:1m30s]"),  # a shorter step in two terms: kept
+        ("[10m:2s]", "6s", "[6s:2s]"),  # shorter step: kept
+        ("[10m:]", "6s", "[6s:6s]"),  # the evaluation interval (unknown here, often 1m): the window
+        ("[10m:6000ms]", "6s", "[6s:6000ms]"),  # equal: kept
+        ("[1h:1.5]", "1500ms", "[1500ms:1.5]"),  # a bare number is seconds
+    ],
+)
+def test_a_subquery_step_is_at_most_the_window(subquery: str, window: str, sent: str) -> None:
+    assert with_window(f"max_over_time(up{subquery})", window) == f"max_over_time(up{sent})"
 
 
 def test_a_query_without_ranges_is_left_as_it_is() -> None:

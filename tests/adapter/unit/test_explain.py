@@ -6,20 +6,33 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
+from aiohttp import ClientConnectionError, ClientSession, web
+from aiohttp.test_utils import TestServer
 
 from adapter.auth.attributes import request_attributes
+from adapter.auth.authenticator import Authenticator
+from adapter.auth.authorizer import AlwaysAllowPaths, Authorizer, Decision
+from adapter.auth.cache import TTLCache
+from adapter.auth.configmap import AuthenticationSources
+from adapter.auth.middleware import make_middleware
 from adapter.config import AdapterConfig, default_config_yaml, parse_config
 from adapter.explain.explanation import Discovery, Explanation, assumed_discovery, explain
+from adapter.explain.live import REUSE_SECONDS, SharedDiscovery
 from adapter.explain.paths import ExplainPathError, ExternalRequest, parse_api_path
 from adapter.explain.render import as_json, as_text
 from adapter.naming.resources import BUILTIN_RESOURCES, ResourceInfo, StaticResourceMapper
 from adapter.prometheus import QueryResult
 from adapter.registry import RuleId, SeriesRegistry, series_query_groups
 from adapter.seriesshapes import SeriesShapes
+from adapter.server.app import render_errors
+from adapter.server.explain_routes import ExplainRoutes
 from adapter.server.provider import PrometheusMetricsProvider
+from adapter.server.rules import ServedRules
 from adapter.server.status import StatusError
+from shared.clock import FakeClock
 
 CONFIG = parse_config(
     default_config_yaml()
@@ -241,3 +254,140 @@ def test_the_later_rule_wins_even_when_it_cannot_render() -> None:
     assert unbuilt.served is False and unbuilt.rule is None and unbuilt.promql is None
     assert unbuilt.reasons == ("rules[2] makes it but renders no PromQL for it: the API answers 404",)
     assert "no generic resource label form specified for namespaces" in unbuilt.rules[2].reasons[0]
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_a_windowed_read_shows_the_promql_the_provider_sends_over_the_window(batch: bool) -> None:
+    # Burst mode's short-window read: the window is no label matcher, it is every range of the PromQL.
+    window = "metricLabelSelector=surge.dev%2Fwindow%3D6s"
+    path = f"{CUSTOM}/namespaces/shop/pods/*/http_requests?labelSelector=app%3Dweb&{window}"
+    explanation = explained(path, names=["web-1", "web-2"], batch_namespace_queries=batch)
+    assert explanation.served is True and explanation.reasons == ()
+    assert explanation.promql == provider_query(path, ["web-1", "web-2"], batch)
+    assert "[6s]" in explanation.promql and "window" not in explanation.promql
+    assert explanation.rules[4].promql == explanation.promql
+    with pytest.raises(ExplainPathError, match=r"surge\.dev/window"):
+        explained(
+            f"{CUSTOM}/namespaces/shop/pods/web-1/http_requests?metricLabelSelector=surge.dev%2Fwindow%3Dsoon"
+        )
+
+
+def test_a_windowed_external_read_shows_the_promql_the_provider_sends() -> None:
+    path = f"{EXTERNAL}/namespaces/shop/queue_depth?labelSelector=queue%3Dorders%2Csurge.dev%2Fwindow%3D6s"
+    explanation = explained(path)
+    assert explanation.served is True
+    # The external rule has no range, so the window leaves its PromQL as it is; no window matcher either.
+    assert (
+        explanation.promql
+        == provider_query(path, [])
+        == 'sum(queue_depth{queue="orders",namespace="shop"}) by (queue)'
+    )
+
+
+# --- /debug/explain in the serving process ----------------------------------------------------------
+
+
+@dataclass
+class ExplainPrometheus:
+    """The two calls an explanation makes of Prometheus, counted: series listings and queries."""
+
+    listed: int = 0
+    queries: list[str] = field(default_factory=list)
+    gate: asyncio.Event | None = None  # listings wait for it when set
+    failure: Exception | None = None  # listings raise it when set
+
+    async def series_shapes(
+        self, matches: object, start: float, end: float | None = None, time_limit: float | None = None
+    ) -> SeriesShapes:
+        self.listed += 1
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.failure is not None:
+            raise self.failure
+        return SeriesShapes.of(SERIES)
+
+    async def query(self, promql: str) -> QueryResult:
+        self.queries.append(promql)
+        return QueryResult("vector", ())
+
+
+LISTING = len(series_query_groups(CONFIG))  # the calls of one listing: one per distinct seriesQuery
+
+
+async def test_concurrent_explanations_share_one_listing_for_a_few_seconds() -> None:
+    prometheus = ExplainPrometheus(gate=asyncio.Event())
+    clock = FakeClock()
+    discover = SharedDiscovery(prometheus, 600.0, clock)  # type: ignore[arg-type]
+    waiting = [asyncio.ensure_future(discover(CONFIG)) for _ in range(8)]
+    await asyncio.sleep(0)
+    prometheus.gate.set()  # type: ignore[union-attr]
+    found = await asyncio.gather(*waiting)
+    assert prometheus.listed == LISTING and all(d is found[0] for d in found)
+    clock.advance(REUSE_SECONDS - 0.5)
+    assert await discover(CONFIG) is found[0] and prometheus.listed == LISTING
+    clock.advance(0.5)
+    assert await discover(CONFIG) is not found[0] and prometheus.listed == 2 * LISTING
+    other = parse_config(default_config_yaml())  # a reloaded rule set is listed anew
+    await discover(other)
+    assert prometheus.listed == 2 * LISTING + len(series_query_groups(other))
+
+
+def served_rules(prometheus: ExplainPrometheus) -> ServedRules:
+    registry = SeriesRegistry(CONFIG, MAPPER)
+    for rules in series_query_groups(CONFIG).values():
+        for rule in rules:
+            registry.update(rule, SERIES)
+    provider = PrometheusMetricsProvider(registry, prometheus, MAPPER, ListedObjects(["web-1"]))  # type: ignore[arg-type]
+    return ServedRules(CONFIG, registry, provider, None)
+
+
+async def explain_as_caller(
+    prometheus: ExplainPrometheus, may_read_metrics: bool, path: str
+) -> tuple[int, Any]:
+    """GET /debug/explain?path=… through the auth middleware, the caller allowed /debug/explain and
+    allowed the metrics API only if `may_read_metrics`."""
+
+    async def review(spec: dict[str, Any]) -> Decision:
+        if "nonResourceAttributes" in spec:
+            return Decision(spec["nonResourceAttributes"]["path"] == "/debug/explain")
+        return Decision(may_read_metrics, "" if may_read_metrics else "no RBAC rule allows it")
+
+    authorizer = Authorizer(review, TTLCache(10), allowed_ttl=0, denied_ttl=0)
+    authenticator = Authenticator(lambda: AuthenticationSources(None, None), None)
+    middleware = make_middleware(authenticator, authorizer, AlwaysAllowPaths(()))
+    app = web.Application(middlewares=[render_errors, middleware])  # as make_app orders them
+    rules = served_rules(prometheus)
+    ExplainRoutes(lambda: rules, prometheus, 600.0).add_routes(app)  # type: ignore[arg-type]
+    async with (
+        TestServer(app) as server,
+        ClientSession() as http,
+        http.get(server.make_url("/debug/explain"), params={"path": path}) as response,
+    ):
+        return response.status, await response.json()
+
+
+async def test_the_result_is_shown_only_to_a_caller_who_may_read_the_metric() -> None:
+    path = f"{CUSTOM}/namespaces/shop/pods/web-1/http_requests"
+    prometheus = ExplainPrometheus()
+    status, allowed = await explain_as_caller(prometheus, True, path)
+    assert status == 200 and allowed["result"]["error"] == "no value for web-1: the API answers 404"
+    assert prometheus.queries == [allowed["promql"]]
+    denied_prometheus = ExplainPrometheus()
+    status, denied = await explain_as_caller(denied_prometheus, False, path)
+    assert status == 200 and denied_prometheus.queries == []  # the value was not read
+    assert denied["promql"] == allowed["promql"] and denied["rule"] == "rules[4]"
+    assert denied["result"] == {
+        **denied["result"],
+        "error": f"result not shown: system:anonymous may not get {path}: no RBAC rule allows it",
+    }
+    assert denied["result"]["values"] == []
+
+
+async def test_a_failure_other_than_prometheus_is_a_500_status() -> None:
+    prometheus = ExplainPrometheus(failure=ClientConnectionError("connection reset"))
+    status, body = await explain_as_caller(
+        prometheus, True, f"{CUSTOM}/namespaces/shop/pods/web-1/http_requests"
+    )
+    assert status == 500 and body["kind"] == "Status" and body["code"] == 500
+    # The provider's fixed cause (the details go to the log), not "unexpected server error".
+    assert body["message"] == "Internal error occurred: unable to fetch metrics"
