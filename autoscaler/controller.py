@@ -10,6 +10,7 @@ deadline and the decisions' "now" all read one injectable `Clock`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
@@ -97,6 +98,8 @@ class ControllerOptions:
     react_to_pods: bool = True
     # Autoscalers with spec.burst read their short window this often, apart from the sync period.
     burst_check_interval: float = 1.0
+    # At most this many burst checks a second over all autoscalers (more are spread out).
+    burst_qps: float = 100.0
     label_selector: str = ""
     config: ControllerConfig = field(default_factory=ControllerConfig)
 
@@ -147,9 +150,15 @@ class Controller:
             clock=clock,
         )
         # Burst checks (core/burst.py) of the autoscalers with spec.burst, each key every
-        # burst_check_interval; a key's check and reconcile never overlap (_burst_locks).
-        self.burst_queue = WorkQueue(clock=clock)
+        # burst_check_interval, all keys together at most burst_qps a second (the bucket also paces the
+        # retries of a crashed check); a key's check and reconcile never overlap (_burst_locks).
+        self._burst_rate = TokenBucket(
+            qps=options.burst_qps, burst=max(1, int(options.burst_qps)), clock=clock
+        )
+        self.burst_queue = WorkQueue(rate_limiter=self._burst_rate, clock=clock)
         self._burst_locks: dict[Key, asyncio.Lock] = {}
+        # Each key's last burst check outcome: a failure is logged when it starts, not every second.
+        self._burst_outcomes: dict[Key, str] = {}
         self.autoscalers = Informer(
             client, source.list_path(), label_selector=options.label_selector, transform=compact
         )
@@ -270,6 +279,7 @@ class Controller:
         self.queue.forget(key)
         self.burst_queue.forget(key)
         self._burst_locks.pop(key, None)
+        self._burst_outcomes.pop(key, None)
         self._events.forget(*key)
 
     def _pod_added(self, slim: Obj) -> None:
@@ -375,8 +385,16 @@ class Controller:
             log.warning("autoscaler spec unreadable", key=_key_str(key), error=str(err))
             self.telemetry.reconciles.labels(outcome="invalid_spec").inc()
             return Outcome(failed=False, resync_after=period)
+        if hpa is not None and not violations and hpa.spec.burst is not None:
+            self.burst_queue.add_after(key, self.options.burst_check_interval)
+            lock: asyncio.Lock | None = self._burst_locks.setdefault(key, asyncio.Lock())
+        else:
+            # A burst removed by a spec edit may still have a check running: wait for it too.
+            lock = self._burst_locks.get(key)
         try:
-            async with self._clock.timeout(self.options.reconcile_deadline):
+            # The lock is taken before the deadline starts: waiting for a burst check (itself bounded by
+            # its own, shorter deadline) must not eat this reconcile's time.
+            async with lock or contextlib.nullcontext(), self._clock.timeout(self.options.reconcile_deadline):
                 if violations:
                     # A spec the API would refuse (written before its rules, or by a lenient server):
                     # say so, and neither read nor write the scale.
@@ -386,12 +404,7 @@ class Controller:
                     outcome = await self._act(key, obj, hpa, refusal, None, None)
                 else:
                     assert hpa is not None  # parsed whenever the metric sources match their types
-                    if hpa.spec.burst is None:
-                        outcome = await self._reconcile(key, obj, hpa)
-                    else:
-                        self.burst_queue.add_after(key, self.options.burst_check_interval)
-                        async with self._burst_locks.setdefault(key, asyncio.Lock()):
-                            outcome = await self._reconcile(key, obj, hpa)
+                    outcome = await self._reconcile(key, obj, hpa)
         except TimeoutError:
             log.warning(
                 "reconcile deadline exceeded", key=_key_str(key), deadline=self.options.reconcile_deadline
@@ -492,57 +505,87 @@ class Controller:
         return MetricFetchError(f"unknown metric source type {spec.type!r}")
 
     async def burst_check(self, key: object) -> Outcome:
-        """One burst check (core/burst.py): read the scale, the pods and each metric over its normal and
-        its short window, and scale up at once if the short window says so. Again in
-        burst_check_interval while the autoscaler has spec.burst."""
+        """One burst check (core/burst.py): read the scale, the pods and each metric that has a short
+        window over its normal and its short window, and scale up at once if the short window says so.
+        Again in burst_check_interval (or later, see burst_qps) while the autoscaler has spec.burst."""
         assert isinstance(key, tuple)
         obj = self.autoscalers.store.get(*key)
-        hpa, violations = self._parse(key, obj) if obj is not None else (None, ())
-        if obj is None or hpa is None or hpa.spec.burst is None:
+        if obj is None:
             return Outcome(failed=False, resync_after=None)
-        interval = self.options.burst_check_interval
-        if violations or not self._is_leader():
-            return Outcome(failed=False, resync_after=interval)
-        lock = self._burst_locks.setdefault(key, asyncio.Lock())
         try:
-            async with lock, self._clock.timeout(self.options.reconcile_deadline):
-                await self._burst_check(key, obj, hpa)
-        except (TimeoutError, ApiError, ScaleError, ValueError, aiohttp.ClientError) as err:
-            log.warning("burst check failed", key=_key_str(key), error=str(err) or repr(err))
-        return Outcome(failed=False, resync_after=interval)
+            hpa, violations = self._parse(key, obj)
+        except ValueError as err:
+            # The reconcile says so too, and re-adds the key once a spec edit makes it readable.
+            self._burst_checked(key, "invalid_spec", str(err))
+            return Outcome(failed=False, resync_after=None)
+        if hpa is None or hpa.spec.burst is None:
+            return Outcome(failed=False, resync_after=None)
+        again = max(self.options.burst_check_interval, self._burst_rate.when(key))
+        if violations or not self._is_leader():
+            return Outcome(failed=False, resync_after=again)
+        # One interval at most (1 s at least): a slow check then holds the reconcile's lock no longer.
+        deadline = max(1.0, self.options.burst_check_interval)
+        error = ""
+        try:
+            async with self._burst_locks.setdefault(key, asyncio.Lock()), self._clock.timeout(deadline):
+                outcome = await self._burst_check(key, obj, hpa)
+        except TimeoutError:
+            outcome, error = "deadline", f"no answer within {deadline:g}s"
+        except (ApiError, ScaleError, aiohttp.ClientError) as err:
+            outcome, error = "api_error", str(err) or repr(err)
+        self._burst_checked(key, outcome, error)
+        return Outcome(failed=False, resync_after=again)
 
-    async def _burst_check(self, key: Key, obj: Obj, hpa: HPA) -> None:
+    def _burst_checked(self, key: Key, outcome: str, error: str) -> None:
+        """Count a burst check; log a target's outcome only when it changes (checks come every second)."""
+        self.telemetry.burst_checks.labels(outcome=outcome).inc()
+        before = self._burst_outcomes.get(key, "ok")
+        self._burst_outcomes[key] = outcome
+        if outcome == before or {outcome, before} <= {"ok", "scaled"}:
+            return
+        if outcome in ("ok", "scaled"):
+            log.info("burst checks recovered", key=_key_str(key), failed=before)
+        else:
+            log.warning("burst check failed", key=_key_str(key), outcome=outcome, error=error)
+
+    async def _burst_check(self, key: Key, obj: Obj, hpa: HPA) -> str:
         assert hpa.spec.burst is not None
+        metrics = effective_metrics(hpa.spec)
+        short = [burst.reads_short_window(m) for m in metrics]
+        if not any(short):
+            return "ok"  # nothing has a short window: burst.check would change nothing
         window = burst.window_duration(hpa.spec.burst)
         ref = hpa.spec.scale_target_ref
         path = await scale_path(self._mapper, ref.api_version, ref.kind, hpa.namespace, ref.name)
         scale_obj = await read_scale(self._client, path)
         scale = scale_from_json(scale_obj)
-        metrics = effective_metrics(hpa.spec)
-        short = [burst.reads_short_window(m) for m in metrics]
-        reads = [self._fetch(hpa.namespace, m, scale.selector) for m in metrics]
-        reads += [
-            self._fetch(hpa.namespace, m, scale.selector, window)
-            for m, s in zip(metrics, short, strict=True)
-            if s
-        ]
-        answers = await asyncio.gather(*reads)
-        shorts = iter(answers[len(metrics) :])
+        # Only the metrics with a short window are read (twice); burst.check looks at no other.
+        chosen = [m for m, s in zip(metrics, short, strict=True) if s]
+        reads = [self._fetch(hpa.namespace, m, scale.selector) for m in chosen]
+        reads += [self._fetch(hpa.namespace, m, scale.selector, window) for m in chosen]
+        answers = iter(await asyncio.gather(*reads))
+        normal = {i: next(answers) for i, s in enumerate(short) if s}
+        shorts = [next(answers) if s else None for s in short]
+        unread = MetricFetchError("not read by a burst check")
+        try:
+            pods = self.pod_index.select(hpa.namespace, scale.selector) if scale.selector else ()
+        except ValueError:
+            pods = ()  # as in _reconcile: the reconcile's decision reports the unparsable selector
         snapshot = Snapshot(
             hpa=hpa,
             scale=scale,
-            pods=self.pod_index.select(hpa.namespace, scale.selector) if scale.selector else (),
-            metric_answers=tuple(answers[: len(metrics)]),
+            pods=pods,
+            metric_answers=tuple(normal.get(i, unread) for i in range(len(metrics))),
             now=self._clock.wall(),
             history=self._history.get(key, History()),
             config=self.options.config,
         )
-        decision = burst.check(snapshot, [next(shorts) if s else None for s in short])
+        decision = burst.check(snapshot, shorts)
         seen = decision.burst
         if decision.rescale or (seen is not None and (seen.entered or seen.left)):
-            await self._act(key, obj, hpa, decision, path, scale_obj)
-        else:
-            self._history[key] = decision.history  # the state (agreement timer, peak) moves on quietly
+            return await self._act(key, obj, hpa, decision, path, scale_obj)
+        self._history[key] = decision.history  # the state (agreement timer, peak) moves on quietly
+        return "ok"
 
     async def _act(
         self,

@@ -76,6 +76,7 @@ class AutoscalerDaemon:
                 workers=options.workers,
                 default_sync_period=options.sync_period,
                 burst_check_interval=options.burst_check_interval,
+                burst_qps=options.burst_qps,
                 reconcile_deadline=options.reconcile_deadline,
                 readiness_debounce=options.readiness_debounce,
                 react_to_pods=options.react_to_pods,

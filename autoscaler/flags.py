@@ -70,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="how often autoscalers with spec.burst read their short window, apart from the sync period "
         "(default 1s)",
     )
+    g.add_argument(
+        "--burst-qps",
+        type=number(0.1),
+        default=100.0,
+        help="burst checks per second over all autoscalers at most (default 100); more are spread out",
+    )
     g.add_argument("--reconcile-deadline", type=seconds(), default=10.0, help="time limit of one reconcile")
     g.add_argument(
         "--readiness-debounce",

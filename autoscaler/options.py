@@ -36,6 +36,7 @@ class AutoscalerOptions:
     workers: int
     sync_period: float
     burst_check_interval: float
+    burst_qps: float
     reconcile_deadline: float
     readiness_debounce: float
     react_to_pods: bool
@@ -63,6 +64,7 @@ def options_from_namespace(ns: argparse.Namespace) -> AutoscalerOptions:
         workers=ns.workers,
         sync_period=ns.sync_period,
         burst_check_interval=ns.burst_check_interval,
+        burst_qps=ns.burst_qps,
         reconcile_deadline=ns.reconcile_deadline,
         readiness_debounce=ns.readiness_debounce,
         react_to_pods=ns.react_to_pods,

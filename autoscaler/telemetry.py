@@ -14,6 +14,12 @@ class Telemetry:
         self.reconciles = Counter(
             "surge_autoscaler_reconciles", "Reconciles by outcome.", ["outcome"], registry=r
         )
+        self.burst_checks = Counter(
+            "surge_autoscaler_burst_checks",
+            "Burst checks by outcome (ok, scaled, deadline, api_error, invalid_spec, not_leader).",
+            ["outcome"],
+            registry=r,
+        )
         self.reconcile_seconds = Histogram(
             "surge_autoscaler_reconcile_duration_seconds",
             "Time of one reconcile.",
