@@ -10,14 +10,15 @@ snapshot and the short-window answers in, a `Decision` out; no clock, no I/O):
   `threshold` puts the target in burst (history.burst holds the state).
 * In burst, the autoscaler scales up at once to the short window's proposal: no scale-up stabilization, but
   never above maxReplicas nor above what the scale-up policies allow (a behavior's, else the default ones,
-  100 % or 4 pods per 15 s), counted over the scale-ups the history records (a behavior's and the
-  burst's own).
+  100 % or 4 pods per 15 s), counted over the scale-ups the history records (a behavior's, the
+  burst's own, and without a behavior decide's too, which decide holds to the same policies).
 * In burst, `decide` does not scale down (reconcile.py).
-* The burst ends once the normal window agrees again (no metric at the threshold, and the normal window
-  proposes at least what the short one does) for one stable window: `STABLE_WINDOWS` x windowSeconds, as
-  KPA's stable window is ten times its panic window. Leaving, the burst's peak is recorded as a
-  recommendation, so the scale-down stabilization window holds the peak for its whole length after the
-  burst ("a really bad decision when exiting panic mode" is what KPA users report without such a guard).
+* The burst ends once the normal window agrees again (no metric at the threshold, and the short window
+  proposes no more than the normal window or the current count, as KPA has it) for one stable window:
+  `STABLE_WINDOWS` x windowSeconds, as KPA's stable window is ten times its panic window. Leaving, the
+  burst's peak is recorded as a recommendation, so the scale-down stabilization window holds the peak for
+  its whole length after the burst ("a really bad decision when exiting panic mode" is what KPA users
+  report without such a guard).
 
 The anchor is Knative's KPA: a 6 s panic window, a 200 % threshold and a 2 s tick.
 """
@@ -29,10 +30,16 @@ from dataclasses import replace
 from datetime import timedelta
 
 from autoscaler.core.conditions import set_condition
-from autoscaler.core.defaults import effective_metrics, generate_scale_up_rules, with_defaults
+from autoscaler.core.defaults import effective_metrics, with_defaults
 from autoscaler.core.metric_compute import MetricsResult, compute_replicas_for_metrics
 from autoscaler.core.normalization import scale_up_rate_limit, store_scale_event
-from autoscaler.core.reconcile import Decision, _BeforeRescale, reference_of, tolerances_for
+from autoscaler.core.reconcile import (
+    DEFAULT_SCALE_UP_RULES,
+    Decision,
+    _BeforeRescale,
+    reference_of,
+    tolerances_for,
+)
 from autoscaler.core.replica_calculator import CalcContext
 from autoscaler.core.types import (
     ABLE_TO_SCALE,
@@ -131,7 +138,9 @@ def check(snapshot: Snapshot, short_answers: Sequence[MetricAnswer | None]) -> D
         state, entered = BurstState(since=now, peak=current), True
     elif triggered:
         state = replace(state, agreed_since=None)
-    elif normal_count is not None and (short_count is None or normal_count >= short_count):
+    elif short_count is None or short_count <= max(normal_count or 0, current):
+        # Agreeing as KPA does: the short window asks for no more than the normal window or the current
+        # count (noise makes it propose one more than the normal window often, even both below now).
         agreed_since = state.agreed_since or now
         state = replace(state, agreed_since=agreed_since)
         if now - agreed_since >= stable_window(burst):
@@ -142,7 +151,7 @@ def check(snapshot: Snapshot, short_answers: Sequence[MetricAnswer | None]) -> D
     else:
         state = replace(state, agreed_since=None)
 
-    rules = spec.behavior.scale_up if spec.behavior is not None else generate_scale_up_rules(None)
+    rules = spec.behavior.scale_up if spec.behavior is not None else DEFAULT_SCALE_UP_RULES
     assert rules is not None  # completed by with_defaults
     limit = scale_up_rate_limit(current, history.scale_up_events, history.scale_down_events, rules, now)
     wanted = current if short_count is None else short_count

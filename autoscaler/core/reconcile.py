@@ -13,15 +13,19 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from autoscaler.core.conditions import has_true_condition, remove_condition, set_condition
-from autoscaler.core.defaults import with_defaults
+from autoscaler.core.defaults import generate_scale_up_rules, with_defaults
 from autoscaler.core.metric_compute import MetricsResult, compute_replicas_for_metrics
 from autoscaler.core.normalization import (
     SCALE_DOWN_STABILIZED,
+    SCALE_UP_LIMIT,
+    Limited,
     convert_desired_replicas_with_behavior_rate,
     convert_desired_replicas_with_rules,
     record_rescale,
+    scale_up_rate_limit,
     stabilize_recommendation,
     stabilize_recommendation_with_behaviors,
+    store_scale_event,
 )
 from autoscaler.core.replica_calculator import CalcContext
 from autoscaler.core.schedules import describe, schedule_state
@@ -59,6 +63,8 @@ INVALID_SPEC = "InvalidSpec"
 ABOVE_MAX = "Current number of replicas above Spec.MaxReplicas"
 BELOW_MIN = "Current number of replicas below Spec.MinReplicas"
 ALL_BELOW_TARGET = "All metrics below target"
+# The scale-up policies without a behavior (100 % or 4 pods per 15 s), for burst mode's rate limit.
+DEFAULT_SCALE_UP_RULES = generate_scale_up_rules(None)
 
 
 def below_schedule(schedule: Schedule) -> str:
@@ -338,6 +344,8 @@ def decide(snapshot: Snapshot) -> Decision:
     )
     current = scale.spec_replicas
     history = snapshot.history
+    if spec.burst is None and history.burst is not None:
+        history = replace(history, burst=None)  # spec.burst removed: re-adding it starts afresh
     recommendations = history.recommendations
     if recommendations is None:
         recommendations = (Recommendation(current, now),)
@@ -503,6 +511,14 @@ def decide(snapshot: Snapshot) -> Decision:
                 config.scale_up_limit_factor,
                 config.scale_up_limit_minimum,
             )
+            if spec.burst is not None and limited.replicas > current:
+                # Burst checks scale up between periods under the default scale-up policies: decide's
+                # scale-ups count against the same rate (and are recorded below), so the two never add up.
+                rate = scale_up_rate_limit(
+                    current, history.scale_up_events, history.scale_down_events, DEFAULT_SCALE_UP_RULES, now
+                )
+                if rate.limit < limited.replicas:
+                    limited = Limited(max(current, rate.limit), *SCALE_UP_LIMIT, rate.limit, rate.policy)
         else:
             scale_up = spec.behavior.scale_up
             scale_down = spec.behavior.scale_down
@@ -612,6 +628,10 @@ def decide(snapshot: Snapshot) -> Decision:
         )
         events.append(Event("Normal", "SuccessfulRescale", f"New size: {desired}; reason: {reason}"))
         history = record_rescale(spec.behavior, history, current, desired, now)
+        if spec.behavior is None and spec.burst is not None and desired > current:
+            change = desired - current
+            up_events = store_scale_event(history.scale_up_events, DEFAULT_SCALE_UP_RULES, change, now)
+            history = replace(history, scale_up_events=up_events)
         if gates.hpa_scale_to_zero:
             if current > 0 and desired == 0 and min_replicas == 0 and has_object_or_external:
                 conditions = set_condition(

@@ -241,6 +241,8 @@ def _predictive_violations(predictive: Predictive, where: str) -> list[Violation
 MAX_BURST_WINDOW_SECONDS = 60
 BURST_WINDOW_TOO_LONG = f"windowSeconds must be less than {MAX_BURST_WINDOW_SECONDS}"
 BURST_THRESHOLD_TOO_LOW = "threshold must be greater than 1"
+# Only these are read over the burst window (burst.reads_short_window); without one a burst does nothing.
+BURST_WITHOUT_METRIC = "burst needs a Pods, Object or External metric without a query"
 
 
 def _burst_violations(burst: Burst, where: str) -> list[Violation]:
@@ -303,6 +305,8 @@ def spec_violations(
         out += _predictive_violations(spec.predictive, predictive_where or f"{where}.predictive")
     if spec.burst is not None:
         out += _burst_violations(spec.burst, burst_where or f"{where}.burst")
+        if not any(m.type in (PODS, OBJECT, EXTERNAL) and not m.query for m in spec.metrics):
+            out.append(Violation(burst_where or f"{where}.burst", BURST_WITHOUT_METRIC))
     return tuple(out)
 
 

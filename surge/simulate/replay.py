@@ -290,10 +290,14 @@ class _WindowMeans:
         i = bisect_right(self._times, time) - 1
         return self._area[i] + self._values[i] * (time - self._times[i])
 
+    def held(self, time: float, window: float) -> bool:
+        """Whether the window ending at `time` lies inside one held sample (its mean is that sample)."""
+        return bisect_right(self._times, max(0.0, time - window)) == bisect_right(self._times, time)
+
     def mean(self, time: float, window: float) -> float:
         start = max(0.0, time - window)
-        if time <= start:
-            return self._values[0]
+        if self.held(time, window):  # at 0 too
+            return self._values[bisect_right(self._times, time) - 1]  # exact: no rounding from the areas
         return (self._integral(time) - self._integral(start)) / (time - start)
 
 
@@ -303,8 +307,15 @@ def replay(
     workload: Workload,
     config: ControllerConfig | None = None,
     burst_interval: float = 1.0,
+    *,
+    skip_idle_checks: bool = True,
 ) -> Replay:
-    """The timeline of one profile over the series (see the module docstring for the model)."""
+    """The timeline of one profile over the series (see the module docstring for the model).
+
+    Burst checks that cannot change anything are skipped (`skip_idle_checks`; off, every check runs: the
+    reference the tests compare the timeline against): out of burst, after a check that found no surge
+    on a window inside one held sample, the next checks find nothing either until a pod turns ready, the
+    count is written or a sample arrives that a check would not find quiet."""
     config = config or ControllerConfig()
     metric = profile.metric
     base = datetime.fromtimestamp(series.start, UTC)
@@ -319,6 +330,28 @@ def replay(
     bursts = profile.hpa.spec.burst
     means = _WindowMeans(series) if bursts is not None else None
     burst_tick = 0
+    idle = False  # no burst check can change anything until the next sample, pod ready or write
+
+    def check_at(time: float, short_load: float) -> Decision:
+        assert bursts is not None
+        now = base + timedelta(seconds=time)
+        reads_short = burst.reads_short_window(metric)
+        short = _answer(metric, short_load, fleet.ready_pods(), now) if reads_short else None
+        return burst.check(snapshot_at(time, now), (short,))
+
+    def quiet(checked: Decision) -> bool:
+        """A check out of burst that found nothing."""
+        return not checked.rescale and checked.history.burst is None
+
+    def wake(time: float) -> None:
+        """The checks resume with the first one due at or after `time` (after what happens at it)."""
+        nonlocal idle, burst_tick
+        if idle:
+            idle = False
+            due = math.ceil(time / burst_interval)
+            if (due - 1) * burst_interval >= time:  # the division rounded up past a tick due at `time`
+                due -= 1
+            burst_tick = max(burst_tick, due)
 
     def note(time: float, event: str | None) -> None:
         ready, desired = fleet.ready, len(fleet)
@@ -353,13 +386,14 @@ def replay(
         if decision.rescale:
             fleet.scale_to(decision.desired_replicas, time)
             note(time, SCALE)
+            wake(time)
 
     # Reconciles at anchor + tick x period: the anchor moves to each reconcile a schedule asked for.
     sample, tick, anchor = 0, 0, 0.0
     while True:
         tick_time = anchor + tick * profile.sync_period
         next_sample = times[sample] if sample < len(times) else math.inf
-        burst_time = burst_tick * burst_interval if bursts is not None else math.inf
+        burst_time = burst_tick * burst_interval if bursts is not None and not idle else math.inf
         time = min(fleet.next_ready, next_sample, tick_time, burst_time)
         if time > end:
             break
@@ -367,18 +401,23 @@ def replay(
         if fleet.next_ready == time:
             fleet.become_ready(time)
             note(time, None)
+            wake(time)
         elif next_sample == time:
             load = values[sample]
             sample += 1
             note(time, SAMPLE)
+            # The coming windows mix this value with ones already found quiet (on the same pods); the
+            # usage ratio grows with the mean, so if this value is quiet too, so are the mixes.
+            if idle and not quiet(check_at(time, load)):
+                wake(time)
         elif tick_time != time:
             assert bursts is not None and means is not None  # else no burst tick is ever due
             burst_tick += 1
-            now = base + timedelta(seconds=time)
-            short_load = means.mean(time, bursts.window_seconds)
-            reads_short = burst.reads_short_window(metric)
-            short = _answer(metric, short_load, fleet.ready_pods(), now) if reads_short else None
-            act(burst.check(snapshot_at(time, now), (short,)), time)
+            checked = check_at(time, means.mean(time, bursts.window_seconds))
+            act(checked, time)
+            # Out of burst, a window inside one held sample: the next checks see the same, until a sample
+            # arrives, a pod turns ready or the count is written.
+            idle = skip_idle_checks and quiet(checked) and means.held(time, bursts.window_seconds)
         else:
             decision = decide(snapshot_at(time, base + timedelta(seconds=anchor) + tick * period))
             act(decision, time)

@@ -2,7 +2,9 @@
 periods, on the mean of the series over the short window. The acceptance figures of issue 14 (capacity 100
 per pod, 15 s period): a step from 4x to 24x the per-pod capacity is answered within 2 s (the plain spec
 waits for its period), a flat load with +-15 % noise gets no scale event the plain spec does not, and the
-end of a burst does not drop below its peak before the scale-down stabilization window has passed."""
+end of a burst does not drop below its peak before the scale-down stabilization window has passed. A noisy
+load back down ends the burst, a large step climbs at the policies' rate, and skipping the checks that
+cannot change anything keeps the timeline."""
 
 from __future__ import annotations
 
@@ -99,3 +101,63 @@ def test_after_a_burst_the_peak_holds_for_the_scale_down_stabilization_window(tm
     assert all(state.desired == peak for state in bursty.states if reached <= state.time < held_until)
     assert fell >= held_until
     assert bursty.states[-1].desired == 4  # and then it falls
+
+
+def test_a_noisy_load_back_down_ends_the_burst_and_scales_down_as_the_plain_spec_does(tmp_path: Path) -> None:
+    """Up to 24x, then back to 4x with +-15 % noise: the short window often proposes one pod more than the
+    normal window (both below the current count); that must not keep the target in burst for ever."""
+    noise = random.Random(3)
+    down_at = 1200
+    load = [
+        (24 if STEP_AT <= t < down_at else 4) * CAPACITY * (1 + noise.uniform(-0.15, 0.15))
+        for t in range(3000)
+    ]
+    workload = Workload(CAPACITY, pod_startup_seconds=10, initial_replicas=4)
+    plain, bursty = (replay(_series(load), p, workload) for p in _profiles(tmp_path))
+    first_down_plain = next(time for time, replicas in _writes(plain) if time > down_at)
+    first_down_burst = next((time for time, replicas in _writes(bursty) if time > down_at), None)
+    print(
+        f"\nback to 4x at {down_at} s: first scale-down at {first_down_burst} s, plain {first_down_plain:g}"
+    )
+    assert first_down_burst is not None
+    # At most a stable window (60 s) and a period later than the plain spec.
+    assert first_down_burst <= first_down_plain + 60 + 15
+    assert bursty.states[-1].desired < 24
+
+
+def test_within_any_15_s_the_count_at_most_doubles_or_grows_by_4(tmp_path: Path) -> None:
+    """Without a behavior, decide's scale-ups and the burst checks' count against one rate (100 % or 4
+    pods per 15 s), so a large step does not go 4 -> 32 in 15 s."""
+    spec = autoscaler(
+        "HorizontalAutoscaler", target=CAPACITY, min_replicas=4, max_replicas=200, sync_period=15
+    )
+    spec["spec"]["burst"] = BURST
+    profile = load_profile(write_yaml(tmp_path / "big.yaml", spec))
+    step = [4 * CAPACITY if t < 85 else 100 * CAPACITY for t in range(200)]
+    result = replay(_series(step), profile, Workload(CAPACITY, pod_startup_seconds=30, initial_replicas=4))
+    writes = _writes(result)
+    print(f"\nstep 4x -> 100x, max 200: {writes}")
+    assert writes[-1][1] >= 100  # it does get there
+    counts = [(state.time, state.desired) for state in result.states]
+    for start, before in counts:
+        within = [desired for time, desired in counts if start < time < start + 15]
+        assert max(within, default=before) <= max(2 * before, before + 4), (start, before, within)
+
+
+def test_skipping_the_checks_that_cannot_change_anything_keeps_the_timeline(tmp_path: Path) -> None:
+    """The replay skips burst checks out of burst while nothing changes; every check run gives the same
+    timeline: samples every 20 s (windows inside one sample, and mixing two) with surges, noise and
+    pods starting, for both kinds."""
+    noise = random.Random(7)
+    times = tuple(20.0 * i for i in range(120))
+    values = tuple(
+        (30 if i % 40 in (10, 11) else 6 if i % 40 > 25 else 4) * CAPACITY * (1 + noise.uniform(-0.15, 0.15))
+        for i in range(len(times))
+    )
+    series = Series(START, times, values)
+    workload = Workload(CAPACITY, pod_startup_seconds=25, initial_replicas=4)
+    for kind in ("HorizontalAutoscaler", "HorizontalPodAutoscaler"):
+        bursty = _profiles(tmp_path, kind)[1]
+        skipped, every = (replay(series, bursty, workload, skip_idle_checks=skip) for skip in (True, False))
+        assert any(replicas > 24 for _, replicas in _writes(every))  # the surges do scale
+        assert skipped == every

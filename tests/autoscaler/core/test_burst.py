@@ -133,7 +133,9 @@ def test_the_burst_ends_after_the_normal_window_agrees_for_a_stable_window_and_h
     # From 20 s the load is back to normal and both windows agree; a spike at 40 s starts the count again.
     for at in range(20, 40):
         world.check(at, short=20, normal=20)
-    world.check(40, short=45, normal=20)  # the short window proposes more than the normal one
+    # The short window proposes more than the normal window and the current count: up to 24, and the
+    # stable window starts again.
+    assert world.check(40, short=150, normal=20).desired_replicas == 24
     for at in range(41, 41 + int(stable)):
         assert world.check(at, short=20, normal=20).burst.in_burst  # type: ignore[union-attr]
     left = world.check(41 + stable, short=20, normal=20)
@@ -142,8 +144,18 @@ def test_the_burst_ends_after_the_normal_window_agrees_for_a_stable_window_and_h
     # The scale-down stabilization window (300 s) holds the peak from the moment the burst ended.
     end = 41 + stable
     assert not world.sync(end + 1, normal=20).rescale
-    assert not world.sync(end + 299, normal=20).rescale and world.replicas == 16
-    assert world.sync(end + 301, normal=20).desired_replicas < 16
+    assert not world.sync(end + 299, normal=20).rescale and world.replicas == 24
+    assert world.sync(end + 301, normal=20).desired_replicas < 24
+
+
+def test_noise_the_short_window_one_pod_above_the_normal_one_but_below_now_agrees() -> None:
+    """Noisy load after a burst: the short window proposes one pod more than the normal one, both below
+    the current count. That counts as agreeing (as in KPA), so the burst still ends after a stable window."""
+    world = World()
+    world.check(0, short=600, normal=100)  # 8 pods
+    for at in range(1, 62):
+        decision = world.check(at, short=60, normal=45)  # proposals 5 (short) and 4 (normal), below 8
+    assert decision.burst is not None and decision.burst.left and world.history.burst is None
 
 
 def test_without_the_peak_recorded_at_the_end_the_count_would_fall_at_once() -> None:
@@ -181,6 +193,17 @@ def test_removing_spec_burst_lets_decide_scale_down_again() -> None:
     world.check(0, short=600, normal=100)
     world.hpa = replace(world.hpa, spec=replace(world.hpa.spec, burst=None))
     assert world.sync(30, normal=50).desired_replicas == 4
+    assert world.history.burst is None  # re-adding spec.burst starts afresh, not in the old burst
+
+
+def test_re_adding_spec_burst_does_not_resume_the_old_burst() -> None:
+    world = World()
+    world.sync(-400, normal=100)
+    world.check(0, short=600, normal=100)  # in burst at 8
+    world.hpa = replace(world.hpa, spec=replace(world.hpa.spec, burst=None))
+    world.sync(15, normal=100)
+    world.hpa = replace(world.hpa, spec=replace(world.hpa.spec, burst=BURST))
+    assert world.sync(330, normal=50).desired_replicas == 4  # no old burst holds the count up
 
 
 def test_the_burst_state_round_trips_with_the_history() -> None:

@@ -98,6 +98,7 @@ VALID: dict[str, Any] = {
     "schedules": [
         {"cron": "0 8 * * 1-5", "timeZone": "Europe/Berlin", "durationSeconds": 3600, "minReplicas": 4}
     ],
+    "burst": {"windowSeconds": 6, "threshold": 2.0},
 }
 
 
@@ -263,6 +264,28 @@ CEL_CASES = [
         {"windowSeconds": 6, "threshold": 1},
         "spec.burst.threshold",
         "threshold must be greater than 1",
+    ),
+    # ... and a metric read over the burst window (Resource and ContainerResource ones are not).
+    (
+        ("metrics",),
+        VALID["metrics"][:2],
+        "spec.burst",
+        "burst needs a Pods, Object or External metric without a query",
+    ),
+    (
+        ("metrics",),
+        [
+            {
+                "type": "External",
+                "external": {
+                    "metric": {"name": DIRECT_METRIC_PREFIX + "queue"},
+                    "query": "sum(queue_depth)",
+                    "target": {"type": "Value", "value": 1},
+                },
+            }
+        ],
+        "spec.burst",
+        "burst needs a Pods, Object or External metric without a query",
     ),
 ]
 
