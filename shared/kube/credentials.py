@@ -63,9 +63,9 @@ class TokenFileCredentials:
 
     async def authorization(self) -> str:
         try:
-            return f"Bearer {self._file.current()}"
-        except OSError as err:
-            raise CredentialsError(f"cannot read token file {self._file.path}: {err}") from err
+            return self._file.bearer_header()
+        except (OSError, ValueError) as err:
+            raise CredentialsError(f"cannot use token file {self._file.path}: {err}") from err
 
     def rejected(self) -> None:
         """A rotated token shows up as a changed file: nothing else to do."""

@@ -183,6 +183,10 @@ async def test_rotated_token_file_is_sent_on_the_next_request(
         assert rejected.value.code == 401
         (tmp_path / "token").write_text("rotated-token\n")
         await kube.get(NAMESPACES)
+        # Headers are written raw: a token that would split the request is never sent.
+        (tmp_path / "token").write_text("rotated-token\r\nX-Injected: 1")
+        with pytest.raises(CredentialsError, match="line break"):
+            await kube.get(NAMESPACES)
     finally:
         await kube.close()
 
