@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -37,13 +37,13 @@ from adapter.auth.requestheader import RequestHeaderConfig, user_from_headers
 from adapter.auth.status import forbidden
 from adapter.config import load_config
 from adapter.naming.errors import InvalidSelectorError, MetricNotFoundError, QueryBuildError
-from adapter.naming.resources import BUILTIN_RESOURCES, GroupResource, ResourceInfo, StaticResourceMapper
-from adapter.prometheus import QueryResult
-from adapter.registry import SeriesRegistry, series_query_groups
+from adapter.naming.resources import BUILTIN_RESOURCES, GroupResource, StaticResourceMapper
+from adapter.registry import SeriesRegistry
 from adapter.server.app import render_errors
 from adapter.server.provider import PrometheusMetricsProvider
 from adapter.server.routes import MetricRoutes
 from shared.selectors import Requirement, parse_selector
+from tests.adapter.provider_fakes import ListedObjects, RecordingPrometheus, fed_registry
 from tests.security.pki import TestCA
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,27 +71,6 @@ SERIES = [
 
 # -- the adapter, in process ------------------------------------------------------------------
 
-
-@dataclass
-class RecordingPrometheus:
-    queries: list[str] = field(default_factory=list)
-
-    async def query(self, promql: str, rule: str) -> QueryResult:
-        self.queries.append(promql)
-        return QueryResult("vector", ())
-
-
-@dataclass
-class ListedObjects:
-    """The object cache: every `*` request matches the objects named in `listed`."""
-
-    listed: list[str] = field(default_factory=list)
-
-    async def names(
-        self, info: ResourceInfo, namespace: str, matches: Callable[[Mapping[str, str]], bool]
-    ) -> list[str]:
-        matches({"app": "web"})  # the selector must be evaluable; which objects it picks is not the point
-        return list(self.listed)
 
 
 @dataclass
@@ -140,10 +119,7 @@ def adapters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[bool, Ad
     loop = asyncio.new_event_loop()
     adapters = {}
     for regex_escape_values in (False, True):
-        registry = SeriesRegistry(config, mapper, regex_escape_values=regex_escape_values)
-        for rule_ids in series_query_groups(config).values():
-            for rule_id in rule_ids:
-                registry.update(rule_id, SERIES)
+        registry = fed_registry(config, mapper, SERIES, regex_escape_values=regex_escape_values)
         prometheus, objects = RecordingPrometheus(), ListedObjects()
         provider = PrometheusMetricsProvider(registry, prometheus, mapper, objects)  # type: ignore[arg-type]
         app = web.Application()

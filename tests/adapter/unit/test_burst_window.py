@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from datetime import timedelta
 
 import promql_parser as pp
@@ -13,13 +12,12 @@ import pytest
 
 from adapter.config import default_config_yaml, parse_config
 from adapter.naming.resources import BUILTIN_RESOURCES, StaticResourceMapper
-from adapter.prometheus import QueryResult
-from adapter.registry import SeriesRegistry, series_query_groups
 from adapter.server.provider import PrometheusMetricsProvider
 from adapter.server.routes import CustomRequest
 from adapter.server.status import StatusError
 from adapter.window import WINDOW_LABEL, promql_duration, split_window, windowed, with_window
 from shared.selectors import parse_selector
+from tests.adapter.provider_fakes import RecordingPrometheus, fed_registry
 
 
 def test_the_window_requirement_is_taken_out_of_the_selector() -> None:
@@ -156,22 +154,8 @@ SERIES = [
 ]
 
 
-@dataclass
-class RecordingPrometheus:
-    """Records each PromQL the provider sends (answering with no samples)."""
-
-    queries: list[str] = field(default_factory=list)
-
-    async def query(self, promql: str, rule: str) -> QueryResult:
-        self.queries.append(promql)
-        return QueryResult("vector", ())
-
-
 def _sent(read: Callable[[PrometheusMetricsProvider], Awaitable[object]]) -> str:
-    registry = SeriesRegistry(CONFIG, MAPPER)
-    for rules in series_query_groups(CONFIG).values():
-        for rule in rules:
-            registry.update(rule, SERIES)
+    registry = fed_registry(CONFIG, MAPPER, SERIES)
     prometheus = RecordingPrometheus()
     provider = PrometheusMetricsProvider(registry, prometheus, MAPPER, objects=None)  # type: ignore[arg-type]
 

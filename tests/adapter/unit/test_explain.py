@@ -4,7 +4,6 @@ and why a metric is not served."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,9 +22,9 @@ from adapter.explain.explanation import Discovery, Explanation, assumed_discover
 from adapter.explain.live import REUSE_SECONDS, SharedDiscovery
 from adapter.explain.paths import ExplainPathError, ExternalRequest, parse_api_path
 from adapter.explain.render import as_json, as_text
-from adapter.naming.resources import BUILTIN_RESOURCES, ResourceInfo, StaticResourceMapper
+from adapter.naming.resources import BUILTIN_RESOURCES, StaticResourceMapper
 from adapter.prometheus import QueryResult
-from adapter.registry import RuleId, SeriesRegistry, series_query_groups
+from adapter.registry import RuleId, series_query_groups
 from adapter.seriesshapes import SeriesShapes
 from adapter.server.app import render_errors
 from adapter.server.explain_routes import ExplainRoutes
@@ -33,6 +32,7 @@ from adapter.server.provider import PrometheusMetricsProvider
 from adapter.server.rules import ServedRules
 from adapter.server.status import StatusError
 from shared.clock import FakeClock
+from tests.adapter.provider_fakes import ListedObjects, RecordingPrometheus, fed_registry
 
 CONFIG = parse_config(
     default_config_yaml()
@@ -64,31 +64,9 @@ def explained(path: str, discovery: Discovery | None = None, **options: object) 
     return explain(CONFIG, MAPPER, path, read, discovery or discovered(), **options)  # type: ignore[arg-type]
 
 
-@dataclass
-class RecordingPrometheus:
-    queries: list[str] = field(default_factory=list)
-
-    async def query(self, promql: str, rule: str) -> QueryResult:
-        self.queries.append(promql)
-        return QueryResult("vector", ())
-
-
-@dataclass
-class ListedObjects:
-    listed: list[str]
-
-    async def names(
-        self, info: ResourceInfo, namespace: str, matches: Callable[[Mapping[str, str]], bool]
-    ) -> list[str]:
-        return list(self.listed)
-
-
 def provider_query(path: str, listed: list[str], batch: bool = False) -> str:
     """The PromQL the adapter's provider sends for `path`, its registry fed SERIES."""
-    registry = SeriesRegistry(CONFIG, MAPPER)
-    for rules in series_query_groups(CONFIG).values():
-        for rule in rules:
-            registry.update(rule, SERIES)
+    registry = fed_registry(CONFIG, MAPPER, SERIES)
     prometheus = RecordingPrometheus()
     provider = PrometheusMetricsProvider(
         registry,
@@ -333,10 +311,7 @@ async def test_concurrent_explanations_share_one_listing_for_a_few_seconds() -> 
 
 
 def served_rules(prometheus: ExplainPrometheus) -> ServedRules:
-    registry = SeriesRegistry(CONFIG, MAPPER)
-    for rules in series_query_groups(CONFIG).values():
-        for rule in rules:
-            registry.update(rule, SERIES)
+    registry = fed_registry(CONFIG, MAPPER, SERIES)
     provider = PrometheusMetricsProvider(registry, prometheus, MAPPER, ListedObjects(["web-1"]))  # type: ignore[arg-type]
     return ServedRules(CONFIG, registry, provider, None)
 
