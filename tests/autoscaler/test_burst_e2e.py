@@ -34,6 +34,7 @@ from tests.autoscaler.metrics_backend import MetricsBackend
 
 PERIOD = 15
 KEY = ("default", "web")
+METRIC = ("default", "http_requests")
 
 
 @dataclass
@@ -42,6 +43,11 @@ class WindowedBackend(MetricsBackend):
     from `short_values`, all others from `pod_values`."""
 
     short_values: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
+
+    def on_target(self, pods: list[str]) -> None:
+        """Every pod at the target of 100, over both windows."""
+        self.pod_values[METRIC] = dict.fromkeys(pods, 100.0)
+        self.short_values[METRIC] = dict.fromkeys(pods, 100.0)
 
     def window_reads(self) -> int:
         return sum(query.get("metricLabelSelector") == f"{WINDOW_LABEL}=6s" for _, query in self.requests)
@@ -79,9 +85,7 @@ async def test_a_surge_in_the_short_window_scales_before_the_next_sync_period(
 ) -> None:
     await install_crd(kube)
     pods = workload(apiserver, "web", 4)
-    metric = ("default", "http_requests")
-    windowed.pod_values[metric] = dict.fromkeys(pods, 100.0)  # on target: 4 pods
-    windowed.short_values[metric] = dict.fromkeys(pods, 100.0)
+    windowed.on_target(pods)
     spec = autoscaler_spec(
         "web",
         "http_requests",
@@ -100,7 +104,7 @@ async def test_a_surge_in_the_short_window_scales_before_the_next_sync_period(
         await eventually(lambda: windowed.window_reads() == 1)
         assert await replicas_of(kube, "web") == 4
         # The surge: six times the target over the short window, the normal window still on target.
-        windowed.short_values[metric] = dict.fromkeys(pods, 600.0)
+        windowed.short_values[METRIC] = dict.fromkeys(pods, 600.0)
         fake_clock.advance(1.0)
         await until(lambda: replicas_of(kube, "web"), 8)  # 2 s after the start, 13 s before the period
         assert reconciles(controller) == 1  # no sync period has passed
@@ -112,7 +116,7 @@ async def test_a_surge_in_the_short_window_scales_before_the_next_sync_period(
         assert _in_burst_series(controller) == 1
         # The next period, with the normal window still on the old per-pod value of 4 pods' load: in burst,
         # no scale-down.
-        windowed.pod_values[metric] = dict.fromkeys(pods, 50.0)
+        windowed.pod_values[METRIC] = dict.fromkeys(pods, 50.0)
         await advance(fake_clock, controller, PERIOD - 2 + 0.001)
         record = controller.decisions.records_json(KEY)[0]  # type: ignore[index]
         assert record["metrics"][0]["proposal"] < 8 and record["desiredReplicas"] == 8
@@ -150,9 +154,7 @@ async def test_a_burst_check_reads_only_the_metrics_with_a_short_window(
     windowed: WindowedBackend,
     fake_clock: FakeClock,
 ) -> None:
-    pods = workload(apiserver, "web", 4)
-    metric = ("default", "http_requests")
-    windowed.pod_values[metric] = windowed.short_values[metric] = dict.fromkeys(pods, 100.0)
+    windowed.on_target(workload(apiserver, "web", 4))
     cpu = {
         "type": "Resource",
         "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}},
@@ -185,8 +187,7 @@ async def test_failing_burst_checks_are_counted_and_logged_when_the_outcome_chan
             for checks in range(1, 4):
                 fake_clock.advance(1.0)
                 await eventually(lambda n=checks: _burst_checks(controller, "api_error") == n)  # type: ignore[misc]
-            pods = workload(apiserver, "web", 2)
-            windowed.pod_values["default", "http_requests"] = dict.fromkeys(pods, 100.0)
+            windowed.on_target(workload(apiserver, "web", 2))
             fake_clock.advance(1.0)
             await eventually(lambda: _burst_checks(controller, "ok") == 1)
         burst_logs = [e for e in logs if str(e["event"]).startswith("burst check")]
@@ -204,10 +205,7 @@ async def test_an_unreadable_spec_ends_the_burst_checks_without_a_crash(
     windowed: WindowedBackend,
     fake_clock: FakeClock,
 ) -> None:
-    pods = workload(apiserver, "web", 2)
-    windowed.pod_values["default", "http_requests"] = windowed.short_values["default", "http_requests"] = (
-        dict.fromkeys(pods, 100.0)
-    )
+    windowed.on_target(workload(apiserver, "web", 2))
     await _burst_autoscaler(kube, "web", [])
     async with running_controller(kubeconfig_path, windowed.url, clock=fake_clock) as controller:
         await eventually(lambda: reconciles(controller) == 1)
@@ -244,19 +242,17 @@ async def test_a_slow_burst_check_ends_at_its_own_deadline_of_one_interval(
     windowed: WindowedBackend,
     fake_clock: FakeClock,
 ) -> None:
-    pods = workload(apiserver, "web", 2)
-    metric = ("default", "http_requests")
-    windowed.pod_values[metric] = windowed.short_values[metric] = dict.fromkeys(pods, 100.0)
+    windowed.on_target(workload(apiserver, "web", 2))
     await _burst_autoscaler(kube, "web", [])
     async with running_controller(kubeconfig_path, windowed.url, clock=fake_clock) as controller:
         await eventually(lambda: reconciles(controller) == 1)
-        windowed.delays[metric] = 60.0  # real seconds: only the fake deadline ends the reads
+        windowed.delays[METRIC] = 60.0  # real seconds: only the fake deadline ends the reads
         fake_clock.advance(1.0)
         await eventually(lambda: windowed.window_reads() == 1)
         fake_clock.advance(1.0)  # one --burst-check-interval (default 1s), far below the reconcile's 10s
         await eventually(lambda: _burst_checks(controller, "deadline") == 1)
         # The lock is free again: the next period's reconcile runs on time.
-        del windowed.delays[metric]
+        del windowed.delays[METRIC]
         await advance(fake_clock, controller, PERIOD - 2 + 0.001)
         assert _counted(controller, "surge_autoscaler_reconciles", "deadline") == 0
 
@@ -268,9 +264,7 @@ async def test_a_reconcile_after_burst_was_removed_waits_for_the_running_check(
     windowed: WindowedBackend,
     fake_clock: FakeClock,
 ) -> None:
-    pods = workload(apiserver, "web", 2)
-    metric = ("default", "http_requests")
-    windowed.pod_values[metric] = windowed.short_values[metric] = dict.fromkeys(pods, 100.0)
+    windowed.on_target(workload(apiserver, "web", 2))
     await _burst_autoscaler(kube, "web", [])
     # A reconcile deadline shorter than the check's: the wait for the check's lock is not part of it.
     deadline = 0.5
@@ -278,7 +272,7 @@ async def test_a_reconcile_after_burst_was_removed_waits_for_the_running_check(
         kubeconfig_path, windowed.url, clock=fake_clock, reconcile_deadline=deadline
     ) as controller:
         await eventually(lambda: reconciles(controller) == 1)
-        windowed.delays[metric] = 60.0  # real seconds: the check hangs until its fake deadline
+        windowed.delays[METRIC] = 60.0  # real seconds: the check hangs until its fake deadline
         fake_clock.advance(1.0)
         await eventually(lambda: len(windowed.requests) == 3)  # the reconcile's read, the check's two
         # Each later read notes whether the check had ended by then.
@@ -290,7 +284,7 @@ async def test_a_reconcile_after_burst_was_removed_waits_for_the_running_check(
         # The spec edit's reconcile is taken by a worker (the queue is empty again) while the check runs.
         await eventually(lambda: "burst" not in (controller.autoscalers.store.get(*KEY) or {})["spec"])
         await eventually(lambda: len(controller.queue) == 0)
-        del windowed.delays[metric]
+        del windowed.delays[METRIC]
         fake_clock.advance(1.0)
         await eventually(lambda: reconciles(controller) == 2)
         assert checks_ended == [1]  # the reconcile read its metric only after the check ended
@@ -304,9 +298,7 @@ async def test_burst_checks_beyond_burst_qps_come_later(
     windowed: WindowedBackend,
     fake_clock: FakeClock,
 ) -> None:
-    pods = workload(apiserver, "web", 2)
-    metric = ("default", "http_requests")
-    windowed.pod_values[metric] = windowed.short_values[metric] = dict.fromkeys(pods, 100.0)
+    windowed.on_target(workload(apiserver, "web", 2))
     await _burst_autoscaler(kube, "web", [])
     flags = ["--burst-qps=0.5"]  # one token saved up, one more every 2 s
     async with running_controller(kubeconfig_path, windowed.url, clock=fake_clock, flags=flags) as controller:
