@@ -23,16 +23,12 @@ from __future__ import annotations
 import re
 
 from adapter.server.status import bad_request
+from shared.durations import parse_go_duration
 from shared.selectors import Operator, Selector
 
 WINDOW_LABEL = "surge.dev/window"
 MAX_WINDOW_MS = 3_600_000  # 1h
 
-# Go's time.ParseDuration: an optional sign, then one or more decimal numbers each with a unit.
-_GO_DURATION = re.compile(r"^[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+$")
-_GO_TERM = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_NANOS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 10**9, "m": 60 * 10**9}
-_NANOS["h"] = 60 * _NANOS["m"]
 # What may stand between a range's brackets: PromQL durations (`2m`, `1h30m`, `90s`), an optional step.
 _PROMQL_DURATION = r"\s*(?:\d+(?:\.\d+)?(?:ms|s|m|h|d|w|y)?)+\s*"
 _RANGE = re.compile(rf"^(?P<range>{_PROMQL_DURATION})(?P<step>:(?P<every>{_PROMQL_DURATION})?)?$")
@@ -55,11 +51,12 @@ def split_window(selector: Selector) -> tuple[str | None, Selector]:
 
 def promql_duration(text: str) -> str:
     """A positive Go duration as a PromQL duration of whole milliseconds (`1m30s` -> `90s`); 400 otherwise."""
-    if not _GO_DURATION.match(text):
-        raise bad_request(f'{WINDOW_LABEL}: "{text}" is not a duration (like 6s, 1m30s or 500ms)')
-    nanos = sum(float(number) * _NANOS[unit] for number, unit in _GO_TERM.findall(text))
-    millis = round(nanos / 1_000_000)
-    if text.startswith("-") or millis < 1:
+    try:
+        seconds = parse_go_duration(text)
+    except ValueError:
+        raise bad_request(f'{WINDOW_LABEL}: "{text}" is not a duration (like 6s, 1m30s or 500ms)') from None
+    millis = round(seconds * 1000)
+    if millis < 1:
         raise bad_request(f'{WINDOW_LABEL}: "{text}" is not a positive duration of at least 1ms')
     if millis > MAX_WINDOW_MS:
         raise bad_request(f'{WINDOW_LABEL}: "{text}" is longer than the longest window, 1h')
