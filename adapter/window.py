@@ -24,9 +24,9 @@ import re
 
 from adapter.server.status import bad_request
 from shared.durations import parse_go_duration
+from shared.metricwindow import WINDOW_LABEL
 from shared.selectors import Operator, Selector
 
-WINDOW_LABEL = "surge.dev/window"
 MAX_WINDOW_MS = 3_600_000  # 1h
 
 # What may stand between a range's brackets: PromQL durations (`2m`, `1h30m`, `90s`), an optional step.

@@ -60,8 +60,6 @@ from autoscaler.core.types import (
 
 # KPA's stable window is ten times its panic window (panic-window-percentage 10 %).
 STABLE_WINDOWS = 10
-# The label-selector requirement that asks the adapter for a metric over a short window (docs/deploy.md).
-WINDOW_LABEL = "surge.dev/window"
 
 
 def reads_short_window(metric: MetricSpec) -> bool:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from autoscaler.core.burst import WINDOW_LABEL
 from autoscaler.core.types import LabelSelector
+from shared.metricwindow import WINDOW_LABEL
 from shared.selectors import Selector
 
 

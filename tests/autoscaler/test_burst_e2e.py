@@ -14,11 +14,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from structlog.testing import capture_logs
 
 from autoscaler.controller import Controller
-from autoscaler.core.burst import WINDOW_LABEL
 from autoscaler.metrics.client import RESOURCE
 from autoscaler.target_metrics import families
 from shared.clock import FakeClock
 from shared.kube import KubeClient
+from shared.metricwindow import WINDOW_LABEL
 from sim.runner import ServerThread
 from tests.autoscaler.harness import (
     autoscaler_spec,

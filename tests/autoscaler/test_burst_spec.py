@@ -11,11 +11,11 @@ import pytest
 import yaml
 
 from adapter.window import split_window
-from autoscaler.core.burst import WINDOW_LABEL
 from autoscaler.core.kube_json import burst_from_json
 from autoscaler.core.types import Burst, LabelSelector
 from autoscaler.metrics.selectors import windowed_selector
 from autoscaler.sources import BURST_ANNOTATION, CRD_SOURCE, HPA_SOURCE
+from shared.metricwindow import WINDOW_LABEL
 from shared.selectors import parse_selector
 from sim.apiserver import ApiError, ApiServer
 from tests.autoscaler.harness import autoscaler_spec

@@ -15,7 +15,8 @@ from adapter.naming.resources import BUILTIN_RESOURCES, StaticResourceMapper
 from adapter.server.provider import PrometheusMetricsProvider
 from adapter.server.routes import CustomRequest
 from adapter.server.status import StatusError
-from adapter.window import WINDOW_LABEL, promql_duration, split_window, windowed, with_window
+from adapter.window import promql_duration, split_window, windowed, with_window
+from shared.metricwindow import WINDOW_LABEL
 from shared.selectors import parse_selector
 from tests.adapter.provider_fakes import RecordingPrometheus, fed_registry
 
