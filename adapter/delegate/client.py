@@ -10,7 +10,7 @@ import aiohttp
 from yarl import URL
 
 from adapter.delegate.options import DelegateOptions
-from shared.kube.http11 import Http11Client
+from shared.kube.http11 import Answer, Http11Client
 from shared.tls import client_context
 from shared.tokenfile import TokenFile
 
@@ -42,8 +42,8 @@ class DelegateClient:
         self._http = Http11Client(str(base.origin()), tls, headers)
         self._slots = asyncio.Semaphore(_MAX_CONNECTIONS)
 
-    async def get(self, target: str) -> tuple[int, bytes]:
-        """GET `target` (escaped path and query, as received) below the delegate's URL: status and body."""
+    async def get(self, target: str) -> Answer:
+        """GET `target` (escaped path and query, as received) below the delegate's URL."""
         headers = {}
         if self._token is not None:
             try:
@@ -52,7 +52,7 @@ class DelegateClient:
                 raise DelegateUnreachable(f"cannot read token file {self._token.path}: {err}") from err
         try:
             async with asyncio.timeout(self._timeout), self._slots:
-                return await self._http.request("GET", self._prefix + target, None, headers)
+                return await self._http.exchange("GET", self._prefix + target, None, headers)
         except TimeoutError as err:
             raise DelegateUnreachable(f"no answer within {self._timeout}s") from err
         except aiohttp.ClientError as err:

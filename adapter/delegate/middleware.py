@@ -19,6 +19,7 @@ from adapter.delegate.router import Delegate, Router
 from adapter.server import bodies, documents
 from adapter.server.routes import parse_custom_path
 from adapter.server.status import CUSTOM_GROUP, EXTERNAL_GROUP, StatusError
+from shared.kube.http11 import Answer
 
 _CUSTOM_PREFIX = f"/apis/{CUSTOM_GROUP}/"
 _EXTERNAL_PREFIX = f"/apis/{EXTERNAL_GROUP}/"
@@ -62,10 +63,9 @@ def discovery_list_of(path: str) -> tuple[str, str] | None:
     return None
 
 
-def _passed_through(status: int, body: bytes) -> web.Response:
-    # The lean client keeps no headers: metrics servers answer JSON (values and Status errors alike).
-    content_type = "application/json" if body.lstrip()[:1] in (b"{", b"[") else "text/plain"
-    return web.Response(status=status, body=body, content_type=content_type)
+def _passed_through(answer: Answer) -> web.Response:
+    headers = {"Content-Type": answer.content_type.decode("latin-1")} if answer.content_type else None
+    return web.Response(status=answer.status, body=answer.body, headers=headers)
 
 
 def make_delegate_middleware(router: Router) -> Middleware:
@@ -79,10 +79,10 @@ def make_delegate_middleware(router: Router) -> Middleware:
         )
 
     async def forward(request: web.Request, delegate: Delegate, metric: str) -> web.Response:
-        status, body = await router.forward(delegate, request.raw_path, metric)
-        if status == 404:
+        answer = await router.forward(delegate, request.raw_path, metric)
+        if answer.status == 404:
             await router.refresh_after_miss()  # it may have dropped the metric: do not route it there
-        return _passed_through(status, body)
+        return _passed_through(answer)
 
     @web.middleware
     async def multiplex(request: web.Request, handler: Handler) -> web.StreamResponse:

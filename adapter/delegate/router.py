@@ -32,6 +32,7 @@ from adapter.registry import CustomMetricInfo
 from adapter.server.documents import CUSTOM_VERSIONS, EXTERNAL_VERSIONS
 from adapter.server.status import CUSTOM_GROUP, EXTERNAL_GROUP, StatusError
 from shared.clock import LOOP_CLOCK, Clock
+from shared.kube.http11 import Answer
 
 log = structlog.get_logger(__name__)
 
@@ -150,16 +151,16 @@ class Router:
     def fallback(self, group: str) -> Delegate | None:
         return next((d for d in self.delegates if d.spec.fallback and group in d.spec.groups), None)
 
-    async def forward(self, delegate: Delegate, target: str, metric: str) -> tuple[int, bytes]:
+    async def forward(self, delegate: Delegate, target: str, metric: str) -> Answer:
         """The delegate's answer to GET `target`, unchanged; a 503 Status when it does not answer."""
         try:
-            status, body = await delegate.client.get(target)
+            answer = await delegate.client.get(target)
         except DelegateUnreachable as err:
             self._metrics.forwarded.labels(delegate.spec.url, "503").inc()
             log.warning("delegate unreachable", delegate=delegate.spec.url, metric=metric, error=str(err))
             raise delegate_unavailable(metric) from None
-        self._metrics.forwarded.labels(delegate.spec.url, str(status)).inc()
-        return status, body
+        self._metrics.forwarded.labels(delegate.spec.url, str(answer.status)).inc()
+        return answer
 
     # -- the delegates' lists ---------------------------------------------------------------------
 
@@ -251,13 +252,13 @@ class Router:
     async def _discovery(self, delegate: Delegate, group: str, versions: Sequence[str]) -> object:
         """The APIResourceList of the first of `versions` the delegate serves; None if it serves none."""
         for version in versions:
-            status, body = await delegate.client.get(f"/apis/{group}/{version}")
-            if status == 404:
+            answer = await delegate.client.get(f"/apis/{group}/{version}")
+            if answer.status == 404:
                 continue
-            if status != 200:
-                raise BadListing(f"/apis/{group}/{version}: code {status}")
+            if answer.status != 200:
+                raise BadListing(f"/apis/{group}/{version}: code {answer.status}")
             try:
-                return orjson.loads(body)
+                return orjson.loads(answer.body)
             except orjson.JSONDecodeError as err:
                 raise BadListing(f"/apis/{group}/{version}: not JSON") from err
         return None

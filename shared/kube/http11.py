@@ -35,14 +35,16 @@ _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 _MAX_HEAD = 64 * 1024
 
 
-class _Answer:
-    """What the parser found: status, body, and whether the connection may be used again."""
+class Answer:
+    """What the parser found: status, body, its Content-Type (b"" when none), and whether the connection
+    may be used again."""
 
-    __slots__ = ("body", "keep_alive", "status")
+    __slots__ = ("body", "content_type", "keep_alive", "status")
 
-    def __init__(self, status: int, body: bytes, keep_alive: bool) -> None:
+    def __init__(self, status: int, body: bytes, content_type: bytes, keep_alive: bool) -> None:
         self.status = status
         self.body = body
+        self.content_type = content_type
         self.keep_alive = keep_alive
 
 
@@ -51,11 +53,12 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self._buffer = bytearray()
-        self._waiter: asyncio.Future[_Answer] | None = None
+        self._waiter: asyncio.Future[Answer] | None = None
         self._head_only = False
         self._received_any = False
         # Parse state of the current answer.
         self._status = 0
+        self._content_type = b""
         self._keep_alive = True
         self._body_at = -1  # offset of the body in the buffer once the head is parsed
         self._length: int | None = None
@@ -93,7 +96,7 @@ class _Connection(asyncio.Protocol):
 
     # ---- one exchange
 
-    def send(self, request: bytes, head_only: bool) -> asyncio.Future[_Answer]:
+    def send(self, request: bytes, head_only: bool) -> asyncio.Future[Answer]:
         assert self.transport is not None
         self._waiter = asyncio.get_running_loop().create_future()
         self._head_only = head_only
@@ -120,7 +123,8 @@ class _Connection(asyncio.Protocol):
 
     def _finish(self, body: bytes) -> bool:
         assert self._waiter is not None
-        self._waiter.set_result(_Answer(self._status, body, self._keep_alive and not self.closed))
+        answer = Answer(self._status, body, self._content_type, self._keep_alive and not self.closed)
+        self._waiter.set_result(answer)
         return True
 
     def _parse(self, eof: bool) -> bool:
@@ -159,6 +163,7 @@ class _Connection(asyncio.Protocol):
         self._keep_alive = parts[0] != b"HTTP/1.0"
         self._length = None
         self._chunked = False
+        self._content_type = b""
         for line in lines[1:]:
             name, sep, value = line.partition(b":")
             if not sep:
@@ -169,6 +174,8 @@ class _Connection(asyncio.Protocol):
                 if not value.isdigit():
                     raise aiohttp.ClientPayloadError(f"bad Content-Length {value[:40]!r}")
                 self._length = int(value)
+            elif name == b"content-type":
+                self._content_type = value
             elif name == b"transfer-encoding":
                 self._chunked = value.lower().endswith(b"chunked")
             elif name == b"connection":
@@ -235,6 +242,13 @@ class Http11Client:
         self, method: str, target: str, body: bytes | None, headers: Mapping[str, str] | None
     ) -> tuple[int, bytes]:
         """Send one request for `target` (escaped path and query) and return status and body."""
+        answer = await self.exchange(method, target, body, headers)
+        return answer.status, answer.body
+
+    async def exchange(
+        self, method: str, target: str, body: bytes | None, headers: Mapping[str, str] | None
+    ) -> Answer:
+        """As `request`, the whole answer (for a proxy, which passes its Content-Type on)."""
         extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
         length = f"Content-Length: {len(body)}\r\n" if body is not None else ""
         head = f"{method} {target} HTTP/1.1\r\n{self._fixed_headers}{extra}{length}\r\n"
@@ -256,7 +270,7 @@ class Http11Client:
                 self._idle.append(conn)
             else:
                 conn.close()
-            return answer.status, answer.body
+            return answer
 
     async def _acquire(self) -> tuple[_Connection, bool]:
         while self._idle:

@@ -219,10 +219,11 @@ async def test_routing_refresh_on_miss_and_an_unreachable_delegate(
         assert await router.refresh_after_miss()
         assert router.owner(EXTERNAL_GROUP, "", "later") is delegate
 
-        status, body = await router.forward(
+        answer = await router.forward(
             delegate, "/apis/external.metrics.k8s.io/v1beta1/namespaces/n/later?x=%2A", "later"
         )
-        assert status == 200 and json.loads(body)["kind"] == "ExternalMetricValueList"
+        assert answer.status == 200 and json.loads(answer.body)["kind"] == "ExternalMetricValueList"
+        assert answer.content_type.startswith(b"application/json")  # passed on as the delegate said
         assert server.reads[-1] == "/apis/external.metrics.k8s.io/v1beta1/namespaces/n/later?x=%2A"  # as sent
 
         # A delegate that fails its discovery keeps its last lists; gone, its metrics get 503.

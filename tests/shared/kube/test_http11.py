@@ -95,6 +95,17 @@ async def test_sends_one_well_formed_request_and_reuses_the_connection() -> None
         assert sent_body == b'{"a":1}'
 
 
+async def test_exchange_gives_each_answer_its_own_content_type() -> None:
+    extra = b"Content-Type: application/json; charset=utf-8\r\n"
+    answers = iter([_fixed(b"{}", extra=extra), _fixed(b"x")])
+    async with serving(lambda _: next(answers)) as (server, client):
+        typed = await client.exchange("GET", "/", None, None)
+        assert (typed.status, typed.body) == (200, b"{}")
+        assert typed.content_type == b"application/json; charset=utf-8"
+        untyped = await client.exchange("GET", "/", None, None)  # on the same connection
+        assert (untyped.body, untyped.content_type, server.connections) == (b"x", b"", 1)
+
+
 async def test_reads_chunked_bodies_with_extensions_and_trailers() -> None:
     pieces = [
         b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n4;x=y\r\nabcd\r\n",
