@@ -16,17 +16,13 @@ from aiohttp.typedefs import Handler, Middleware
 
 from adapter.delegate.listing import merged_custom, merged_external
 from adapter.delegate.router import Delegate, Router
-from adapter.server import bodies, documents
-from adapter.server.routes import parse_custom_path
+from adapter.server import documents
+from adapter.server.routes import json_response, parse_custom_path
 from adapter.server.status import CUSTOM_GROUP, EXTERNAL_GROUP, StatusError
 from shared.kube.http11 import Answer
 
 _CUSTOM_PREFIX = f"/apis/{CUSTOM_GROUP}/"
 _EXTERNAL_PREFIX = f"/apis/{EXTERNAL_GROUP}/"
-
-
-def _json(document: dict[str, object]) -> web.Response:
-    return web.Response(body=bodies.encode(document), content_type="application/json")
 
 
 def metric_of(path: str) -> tuple[str, str, str] | None:
@@ -73,8 +69,8 @@ def make_delegate_middleware(router: Router) -> Middleware:
         listings = router.listings(group)
         if group == CUSTOM_GROUP:
             entries = merged_custom(router.surge_custom_entries(), listings)
-            return _json(documents.custom_resource_list(version, entries))
-        return _json(
+            return json_response(documents.custom_resource_list(version, entries))
+        return json_response(
             documents.external_resource_list(merged_external(router.surge_external_names(), listings))
         )
 

@@ -71,7 +71,8 @@ def parse_custom_path(tail: str, label_selector: str, metric_selector: str) -> C
     raise not_found()
 
 
-def _json(document: dict[str, Any]) -> web.Response:
+def json_response(document: dict[str, Any]) -> web.Response:
+    """A metrics API document as the answer (orjson, adapter.server.bodies)."""
     return web.Response(body=bodies.encode(document), content_type="application/json")
 
 
@@ -88,16 +89,16 @@ class MetricRoutes:
     current: Callable[[], MetricsProvider]
 
     async def group(self, request: web.Request) -> web.Response:
-        return _json(documents.api_group(request.match_info["group"]))
+        return json_response(documents.api_group(request.match_info["group"]))
 
     async def custom_resources(self, request: web.Request) -> web.Response:
         version = request.match_info["version"]
         if version not in documents.CUSTOM_VERSIONS:
             raise not_found()
-        return _json(documents.custom_resource_list(version, self.current().custom_metrics()))
+        return json_response(documents.custom_resource_list(version, self.current().custom_metrics()))
 
     async def external_resources(self, request: web.Request) -> web.Response:
-        return _json(documents.external_resource_list(self.current().external_metrics()))
+        return json_response(documents.external_resource_list(self.current().external_metrics()))
 
     async def custom(self, request: web.Request) -> web.Response:
         version = request.match_info["version"]
@@ -111,7 +112,7 @@ class MetricRoutes:
         parsed = parse_custom_path(request.match_info["tail"], label_selector, metric_selector)
         selector_json = provider.metric_selector_json(metric_selector) if metric_selector else None
         values = await provider.custom_values(parsed)
-        return _json(bodies.metric_value_list(version, parsed.metric, selector_json, values))
+        return json_response(bodies.metric_value_list(version, parsed.metric, selector_json, values))
 
     async def external(self, request: web.Request) -> web.Response:
         reject_watch(request)
@@ -121,7 +122,7 @@ class MetricRoutes:
         namespace, metric = parts[1], parts[2]
         selector = request.query.get("labelSelector", "")
         values = await self.current().external_values(namespace, metric, selector)
-        return _json(bodies.external_value_list(metric, values))
+        return json_response(bodies.external_value_list(metric, values))
 
     def add_routes(self, app: web.Application) -> None:
         custom, external = CUSTOM_GROUP, EXTERNAL_GROUP
