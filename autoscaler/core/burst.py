@@ -30,11 +30,10 @@ from dataclasses import replace
 from datetime import timedelta
 
 from autoscaler.core.conditions import set_condition
-from autoscaler.core.defaults import effective_metrics, with_defaults
+from autoscaler.core.defaults import DEFAULT_SCALE_UP, effective_metrics, with_defaults
 from autoscaler.core.metric_compute import MetricsResult, compute_replicas_for_metrics
 from autoscaler.core.normalization import scale_up_rate_limit, store_scale_event
 from autoscaler.core.reconcile import (
-    DEFAULT_SCALE_UP_RULES,
     Decision,
     _BeforeRescale,
     reference_of,
@@ -149,7 +148,7 @@ def check(snapshot: Snapshot, short_answers: Sequence[MetricAnswer | None]) -> D
     else:
         state = replace(state, agreed_since=None)
 
-    rules = spec.behavior.scale_up if spec.behavior is not None else DEFAULT_SCALE_UP_RULES
+    rules = spec.behavior.scale_up if spec.behavior is not None else DEFAULT_SCALE_UP
     assert rules is not None  # completed by with_defaults
     limit = scale_up_rate_limit(current, history.scale_up_events, history.scale_down_events, rules, now)
     wanted = current if short_count is None else short_count

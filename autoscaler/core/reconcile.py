@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from autoscaler.core.conditions import has_true_condition, remove_condition, set_condition
-from autoscaler.core.defaults import generate_scale_up_rules, with_defaults
+from autoscaler.core.defaults import DEFAULT_SCALE_UP, with_defaults
 from autoscaler.core.metric_compute import MetricsResult, compute_replicas_for_metrics
 from autoscaler.core.normalization import (
     SCALE_DOWN_STABILIZED,
@@ -64,9 +64,6 @@ ABOVE_MAX = "Current number of replicas above Spec.MaxReplicas"
 BELOW_MIN = "Current number of replicas below Spec.MinReplicas"
 ALL_BELOW_TARGET = "All metrics below target"
 # The scale-up policies without a behavior (100 % or 4 pods per 15 s), for burst mode's rate limit.
-DEFAULT_SCALE_UP_RULES = generate_scale_up_rules(None)
-
-
 def below_schedule(schedule: Schedule) -> str:
     """The rescale reason when an active schedule's minReplicas is above the current count (Surge's own,
     worded like upstream's BELOW_MIN)."""
@@ -515,7 +512,7 @@ def decide(snapshot: Snapshot) -> Decision:
                 # Burst checks scale up between periods under the default scale-up policies: decide's
                 # scale-ups count against the same rate (and are recorded below), so the two never add up.
                 rate = scale_up_rate_limit(
-                    current, history.scale_up_events, history.scale_down_events, DEFAULT_SCALE_UP_RULES, now
+                    current, history.scale_up_events, history.scale_down_events, DEFAULT_SCALE_UP, now
                 )
                 if rate.limit < limited.replicas:
                     limited = Limited(max(current, rate.limit), *SCALE_UP_LIMIT, rate.limit, rate.policy)
@@ -630,7 +627,7 @@ def decide(snapshot: Snapshot) -> Decision:
         history = record_rescale(spec.behavior, history, current, desired, now)
         if spec.behavior is None and spec.burst is not None and desired > current:
             change = desired - current
-            up_events = store_scale_event(history.scale_up_events, DEFAULT_SCALE_UP_RULES, change, now)
+            up_events = store_scale_event(history.scale_up_events, DEFAULT_SCALE_UP, change, now)
             history = replace(history, scale_up_events=up_events)
         if gates.hpa_scale_to_zero:
             if current > 0 and desired == 0 and min_replicas == 0 and has_object_or_external:
