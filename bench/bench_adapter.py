@@ -176,15 +176,47 @@ async def timed_get(
     return time.perf_counter() - started
 
 
+PROMETHEUS_QUERY = ("/api/v1/query", "success")  # (path, outcome) of the adapter's instant queries
+
+
+async def time_sums(
+    session: aiohttp.ClientSession, adapter_url: str, auth: dict[str, str]
+) -> dict[str, float]:
+    """From the adapter's `/metrics`: seconds and count of its successful custom-metric reads (`read_s`,
+    `reads`) and of the instant queries it sent to Prometheus (`prometheus_s`, `queries`)."""
+    async with session.get(f"{adapter_url}/metrics", headers=auth) as response:
+        text = await response.text()
+    sums = dict.fromkeys(("read_s", "reads", "prometheus_s", "queries"), 0.0)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = sample.labels
+            if family.name == "surge_adapter_request_duration_seconds":
+                keys = ("read_s", "reads") if (labels.get("route"), labels.get("code")) == ROUTE_200 else None
+            elif family.name == "surge_adapter_prometheus_request_duration_seconds":
+                match = (labels.get("path"), labels.get("outcome")) == PROMETHEUS_QUERY
+                keys = ("prometheus_s", "queries") if match else None
+            else:
+                keys = None
+            if keys and sample.name.endswith("_sum"):
+                sums[keys[0]] += sample.value
+            elif keys and sample.name.endswith("_count"):
+                sums[keys[1]] += sample.value
+    return sums
+
+
 async def bench_latency(
     adapter_url: str, auth: dict[str, str], prometheus_url: str, promql: str, requests: int
 ) -> dict[str, float]:
+    """Sequential reads through the adapter and straight to Prometheus, interleaved; also the means that
+    split the adapter's time: inside it (its request histogram) and, of that, waiting for Prometheus."""
     adapter_times: list[float] = []
     direct_times: list[float] = []
+    base = adapter_url.split("/apis/", 1)[0]
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=False, limit=1)) as session:
         for _ in range(50):  # warm up connections and caches
             await timed_get(session, adapter_url, headers=auth)
             await timed_get(session, f"{prometheus_url}/api/v1/query", {"query": promql})
+        before = await time_sums(session, base, auth)
         for _ in range(requests):
             adapter_times.append(await timed_get(session, adapter_url, headers=auth))
             direct_times.append(
@@ -192,7 +224,14 @@ async def bench_latency(
                     session, f"{prometheus_url}/api/v1/query", {"query": promql, "time": f"{time.time():.3f}"}
                 )
             )
-    result = {}
+        after = await time_sums(session, base, auth)
+    delta = {key: after[key] - before[key] for key in after}
+    result = {
+        "adapter_mean_ms": statistics.mean(adapter_times) * 1000,
+        "direct_mean_ms": statistics.mean(direct_times) * 1000,
+        "inside_mean_ms": delta["read_s"] / max(delta["reads"], 1) * 1000,
+        "prometheus_mean_ms": delta["prometheus_s"] / max(delta["queries"], 1) * 1000,
+    }
     for name, times in (("adapter", adapter_times), ("direct", direct_times)):
         result[f"{name}_p50_ms"] = percentile(times, 0.50) * 1000
         result[f"{name}_p99_ms"] = percentile(times, 0.99) * 1000
@@ -423,6 +462,13 @@ async def main() -> None:
         f"  adapter p50 {latency['adapter_p50_ms']:.2f} ms  p99 {latency['adapter_p99_ms']:.2f} ms\n"
         f"  direct  p50 {latency['direct_p50_ms']:.2f} ms  p99 {latency['direct_p99_ms']:.2f} ms\n"
         f"  ratio   p50 {latency['p50_ratio']:.2f}x     p99 {latency['p99_ratio']:.2f}x"
+    )
+    print(
+        f"  means: adapter {latency['adapter_mean_ms']:.2f} ms at the client = inside the adapter"
+        f" {latency['inside_mean_ms']:.2f} ms (of which its Prometheus round trip"
+        f" {latency['prometheus_mean_ms']:.2f} ms) + TLS, HTTP server and the hop"
+        f" {latency['adapter_mean_ms'] - latency['inside_mean_ms']:.2f} ms;"
+        f" direct {latency['direct_mean_ms']:.2f} ms"
     )
     for cache in ("uncached", "cached"):
         throughput = serving[f"{cache}_throughput"]
