@@ -1,7 +1,7 @@
 """Reaction to a load step: the demo's scenario, measured over several runs per profile.
 
     .venv/bin/python bench/bench_autoscaler_reaction.py [--runs 5] [--profiles fast,default,direct]
-    .venv/bin/python bench/bench_autoscaler_reaction.py --smoke   # one run of the fast profile
+    .venv/bin/python bench/bench_autoscaler_reaction.py --smoke   # one run each of fast and direct
 
 Per run: seconds from the load step until the step is visible in Prometheus, the first scale write, the
 needed replica count written, and that many pods ready. Targets (fast profile): first write <= 3 s after
@@ -99,7 +99,7 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--profiles", default="fast,default,direct")
-    args = parse_args(parser, {"runs": 1, "profiles": "fast"})
+    args = parse_args(parser, {"runs": 1, "profiles": f"fast,{DIRECT}"})
     configure_logging("error", "json")
     measured: dict[str, list[Outcome]] = {}
     for name in args.profiles.split(","):
