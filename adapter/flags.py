@@ -19,6 +19,11 @@ from adapter.server.tls import openssl_cipher_list
 from shared.cli import OneLineErrorParser, add_version_flag, go_duration, http_url, integer, port_number
 from shared.logging import add_logging_flags
 from shared.prometheus import check_header
+from shared.prometheus_flags import (
+    PrometheusCredentials,
+    add_prometheus_credential_flags,
+    prometheus_credentials,
+)
 
 FlagGroup = Callable[[argparse.ArgumentParser], None]
 
@@ -129,16 +134,7 @@ def add_prometheus_flags(parser: argparse.ArgumentParser) -> None:
         default="",
         help="kubeconfig whose TLS/auth settings are used for Prometheus",
     )
-    group.add_argument("--prometheus-ca-file", default="", help="CA bundle for Prometheus' certificate")
-    group.add_argument(
-        "--prometheus-client-tls-cert-file", default="", help="client certificate for Prometheus"
-    )
-    group.add_argument("--prometheus-client-tls-key-file", default="", help="client key for Prometheus")
-    group.add_argument(
-        "--prometheus-token-file",
-        default="",
-        help="bearer token file for Prometheus (re-read when it changes)",
-    )
+    add_prometheus_credential_flags(group)
     group.add_argument(
         "--prometheus-header",
         action="append",
@@ -291,10 +287,7 @@ class AdapterOptions:
     prometheus_verb: str
     prometheus_auth_incluster: bool
     prometheus_auth_config: str
-    prometheus_ca_file: str
-    prometheus_client_cert: str
-    prometheus_client_key: str
-    prometheus_token_file: str
+    prometheus_credentials: PrometheusCredentials
     prometheus_headers: tuple[tuple[str, str], ...]
     prometheus_timeout: float
     regex_escape_values: bool
@@ -332,10 +325,10 @@ def options_from_namespace(ns: argparse.Namespace) -> AdapterOptions:
         raise FlagError("--metrics-max-age: must be at least --metrics-relist-interval")
     if ns.prometheus_auth_incluster and ns.prometheus_auth_config:
         raise FlagError("--prometheus-auth-incluster and --prometheus-auth-config are mutually exclusive")
-    if bool(ns.prometheus_client_tls_cert_file) != bool(ns.prometheus_client_tls_key_file):
-        raise FlagError(
-            "--prometheus-client-tls-cert-file and --prometheus-client-tls-key-file must be given together"
-        )
+    try:
+        credentials = prometheus_credentials(ns)
+    except ValueError as err:
+        raise FlagError(str(err)) from None
     if bool(ns.tls_cert_file) != bool(ns.tls_private_key_file):
         raise FlagError("--tls-cert-file and --tls-private-key-file must be given together")
     if ns.tls_min_version not in {"", "VersionTLS12", "VersionTLS13"}:
@@ -363,10 +356,7 @@ def options_from_namespace(ns: argparse.Namespace) -> AdapterOptions:
         prometheus_verb=ns.prometheus_verb,
         prometheus_auth_incluster=ns.prometheus_auth_incluster,
         prometheus_auth_config=ns.prometheus_auth_config,
-        prometheus_ca_file=ns.prometheus_ca_file,
-        prometheus_client_cert=ns.prometheus_client_tls_cert_file,
-        prometheus_client_key=ns.prometheus_client_tls_key_file,
-        prometheus_token_file=ns.prometheus_token_file,
+        prometheus_credentials=credentials,
         prometheus_headers=headers,
         prometheus_timeout=ns.prometheus_timeout,
         regex_escape_values=ns.regex_escape_values,

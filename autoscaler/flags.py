@@ -19,6 +19,7 @@ from shared.cli import (
     seconds,
 )
 from shared.logging import add_logging_flags
+from shared.prometheus_flags import add_prometheus_credential_flags
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -120,18 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="Prometheus that direct metrics query, and predictive scaling reads histories from",
     )
-    g.add_argument("--prometheus-ca-file", default="", help="CA bundle for Prometheus' certificate")
+    add_prometheus_credential_flags(g)
     g.add_argument(
         "--prometheus-insecure-skip-tls-verify",
         action="store_true",
         help="do not verify the certificate of --prometheus-url",
-    )
-    g.add_argument("--prometheus-client-tls-cert-file", default="", help="client certificate for Prometheus")
-    g.add_argument("--prometheus-client-tls-key-file", default="", help="client key for Prometheus")
-    g.add_argument(
-        "--prometheus-token-file",
-        default="",
-        help="bearer token file for Prometheus (re-read when it changes)",
     )
     g.add_argument(
         "--cluster-wide-query-namespace",

@@ -14,6 +14,7 @@ from autoscaler.core.types import ControllerConfig
 from autoscaler.flags import build_parser
 from autoscaler.leader import LeaseConfig
 from autoscaler.promql.client import PrometheusAccess
+from shared.prometheus_flags import prometheus_credentials
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,24 @@ class AutoscalerOptions:
     log_format: str
 
 
+def _lease(ns: argparse.Namespace) -> LeaseConfig:
+    try:
+        return LeaseConfig(
+            namespace=ns.leader_elect_resource_namespace,
+            name=ns.leader_elect_resource_name,
+            identity=ns.leader_elect_identity,
+            lease_duration=ns.leader_elect_lease_duration,
+            renew_deadline=ns.leader_elect_renew_deadline,
+            retry_period=ns.leader_elect_retry_period,
+        )
+    except ValueError as err:
+        flags = "--leader-elect-lease-duration, --leader-elect-renew-deadline, --leader-elect-retry-period"
+        raise ValueError(f"{flags}: {err}") from None
+
+
 def options_from_namespace(ns: argparse.Namespace) -> AutoscalerOptions:
+    """The options; ValueError naming the flags when some do not go together."""
+    credentials = prometheus_credentials(ns)
     return AutoscalerOptions(
         kubeconfig=ns.kubeconfig,
         qps=ns.qps,
@@ -83,29 +101,15 @@ def options_from_namespace(ns: argparse.Namespace) -> AutoscalerOptions:
         prometheus=(
             PrometheusAccess(
                 url=ns.prometheus_url,
-                ca_file=ns.prometheus_ca_file,
+                credentials=credentials,
                 insecure_skip_tls_verify=ns.prometheus_insecure_skip_tls_verify,
-                client_cert=ns.prometheus_client_tls_cert_file,
-                client_key=ns.prometheus_client_tls_key_file,
-                token_file=ns.prometheus_token_file,
                 timeout=ns.metrics_timeout,  # a direct metric is a metrics call like any other
             )
             if ns.prometheus_url
             else None
         ),
         cluster_wide_query_namespaces=tuple(ns.cluster_wide_query_namespace),
-        lease=(
-            LeaseConfig(
-                namespace=ns.leader_elect_resource_namespace,
-                name=ns.leader_elect_resource_name,
-                identity=ns.leader_elect_identity,
-                lease_duration=ns.leader_elect_lease_duration,
-                renew_deadline=ns.leader_elect_renew_deadline,
-                retry_period=ns.leader_elect_retry_period,
-            )
-            if ns.leader_elect
-            else None
-        ),
+        lease=_lease(ns) if ns.leader_elect else None,
         bind_address=ns.bind_address,
         port=ns.port,
         shutdown_grace_period=ns.shutdown_grace_period,
@@ -120,6 +124,5 @@ def parse_options(argv: Sequence[str]) -> AutoscalerOptions:
     ns = parser.parse_args(argv)
     try:
         return options_from_namespace(ns)
-    except ValueError as err:  # only the lease timings are checked across flags
-        flags = "--leader-elect-lease-duration, --leader-elect-renew-deadline, --leader-elect-retry-period"
-        parser.error(f"{flags}: {err}")
+    except ValueError as err:
+        parser.error(str(err))

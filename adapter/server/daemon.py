@@ -49,19 +49,20 @@ class StartupError(Exception):
 async def prometheus_settings(options: AdapterOptions) -> PrometheusSettings:
     """Prometheus connection settings from the flags, with prometheus-adapter's precedence: a CA file wins
     over --prometheus-auth-config / --prometheus-auth-incluster, and a token file applies on top of any."""
+    credentials = options.prometheus_credentials
     settings = PrometheusSettings(
         url=options.prometheus_url,
         verb=options.prometheus_verb,
         timeout=options.prometheus_timeout,
         headers=options.prometheus_headers,
-        token_file=options.prometheus_token_file,
+        token_file=credentials.token_file,
     )
-    if options.prometheus_ca_file:
+    if credentials.ca_file:
         return replace(
             settings,
-            ca_file=options.prometheus_ca_file,
-            client_cert=options.prometheus_client_cert,
-            client_key=options.prometheus_client_key,
+            ca_file=credentials.ca_file,
+            client_cert=credentials.client_cert,
+            client_key=credentials.client_key,
         )
     if options.prometheus_auth_incluster:
         return replace(settings, ca_file=_IN_CLUSTER_CA, token_file=settings.token_file or _IN_CLUSTER_TOKEN)

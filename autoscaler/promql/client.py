@@ -10,10 +10,11 @@ it answered with one). Values stay Prometheus' decimal text, so they convert to 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from shared.prometheus import PrometheusFailure, PrometheusTransport
+from shared.prometheus_flags import PrometheusCredentials
 
 # Concurrent reconciles share this many Prometheus connections at most; the others wait their turn.
 MAX_CONNECTIONS = 16
@@ -28,11 +29,8 @@ class PrometheusAccess:
     """Where Prometheus is and how to reach it (the `--prometheus-*` flags)."""
 
     url: str
-    ca_file: str = ""
+    credentials: PrometheusCredentials = field(default_factory=PrometheusCredentials)
     insecure_skip_tls_verify: bool = False
-    client_cert: str = ""
-    client_key: str = ""
-    token_file: str = ""
     timeout: float = 10.0
 
 
@@ -57,11 +55,11 @@ class PrometheusClient:
             access.url,
             access.timeout,
             MAX_CONNECTIONS,
-            ca_file=access.ca_file,
+            ca_file=access.credentials.ca_file,
             insecure_skip_verify=access.insecure_skip_tls_verify,
-            client_cert=access.client_cert,
-            client_key=access.client_key,
-            token_file=access.token_file,
+            client_cert=access.credentials.client_cert,
+            client_key=access.credentials.client_key,
+            token_file=access.credentials.token_file,
         )
 
     async def close(self) -> None:

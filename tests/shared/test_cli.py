@@ -18,6 +18,7 @@ import pytest
 from adapter.auth import add_auth_flags
 from adapter.flags import FLAG_GROUPS, parse_flags
 from autoscaler.flags import build_parser as autoscaler_parser
+from autoscaler.options import parse_options
 from demo.__main__ import main as demo_main
 from shared.cli import OneLineErrorParser, go_duration, http_url, integer, number, port_number, seconds
 from sim.__main__ import parse_args as sim_parse_args
@@ -92,6 +93,10 @@ def _autoscaler(argv: Sequence[str]) -> object:
     return autoscaler_parser().parse_args(argv)
 
 
+def _autoscaler_options(argv: Sequence[str]) -> object:
+    return parse_options(argv)  # with the checks across flags
+
+
 def _sim(argv: Sequence[str]) -> object:
     return sim_parse_args(list(argv))
 
@@ -136,6 +141,24 @@ def _demo(argv: Sequence[str]) -> object:
         (_autoscaler, "surge-autoscaler", ["--qps=-1"], "--qps"),
         (_autoscaler, "surge-autoscaler", ["--reconcile-deadline=soon"], "--reconcile-deadline"),
         (_autoscaler, "surge-autoscaler", ["--shutdown-grace-period=-5s"], "--shutdown-grace-period"),
+        (
+            _autoscaler_options,
+            "surge-autoscaler",
+            ["--prometheus-client-tls-cert-file=client.pem"],
+            "--prometheus-client-tls-key-file",
+        ),
+        (
+            _adapter,
+            "surge-adapter",
+            ["--config=c", "--prometheus-client-tls-key-file=client-key.pem"],
+            "--prometheus-client-tls-cert-file",
+        ),
+        (
+            _autoscaler_options,
+            "surge-autoscaler",
+            ["--leader-elect", "--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=10s"],
+            "--leader-elect-renew-deadline",
+        ),
         (_sim, "surge-sim", ["--kubeconfig=k", "--port=abc"], "--port"),
         (_sim, "surge-sim", ["--port=0"], "--kubeconfig"),
         (_demo, "python -m demo", ["--seconds=0"], "--seconds"),
