@@ -92,6 +92,17 @@ def add_bool_flag(group: argparse._ActionsContainer, flag: str, help_text: str) 
     group.add_argument(flag, nargs="?", const=True, default=False, type=_bool, help=help_text)
 
 
+def add_regex_escape_flag(group: argparse._ActionsContainer) -> None:
+    """`--regex-escape-values`, which changes the PromQL rendered: the daemon's and `explain`'s flag."""
+    add_bool_flag(
+        group,
+        "--regex-escape-values",
+        "regex-escape object names and selector values joined into =~/!~ matchers and "
+        ".LabelValuesByName so each matches only itself (Surge extension; by default they pass "
+        "through as regexes, as in prometheus-adapter)",
+    )
+
+
 def canonical_header_key(key: str) -> str:
     """Go's textproto.CanonicalMIMEHeaderKey for the ASCII token case."""
     if not key or any(not (c.isalnum() or c == "-") for c in key):
@@ -147,13 +158,7 @@ def add_prometheus_flags(parser: argparse.ArgumentParser) -> None:
         default=10.0,
         help="per-query timeout, sent to Prometheus and enforced client-side (Go duration)",
     )
-    add_bool_flag(
-        group,
-        "--regex-escape-values",
-        "regex-escape object names and selector values joined into =~/!~ matchers and "
-        ".LabelValuesByName so each matches only itself (Surge extension; by default they pass "
-        "through as regexes, as in prometheus-adapter)",
-    )
+    add_regex_escape_flag(group)
     group.add_argument(
         "--metrics-cache-ttl",
         type=duration_arg,

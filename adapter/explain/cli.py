@@ -25,6 +25,7 @@ from adapter.explain.live import discover, with_result
 from adapter.explain.paths import ExplainPathError, MetricRead, parse_api_path
 from adapter.explain.render import as_json, as_text
 from adapter.flags import PROG as ADAPTER_PROG
+from adapter.flags import add_regex_escape_flag
 from adapter.naming.resources import BUILTIN_RESOURCES, ResourceMapper, StaticResourceMapper
 from adapter.prometheus import PrometheusClient, PrometheusSettings
 from shared.cli import OneLineErrorParser, go_duration, http_url, usage_error
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_MAX_AGE,
         help="look-back of series discovery, as the adapter's flag (default 10m)",
     )
+    add_regex_escape_flag(parser)
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
     return parser
 
@@ -67,7 +69,9 @@ async def _explain_live(
     prometheus = PrometheusClient(PrometheusSettings(url=args.prometheus_url))
     try:
         discovery = await discover(prometheus, config, args.metrics_max_age, LOOP_CLOCK)
-        explanation = explain(config, mapper, args.path, read, discovery)
+        explanation = explain(
+            config, mapper, args.path, read, discovery, regex_escape_values=args.regex_escape_values
+        )
         explanation = await with_result(prometheus, explanation, read, mapper)
     finally:
         await prometheus.close()
@@ -85,7 +89,10 @@ def main(argv: Sequence[str]) -> NoReturn:
             explanation, ok = uvloop.run(_explain_live(args, config, read, mapper))
         else:
             discovery = assumed_discovery(config, read, mapper)
-            explanation, ok = explain(config, mapper, args.path, read, discovery), True
+            explanation = explain(
+                config, mapper, args.path, read, discovery, regex_escape_values=args.regex_escape_values
+            )
+            ok = True
     except ConfigError as err:
         usage_error(PROG, f"--config: {err}")
     except ExplainPathError as err:

@@ -4,13 +4,16 @@ and why a metric is not served."""
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import ClientConnectionError, ClientSession, web
 from aiohttp.test_utils import TestServer
 
+from adapter.__main__ import main as adapter_main
 from adapter.auth.attributes import request_attributes
 from adapter.auth.authenticator import Authenticator
 from adapter.auth.authorizer import AlwaysAllowPaths, Authorizer, Decision
@@ -178,6 +181,24 @@ def test_without_prometheus_each_rule_is_tried_on_the_series_it_would_need() -> 
     assert rate_rule.promql == provider_query(path, ["web-1"], batch=True)
     assert "would serve it from http_requests_total{pod}" in as_text(explanation)
     assert explanation.notes and "--batch-namespace-queries" in explanation.notes[0]
+
+
+@pytest.mark.parametrize(
+    ("flags", "matcher"), [((), 'job=~"a.b|c"'), (("--regex-escape-values",), r'job=~"a\\.b|c"')]
+)
+def test_the_cli_renders_with_the_daemons_regex_escape_flag(
+    flags: tuple[str, ...], matcher: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(default_config_yaml())
+    path = f"{CUSTOM}/namespaces/shop/pods/web-1/http_requests?metricLabelSelector=job%20in%20(a.b,c)"
+    with pytest.raises(SystemExit) as exited:
+        adapter_main(["explain", f"--config={config}", *flags, "-o", "json", path])
+    assert exited.value.code == 0
+    rate_rule = json.loads(capsys.readouterr().out)["rules"][4]
+    assert rate_rule["promql"] == (
+        f'sum(rate(http_requests_total{{{matcher},namespace="shop",pod="web-1"}}[5m])) by (pod)'
+    )
 
 
 def test_paths_parse_as_the_routes_do() -> None:
