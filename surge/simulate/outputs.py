@@ -11,7 +11,16 @@ from pathlib import Path
 from surge.simulate.replay import Replay
 from surge.simulate.summary import Summary
 
-TIMELINE_COLUMNS = ("time", "profile", "load", "ready_replicas", "desired_replicas", "metric_value", "event")
+TIMELINE_COLUMNS = (
+    "time",
+    "profile",
+    "load",
+    "ready_replicas",
+    "desired_replicas",
+    "metric_value",
+    "forecast",
+    "event",
+)
 
 
 def _number(value: float | None) -> str:
@@ -33,6 +42,7 @@ def write_timeline(path: Path, replays: Sequence[Replay]) -> None:
                     r.ready,
                     r.desired,
                     _number(r.metric_value),
+                    _number(r.forecast),
                     r.event,
                 )
                 for r in replay.rows

@@ -1,4 +1,5 @@
-"""replicas.png: per profile, the load (as the pods it needs), the ready pods and the desired replicas.
+"""replicas.png: per profile, the load (as the pods it needs), the ready pods and the desired replicas,
+and with spec.predictive the load the forecast expects.
 
 One panel per profile, all on one time axis, so profiles compare at a glance. matplotlib's object API
 with the Agg canvas: no display, no pyplot state.
@@ -18,6 +19,8 @@ from surge.simulate.summary import Summary
 # (upper bound of the span in seconds, unit name, seconds per unit): the first that fits the series.
 _UNITS = ((2 * 3600, "minutes", 60.0), (3 * 86400, "hours", 3600.0), (float("inf"), "days", 86400.0))
 LOAD_COLOR, READY_COLOR, DESIRED_COLOR, SHORTFALL_COLOR = "#c8c8c8", "#1f77b4", "#ff7f0e", "#d62728"
+FORECAST_COLOR = "#2ca02c"
+FORECAST_LABEL = "pods the forecast expects"
 
 
 def _unit(span: float) -> tuple[str, float]:
@@ -39,6 +42,12 @@ def _title(replay: Replay, summary: Summary) -> str:
 def write_plot(
     path: Path, replays: Sequence[Replay], summaries: Mapping[str, Summary], capacity_per_pod: float
 ) -> None:
+    FigureCanvasAgg(replicas_figure(replays, summaries, capacity_per_pod)).print_png(str(path))
+
+
+def replicas_figure(
+    replays: Sequence[Replay], summaries: Mapping[str, Summary], capacity_per_pod: float
+) -> Figure:
     unit, size = _unit(replays[0].end)
     figure = Figure(figsize=(12, 1.2 + 3.2 * len(replays)), dpi=100, layout="constrained")
     axes = figure.subplots(len(replays), 1, sharex=True, squeeze=False)[:, 0]
@@ -65,12 +74,27 @@ def write_plot(
             ls="--",
             label="desired replicas",
         )
+        forecasts = [
+            (r.time / size, r.forecast / capacity_per_pod) for r in replay.rows if r.forecast is not None
+        ]
+        if forecasts:  # spec.predictive: what the forecast made at each sample expects over its horizon
+            ax.step(
+                *zip(*forecasts, strict=True),
+                where="post",
+                color=FORECAST_COLOR,
+                lw=1.0,
+                ls=":",
+                label=FORECAST_LABEL,
+            )
         ax.set_title(_title(replay, summaries[replay.profile]), loc="left", fontsize=11)
         ax.set_ylabel("pods")
         ax.set_ylim(bottom=0)
         ax.grid(True, color="#e6e6e6")
-    # One legend for all panels, above them, where it hides no data.
-    figure.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center", ncols=4, frameon=False)
+    # One legend for all panels, above them, where it hides no data: each line once, from any panel.
+    labelled = {
+        label: handle for ax in axes for handle, label in zip(*ax.get_legend_handles_labels(), strict=True)
+    }
+    figure.legend(labelled.values(), labelled.keys(), loc="outside upper center", ncols=5, frameon=False)
     axes[-1].set_xlabel(f"time since the series start ({unit})")
     axes[-1].set_xlim(0, replays[0].end / size)
-    FigureCanvasAgg(figure).print_png(str(path))
+    return figure

@@ -40,7 +40,7 @@ from itertools import pairwise
 from typing import NamedTuple
 
 from autoscaler.core import burst, decide, effective_metrics
-from autoscaler.core.predictive import Forecasts, grid_forecasts, prediction_at
+from autoscaler.core.predictive import Forecasts, Prediction, grid_forecasts, prediction_at
 from autoscaler.core.reconcile import Decision
 from autoscaler.core.types import (
     CONTAINER_RESOURCE,
@@ -137,6 +137,9 @@ class Row(NamedTuple):
     ready: int
     desired: int
     metric_value: float | None  # what the autoscaler reads (None: no ready pod to report a per-pod value)
+    # spec.predictive: the peak load the forecast made here expects over the horizon, read in place of
+    # the load when it is used and higher; None without spec.predictive or without enough history.
+    forecast: float | None
     event: str  # SAMPLE | SCALE
 
 
@@ -268,13 +271,19 @@ def _forecasts(series: Series, profile: Profile) -> Forecasts | None:
     return grid_forecasts(series.times, series.values, step, predictive)
 
 
-def _read_load(found: Forecasts | None, profile: Profile, load: float, time: float) -> float:
-    """The load as the autoscaler reads it at `time` (seconds from the series start): the load, or the
-    forecast made from the series up to `time` when it is used and higher."""
+def _prediction(found: Forecasts | None, profile: Profile, time: float) -> Prediction | None:
+    """The forecast made from the series up to `time` (seconds from the series start); None without
+    spec.predictive."""
     if found is None or profile.hpa.spec.predictive is None:
+        return None
+    return prediction_at(found, int(time // found.step), profile.hpa.spec.predictive)
+
+
+def _read_load(prediction: Prediction | None, load: float) -> float:
+    """The load as the autoscaler reads it: the load, or the forecast when it is used and higher."""
+    if prediction is None or not prediction.used or prediction.forecast is None:
         return load
-    prediction = prediction_at(found, int(time // found.step), profile.hpa.spec.predictive)
-    return max(load, prediction.forecast) if prediction.used and prediction.forecast is not None else load
+    return max(load, prediction.forecast)
 
 
 class _WindowMeans:
@@ -361,8 +370,10 @@ def replay(
         elif not states or states[-1][1:] != state[1:]:
             states.append(state)
         if event is not None:
-            read = metric_reading(metric, _read_load(found, profile, load, time), ready)
-            rows.append(Row(time, load, ready, desired, read, event))
+            prediction = _prediction(found, profile, time)
+            read = metric_reading(metric, _read_load(prediction, load), ready)
+            forecast = prediction.forecast if prediction is not None else None
+            rows.append(Row(time, load, ready, desired, read, forecast, event))
 
     def snapshot_at(time: float, now: datetime) -> Snapshot:
         """What the daemon would read at `time` (its metric over the normal window)."""
@@ -371,7 +382,7 @@ def replay(
             scale=Scale(spec_replicas=len(fleet), status_replicas=len(fleet), selector=_SELECTOR),
             pods=fleet.pods(),
             metric_answers=(
-                _answer(metric, _read_load(found, profile, load, time), fleet.ready_pods(), now),
+                _answer(metric, _read_load(_prediction(found, profile, time), load), fleet.ready_pods(), now),
             ),
             now=now,
             history=history,

@@ -66,14 +66,17 @@ def test_outputs_for_a_spec_and_two_comparisons(
 
     with (out / "timeline.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
-    assert list(rows[0])[:6] == [
+    assert list(rows[0]) == [
         "time",
         "profile",
         "load",
         "ready_replicas",
         "desired_replicas",
         "metric_value",
+        "forecast",
+        "event",
     ]
+    assert all(r["forecast"] == "" for r in rows)  # no spec.predictive
     scale_writes = {
         name: [
             (float(r["time"]), int(r["desired_replicas"]))

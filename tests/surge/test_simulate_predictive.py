@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from matplotlib.figure import Figure
 
 from autoscaler.sources import PREDICTIVE_ANNOTATION
+from surge.simulate.plot import FORECAST_LABEL, replicas_figure
 from surge.simulate.profiles import SpecError, default_profile, load_profile
 from surge.simulate.replay import SCALE, Replay, Series, Workload, replay
 from surge.simulate.summary import summarize
@@ -38,6 +40,10 @@ def _spec(kind: str, predictive: dict[str, Any] | None) -> dict[str, Any]:
     return obj
 
 
+def _legend(figure: Figure) -> list[str]:
+    return [text.get_text() for legend in figure.legends for text in legend.get_texts()]
+
+
 def _first_scale_up(result: Replay, after: float) -> float:
     return next(r.time for r in result.rows if r.event == SCALE and r.time >= after and r.desired > 2)
 
@@ -62,6 +68,15 @@ def test_scale_out_leads_a_recurring_step_once_a_season_is_known(tmp_path: Path,
             if r.event == SCALE and r.time == _first_scale_up(predictive, step - 60)
         ]
         assert (write.load, write.ready, write.metric_value) == (200, 2, 500)  # it read the forecast 1000
+        assert write.forecast == 1000
+    # The timeline's forecast: none the first day (no season of history yet), none without predictive.
+    assert all(r.forecast is None for r in predictive.rows if r.time < SEASON)
+    assert any(r.forecast is not None for r in predictive.rows if r.time >= SEASON + 60)
+    assert all(r.forecast is None for r in reactive.rows)
+    # The plot draws the forecast where there is one, in the legend once.
+    summaries = {r.profile: summarize(r, 100) for r in (predictive, reactive)}
+    assert _legend(replicas_figure([predictive, reactive], summaries, 100)).count(FORECAST_LABEL) == 1
+    assert FORECAST_LABEL not in _legend(replicas_figure([reactive], summaries, 100))
     cut = summarize(predictive, 100).shortfall_pod_seconds / summarize(reactive, 100).shortfall_pod_seconds
     assert cut == pytest.approx(1 / 3, abs=0.05)  # only the first day falls short
 
