@@ -3,7 +3,8 @@
 With `--prometheus-url` the rules' series are listed as the daemon lists them and the rendered query is
 run; without it each rule is tried on the series it would need (adapter.explain.assumed), and nothing is
 run. Resources are those of a common cluster (the built-in table): the CLI asks no API server, so a
-label-selector read of a namespaced resource is shown with its namespace-wide query.
+label-selector read of a namespaced resource is shown with its namespace-wide query, and a metrics.k8s.io
+list (whose queries name every pod or node it lists) shows no PromQL; a named pod or node does.
 
 Exit status: 0 when explained (served or not), 1 when Prometheus could not be asked (a series call or
 the query failed; the explanation says which), 2 for a bad flag, config file or path.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -21,12 +23,14 @@ import uvloop
 
 from adapter.config import AdapterConfig, ConfigError, load_config
 from adapter.explain.explanation import Explanation, assumed_discovery, explain
-from adapter.explain.live import discover, with_result
-from adapter.explain.paths import ExplainPathError, MetricRead, parse_api_path
+from adapter.explain.live import discover, with_result, with_usage
+from adapter.explain.paths import ExplainPathError, MetricRead, ResourceRead, parse_api_path
 from adapter.explain.render import as_json, as_text
+from adapter.explain.resource import ResourceExplanation, explain_resource
 from adapter.flags import PROG as ADAPTER_PROG
 from adapter.flags import add_regex_escape_flag
 from adapter.naming.resources import BUILTIN_RESOURCES, ResourceMapper, StaticResourceMapper
+from adapter.objects import CachedObject
 from adapter.prometheus import PrometheusClient, PrometheusSettings
 from shared.cli import OneLineErrorParser, go_duration, http_url, usage_error
 from shared.clock import LOOP_CLOCK
@@ -44,8 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "path",
-        help="the API path as the HPA asks it, e.g. "
-        "'/apis/custom.metrics.k8s.io/v1beta1/namespaces/default/pods/*/http_requests?labelSelector=app%%3Dweb'",
+        help="the API path as the HPA (or kubectl top) asks it, e.g. "
+        "'/apis/custom.metrics.k8s.io/v1beta1/namespaces/default/pods/*/http_requests?labelSelector=app%%3Dweb'"
+        " or '/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/web-1'",
     )
     parser.add_argument("--config", required=True, help="the adapter's rules file")
     parser.add_argument(
@@ -79,13 +84,36 @@ async def _explain_live(
     return explanation, answered and not discovery.errors
 
 
+async def _usage_live(args: argparse.Namespace, explanation: ResourceExplanation) -> ResourceExplanation:
+    prometheus = PrometheusClient(PrometheusSettings(url=args.prometheus_url))
+    try:
+        return await with_usage(prometheus, explanation, time.time())
+    finally:
+        await prometheus.close()
+
+
+def _explain_resource(
+    args: argparse.Namespace, config: AdapterConfig, read: ResourceRead, mapper: ResourceMapper
+) -> tuple[ResourceExplanation, bool]:
+    """A metrics.k8s.io read: a named object is known; the objects of a list only the API server knows."""
+    objects = [CachedObject(read.namespace, read.name, {})] if read.name else None
+    explanation = explain_resource(config, mapper, args.path, read, objects, args.regex_escape_values)
+    if not args.prometheus_url:
+        return explanation, True
+    explanation = uvloop.run(_usage_live(args, explanation))
+    return explanation, explanation.result is None or explanation.result.answered
+
+
 def main(argv: Sequence[str]) -> NoReturn:
     args = build_parser().parse_args(argv)
+    explanation: Explanation | ResourceExplanation
     try:
         config = load_config(args.config)
         read = parse_api_path(args.path)
         mapper = StaticResourceMapper(BUILTIN_RESOURCES)
-        if args.prometheus_url:
+        if isinstance(read, ResourceRead):
+            explanation, ok = _explain_resource(args, config, read, mapper)
+        elif args.prometheus_url:
             explanation, ok = uvloop.run(_explain_live(args, config, read, mapper))
         else:
             discovery = assumed_discovery(config, read, mapper)

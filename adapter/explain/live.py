@@ -1,5 +1,6 @@
-"""The two things an explanation asks Prometheus: the rules' series (the daemon's relist calls, one per
-distinct `seriesQuery`, each looking back `max_age`) and the answer to the rendered query."""
+"""What an explanation asks Prometheus: the rules' series (the daemon's relist calls, one per distinct
+`seriesQuery`, each looking back `max_age`) and the answer to the rendered query, or to a metrics.k8s.io
+read's pairs of queries."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from dataclasses import dataclass, replace
 from adapter.config import AdapterConfig
 from adapter.explain.explanation import Discovery, Explanation
 from adapter.explain.paths import ExternalRequest, MetricRead
+from adapter.explain.resource import ResourceExplanation, UsageQueries, usage_outcome
 from adapter.explain.results import QueryOutcome, custom_outcome, external_outcome
 from adapter.naming.resources import ResourceMapper, resolve_resource
-from adapter.prometheus import PrometheusClient, PrometheusError
+from adapter.prometheus import PrometheusClient, PrometheusError, QueryResult
 from adapter.registry import series_query_groups
 from adapter.seriesshapes import SeriesShapes
 from shared.clock import Clock
@@ -98,3 +100,25 @@ async def with_result(
         [request.name] if request.name != "*" else names,
     )
     return replace(explanation, result=outcome)
+
+
+async def with_usage(
+    prometheus: PrometheusClient, explanation: ResourceExplanation, now: float
+) -> ResourceExplanation:
+    """`explanation` with the items the API would list from the answers to its queries, all evaluated at
+    `now` as the provider does (unchanged when it has no query)."""
+    if not explanation.queries:
+        return explanation
+
+    async def answered(queries: UsageQueries) -> tuple[QueryResult, QueryResult] | str:
+        try:
+            pair = await asyncio.gather(
+                prometheus.query(queries.cpu.promql, now), prometheus.query(queries.memory.promql, now)
+            )
+        except PrometheusError as err:
+            return f"Prometheus: {err}"
+        odd = next((result.result_type for result in pair if result.result_type != "vector"), None)
+        return pair if odd is None else f"a query gave a {odd}, not a vector"
+
+    answers = await asyncio.gather(*(answered(queries) for queries in explanation.queries))
+    return replace(explanation, result=usage_outcome(explanation, answers, now))

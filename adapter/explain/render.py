@@ -1,12 +1,15 @@
-"""An Explanation as JSON (the endpoint's body, `-o json`) and as text (the CLI's default)."""
+"""An explanation as JSON (the endpoint's body, `-o json`) and as text (the CLI's default): of a custom or
+external metric read (Explanation), or of a metrics.k8s.io read (ResourceExplanation)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from adapter.explain.explanation import Explanation
+from adapter.explain.resource import ResourceExplanation
 from adapter.explain.results import QueryOutcome
 from adapter.explain.verdicts import RuleVerdict
+from adapter.resourcemetrics.queries import ResourceQuery
 from adapter.seriesshapes import Shape
 
 
@@ -37,7 +40,9 @@ def _result_json(outcome: QueryOutcome) -> dict[str, Any]:
     }
 
 
-def as_json(explanation: Explanation) -> dict[str, Any]:
+def as_json(explanation: Explanation | ResourceExplanation) -> dict[str, Any]:
+    if isinstance(explanation, ResourceExplanation):
+        return _resource_json(explanation)
     return {
         "path": explanation.path,
         "api": explanation.api,
@@ -88,7 +93,9 @@ def _value_text(value: dict[str, Any]) -> str:
     return f"{who} = {value['value']} at {value['timestamp']}"
 
 
-def as_text(explanation: Explanation) -> str:
+def as_text(explanation: Explanation | ResourceExplanation) -> str:
+    if isinstance(explanation, ResourceExplanation):
+        return _resource_text(explanation)
     lines = [
         f"Path:      {explanation.path}",
         f"Asks:      {_what(explanation)}",
@@ -124,4 +131,90 @@ def as_text(explanation: Explanation) -> str:
             lines.append(f"  no values ({len(outcome.samples)} samples from Prometheus)")
         if outcome.error is not None:
             lines.append(f"  error: {outcome.error}")
+    return "\n".join(lines) + "\n"
+
+
+# --- metrics.k8s.io ----------------------------------------------------------------------------------
+
+
+def _query_json(query: ResourceQuery) -> dict[str, Any]:
+    return {"promql": query.promql, "objectLabel": query.object_label}
+
+
+def _resource_json(explanation: ResourceExplanation) -> dict[str, Any]:
+    read, outcome = explanation.read, explanation.result
+    return {
+        "path": explanation.path,
+        "api": read.api,
+        "resource": read.kind,
+        "namespace": read.namespace,
+        "object": read.name,
+        "labelSelector": read.label_selector,
+        "fieldSelector": read.field_selector,
+        "served": explanation.served,
+        "window": explanation.window,
+        "queries": [
+            {
+                "namespace": queries.objects[0].namespace,
+                "objects": [obj.name for obj in queries.objects],
+                "cpu": _query_json(queries.cpu),
+                "memory": _query_json(queries.memory),
+            }
+            for queries in explanation.queries
+        ],
+        "reasons": list(explanation.reasons),
+        "result": None
+        if outcome is None
+        else {"items": list(outcome.items), "leftOut": list(outcome.left_out)},
+    }
+
+
+def _resource_served(explanation: ResourceExplanation) -> str:
+    if explanation.served is None:
+        return f"by resourceRules (window {explanation.window}) for the objects the API server lists"
+    if explanation.served:
+        return f"yes, by resourceRules (window {explanation.window})"
+    return "no"
+
+
+def _usage_text(item: dict[str, Any]) -> list[str]:
+    meta = item["metadata"]
+    name = f"{meta['namespace']}/{meta['name']}" if "namespace" in meta else meta["name"]
+    if "usage" in item:
+        return [
+            f"  {name}: cpu {item['usage']['cpu']}, memory {item['usage']['memory']} at {item['timestamp']}"
+        ]
+    return [f"  {name} at {item['timestamp']}:"] + [
+        f"    {c['name'] or '(no container label)'}: cpu {c['usage']['cpu']}, memory {c['usage']['memory']}"
+        for c in item["containers"]
+    ]
+
+
+def _block(label: str, promql: str) -> list[str]:
+    """`promql` after `label`, its further lines (block scalars of the rules) under its first."""
+    first, *rest = promql.rstrip("\n").split("\n")
+    return [label.ljust(11) + first, *(" " * 11 + line for line in rest)]
+
+
+def _resource_text(explanation: ResourceExplanation) -> str:
+    lines = [
+        f"Path:      {explanation.path}",
+        f"Asks:      CPU and memory of {explanation.read.objects}",
+        f"Served:    {_resource_served(explanation)}",
+    ]
+    several = len(explanation.queries) > 1
+    for queries in explanation.queries:
+        where = f" ({queries.objects[0].namespace})" if several else ""
+        lines.extend(_block(f"CPU{where}:", queries.cpu.promql))
+        lines.extend(_block(f"Memory{where}:", queries.memory.promql))
+    lines.extend(
+        f"Why not:   {reason}" if i == 0 else f"           {reason}"
+        for i, reason in enumerate(explanation.reasons)
+    )
+    outcome = explanation.result
+    if outcome is not None:
+        lines.append("Result:")
+        for item in outcome.items:
+            lines.extend(_usage_text(item))
+        lines.extend(f"  left out {why}" for why in outcome.left_out)
     return "\n".join(lines) + "\n"

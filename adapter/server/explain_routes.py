@@ -3,7 +3,8 @@
 The series are listed afresh (the relist calls, with the daemon's look-back; one listing shared by the
 explanations asked within a few seconds, adapter.explain.live.SharedDiscovery) and the query is run, so the
 answer is what the adapter would find and answer now. The objects a label-selector read matches come from
-the adapter's object caches, listed only once the metric is known to be served (as the provider does).
+the adapter's object caches, listed only once the metric is known to be served (as the provider does); a
+metrics.k8s.io read's pods or nodes come from the resource provider's listing, then its pairs of queries run.
 Authorized like any non-resource path: a SubjectAccessReview for `get` on `/debug/explain`. The query's
 answer is a metric's value, so it is shown only when the caller may also `get` the explained path (the
 review the adapter runs for that path); otherwise `result` says why not, the rest is shown.
@@ -21,17 +22,21 @@ from aiohttp import ClientError, web
 from adapter.auth.attributes import InvalidRequestPath
 from adapter.auth.middleware import ACCESS_KEY, CallerAccess
 from adapter.explain.explanation import Explanation, explain
-from adapter.explain.live import SharedDiscovery, with_result
-from adapter.explain.paths import ExplainPathError, parse_api_path
+from adapter.explain.live import SharedDiscovery, with_result, with_usage
+from adapter.explain.paths import ExplainPathError, ResourceRead, parse_api_path
 from adapter.explain.render import as_json
+from adapter.explain.resource import ResourceExplanation, explain_resource
 from adapter.explain.results import QueryOutcome
 from adapter.naming.resources import resolve_resource
+from adapter.objects import CachedObject
 from adapter.prometheus import PrometheusClient
+from adapter.resourcemetrics.usage import ObjectMeta
 from adapter.server import bodies
 from adapter.server.provider import FETCH_FAILED
+from adapter.server.resource_provider import ResourceMetricsProvider
 from adapter.server.routes import CustomRequest
 from adapter.server.rules import ServedRules
-from adapter.server.status import bad_request, internal_error
+from adapter.server.status import StatusError, bad_request, internal_error
 from shared.clock import LOOP_CLOCK, Clock
 from shared.selectors import parse_selector
 
@@ -64,10 +69,12 @@ class ExplainRoutes:
             raise internal_error(FETCH_FAILED) from None
         return web.Response(body=bodies.encode(as_json(explanation)), content_type="application/json")
 
-    async def _explained(self, path: str, access: CallerAccess | None) -> Explanation:
+    async def _explained(self, path: str, access: CallerAccess | None) -> Explanation | ResourceExplanation:
         rules = self.current()
         mapper = rules.registry.mapper
         read = parse_api_path(path)
+        if isinstance(read, ResourceRead):
+            return await self._explained_resource(rules, path, read, access)
         discovery = await self._discover(rules.config)
 
         def explained(names: Sequence[str] | None) -> Explanation:
@@ -101,6 +108,29 @@ class ExplainRoutes:
             explanation = await with_result(self.prometheus, explanation, read, mapper, names)
         return explanation
 
+    async def _explained_resource(
+        self, rules: ServedRules, path: str, read: ResourceRead, access: CallerAccess | None
+    ) -> ResourceExplanation:
+        """The objects asked from the provider's object caches, then its queries for them, run."""
+        provider = rules.resource_metrics
+
+        def explained(objects: Sequence[ObjectMeta] | None) -> ResourceExplanation:
+            escape = rules.registry.regex_escape_values
+            return explain_resource(rules.config, rules.registry.mapper, path, read, objects, escape)
+
+        if provider is None:
+            return explained(None)  # no resourceRules
+        # The objects and their usage are the read's answer: only for a caller who may do that read.
+        refused = await _refused(access, path)
+        if refused is not None:
+            return replace(explained(None), served=True, reasons=(refused,))
+        try:
+            objects = await _objects(provider, read)
+        except StatusError as err:  # not found, or the object cache is unavailable
+            return replace(explained([]), reasons=(f"{err.message}: the API answers {err.code}",))
+        explanation = explained(objects)
+        return await with_usage(self.prometheus, explanation, self.clock.wall().timestamp())
+
     async def _names(self, rules: ServedRules, read: CustomRequest) -> list[str] | None:
         """The objects the read's label selector matches (None when the object cache cannot say)."""
         resource = resolve_resource(rules.registry.mapper, read.resource)
@@ -116,6 +146,19 @@ class ExplainRoutes:
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_get(PATH, self.explain)
+
+
+async def _objects(provider: ResourceMetricsProvider, read: ResourceRead) -> list[CachedObject]:
+    """The pods or nodes `read` asks for, as the provider finds them (StatusError as it answers)."""
+    if read.kind == "nodes":
+        return (
+            [await provider.node(read.name)]
+            if read.name
+            else await provider.nodes(read.label_selector, read.field_selector)
+        )
+    if read.name:
+        return [await provider.pod(read.namespace, read.name)]
+    return await provider.pods(read.namespace, read.label_selector, read.field_selector)
 
 
 async def _refused(access: CallerAccess | None, path: str) -> str | None:

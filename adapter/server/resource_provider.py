@@ -73,19 +73,24 @@ class ResourceMetricsProvider:
 
     # -- pods -----------------------------------------------------------------------------------
 
-    async def list_pods(self, namespace: str, label_selector: str, field_selector: str) -> list[PodUsage]:
-        """Usage of the pods of `namespace` ("" = all) the selectors pick, ordered by namespace and name."""
+    async def pods(self, namespace: str, label_selector: str, field_selector: str) -> list[CachedObject]:
+        """The pods of `namespace` ("" = all) the selectors pick, ordered by namespace and name."""
         labels, fields = parse_request_selector(label_selector), parse_request_fields(field_selector)
         pods = await self._list(PODS, namespace, labels.matches)
-        return await self._pod_usages(
-            [pod for pod in pods if fields_match(fields, object_fields(pod.name, pod.namespace))]
-        )
+        return [pod for pod in pods if fields_match(fields, object_fields(pod.name, pod.namespace))]
 
-    async def get_pod(self, namespace: str, name: str) -> PodUsage:
+    async def pod(self, namespace: str, name: str) -> CachedObject:
         pod = await self._get(PODS, namespace, name)
         if pod is None:
             raise object_not_found("pods", "", name)
-        usages = await self._pod_usages([pod])
+        return pod
+
+    async def list_pods(self, namespace: str, label_selector: str, field_selector: str) -> list[PodUsage]:
+        """Usage of the pods of `namespace` ("" = all) the selectors pick, ordered by namespace and name."""
+        return await self._pod_usages(await self.pods(namespace, label_selector, field_selector))
+
+    async def get_pod(self, namespace: str, name: str) -> PodUsage:
+        usages = await self._pod_usages([await self.pod(namespace, name)])
         if not usages:
             raise object_not_found("podmetrics", GROUP, f"{namespace}/{name}")
         return usages[0]
@@ -126,19 +131,24 @@ class ResourceMetricsProvider:
 
     # -- nodes ----------------------------------------------------------------------------------
 
-    async def list_nodes(self, label_selector: str, field_selector: str) -> list[NodeUsage]:
-        """Usage of the nodes the selectors pick, ordered by name."""
+    async def nodes(self, label_selector: str, field_selector: str) -> list[CachedObject]:
+        """The nodes the selectors pick, ordered by name."""
         labels, fields = parse_request_selector(label_selector), parse_request_fields(field_selector)
         nodes = await self._list(NODES, "", labels.matches)
-        return await self._node_usages(
-            [node for node in nodes if fields_match(fields, object_fields(node.name, None))]
-        )
+        return [node for node in nodes if fields_match(fields, object_fields(node.name, None))]
 
-    async def get_node(self, name: str) -> NodeUsage:
+    async def node(self, name: str) -> CachedObject:
         node = await self._get(NODES, "", name)
         if node is None:
             raise object_not_found("node", "", name)  # the node lister's NotFound (singular, as in Go)
-        usages = await self._node_usages([node])
+        return node
+
+    async def list_nodes(self, label_selector: str, field_selector: str) -> list[NodeUsage]:
+        """Usage of the nodes the selectors pick, ordered by name."""
+        return await self._node_usages(await self.nodes(label_selector, field_selector))
+
+    async def get_node(self, name: str) -> NodeUsage:
+        usages = await self._node_usages([await self.node(name)])
         if not usages:
             raise object_not_found("nodemetrics", GROUP, name)
         return usages[0]

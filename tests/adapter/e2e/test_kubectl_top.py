@@ -10,6 +10,7 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -38,9 +39,9 @@ POD_MEMORY_BYTES = COSTS.memory_bytes + RPS / 2 * COSTS.request_seconds * COSTS.
 @pytest.fixture
 async def surge_as_metrics_server(
     shared_cluster: ServerThread, prometheus: PrometheusProcess, tmp_path: Path, adapter_factory: Any
-) -> AsyncIterator[Path]:
-    """The adapter on PA's deploy config, registered for metrics.k8s.io; the kubeconfig. The claim is
-    withdrawn afterwards, which gives the shared cluster its built-in metrics API back."""
+) -> AsyncIterator[tuple[Path, Any]]:
+    """The adapter on PA's deploy config, registered for metrics.k8s.io; the kubeconfig and the adapter.
+    The claim is withdrawn afterwards, which gives the shared cluster its built-in metrics API back."""
     kubeconfig = shared_cluster.write_kubeconfig(tmp_path / "kubeconfig")
     adapter = await adapter_factory(DEPLOY_CONFIG.read_text(), prometheus.url, kubeconfig)
     store, aggregator = shared_cluster.server.store, shared_cluster.server.apiserver.aggregator
@@ -49,7 +50,7 @@ async def surge_as_metrics_server(
         await asyncio.wrap_future(
             asyncio.run_coroutine_threadsafe(aggregator.probe_all(), shared_cluster.loop)
         )
-        yield kubeconfig
+        yield kubeconfig, adapter
     finally:
         shared_cluster.call(lambda: store.delete(APISERVICES, None, "v1beta1.metrics.k8s.io"))
 
@@ -62,14 +63,15 @@ async def test_kubectl_top_and_a_cpu_autoscaler_run_on_surge(
     shared_cluster: ServerThread,
     shared_namespace: str,
     prometheus: PrometheusProcess,
-    surge_as_metrics_server: Path,
+    surge_as_metrics_server: tuple[Path, Any],
     tmp_path: Path,
 ) -> None:
     ns, store = shared_namespace, shared_cluster.server.store
+    kubeconfig, adapter = surge_as_metrics_server
     shared_cluster.call(
         lambda: store.create(DEPLOYMENTS, manifests.deployment("web", ns, replicas=2, rps=RPS))
     )
-    kubectl = kubectl_runner(surge_as_metrics_server, tmp_path / "kube-cache")
+    kubectl = kubectl_runner(kubeconfig, tmp_path / "kube-cache")
 
     async def top(*args: str) -> list[list[str]]:
         # kubectl blocks; the adapter it reaches through the aggregator runs on this loop.
@@ -115,12 +117,32 @@ async def test_kubectl_top_and_a_cpu_autoscaler_run_on_surge(
     )
     assert {item["window"] for item in raw["items"]} == {"5m0s"}  # the config's window, as PA reports it
 
+    # Why `kubectl top` shows what it shows: the adapter's explanation of the same read lists the same
+    # pods, from the pair of queries it sends for the namespace.
+    read = f"/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods"
+    status, explained = await adapter.get(f"/debug/explain?path={quote(read)}")
+    assert status == 200, explained
+    assert explained["served"] is True and explained["reasons"] == [], explained
+    (pair,) = explained["queries"]
+    assert sorted(pair["objects"]) == sorted(item["metadata"]["name"] for item in raw["items"])
+    assert f'namespace="{ns}"' in pair["cpu"]["promql"] and pair["cpu"]["objectLabel"] == "pod"
+    assert sorted(item["metadata"]["name"] for item in explained["result"]["items"]) == sorted(
+        pair["objects"]
+    )
+    assert explained["result"]["leftOut"] == []
+    status, missing = await adapter.get(f"/debug/explain?path={quote(read + '/nope')}")
+    assert (status, missing["served"], missing["reasons"]) == (
+        200,
+        False,
+        ['pods "nope" not found: the API answers 404'],
+    )
+
     # The HPA's Resource path reaches Surge too. With this config's 5 m window the HPA must ignore these
     # pods' CPU: upstream counts a pod's CPU during its first 5 minutes only once a whole metric window
     # lies after its Ready transition, so a fresh Deployment behind PA's deploy config does not scale yet.
     # (The demo's cpu-surge scenario, tested in tests/autoscaler/test_demo.py, scales on this path with a
     # 15 s window.)
-    kube = KubeClient(await load_access(str(surge_as_metrics_server)))
+    kube = KubeClient(await load_access(str(kubeconfig)))
     try:
         await install_crd(kube, exist_ok=True)
         spec = {
@@ -142,7 +164,7 @@ async def test_kubectl_top_and_a_cpu_autoscaler_run_on_surge(
             found = condition(await kube.get(hza_path), "ScalingActive")
             return None if found is None else (found["reason"], found["message"])
 
-        async with running_controller(surge_as_metrics_server, None):
+        async with running_controller(kubeconfig, None):
             await until(
                 scaling_active,
                 (
