@@ -17,6 +17,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import aiohttp
 import structlog
@@ -628,7 +629,7 @@ class Controller:
             await writes[0]
         elif writes:
             await asyncio.gather(*writes)
-        self._log_decision(key, decision, reason)
+        self._log_decision(key, decision, reason, decided_at)
         if decision.error is not None:
             return "error"
         return outcome
@@ -655,10 +656,10 @@ class Controller:
             log.warning("status not written", key=_key_str(key), error=err.message)
             await self._events.record(obj, "Warning", "FailedUpdateStatus", err.message)
 
-    def _log_decision(self, key: Key, decision: Decision, reason: str) -> None:
+    def _log_decision(self, key: Key, decision: Decision, reason: str, decided_at: datetime) -> None:
         if not _decision_logger.isEnabledFor(logging.INFO):
             return  # building the record costs more than the decision itself
-        log.info("decision", key=_key_str(key), **decision_fields(decision, reason))
+        log.info("decision", key=_key_str(key), **decision_fields(decision, reason, decided_at))
 
 
 def object_key(obj: Obj) -> Key:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from datetime import datetime
 from typing import Any
 
 from autoscaler.core.kube_json import hpa_status_to_json
@@ -14,12 +15,15 @@ def _ratio(ratio: float | None) -> float | None:
     return round(ratio, 4) if ratio is not None and math.isfinite(ratio) else None
 
 
-def decision_fields(decision: Decision, reason: str) -> dict[str, Any]:
+def decision_fields(decision: Decision, reason: str, decided_at: datetime) -> dict[str, Any]:
     """The log record's fields; `reason` is the decision's sentence (autoscaler.reasons), as in its record.
-    `ratios` are the core's usage ratios (current / target, before tolerance and readiness corrections)."""
+    `ratios` are the core's usage ratios (current / target, before tolerance and readiness corrections).
+    `decided_at` is when it was decided, just after its metrics were read (the record itself is logged
+    once the scale and the status are written)."""
     status = decision.status
     limited = next((c for c in status.conditions if c.type == "ScalingLimited" and c.status == "True"), None)
     return {
+        "decided_at": decided_at.isoformat(timespec="microseconds"),
         "metric": decision.metric_name or None,
         "metrics": hpa_status_to_json(status).get("currentMetrics", []),
         "ratios": [_ratio(r) for r in decision.trace.ratios] if decision.trace is not None else [],

@@ -24,12 +24,12 @@ from demo.record import (
     LEAD_SECONDS,
     SAMPLE_SECONDS,
     ScaleWrites,
+    daemon_reads,
     load_series,
-    metric_reads,
     replay_command,
     write_record,
 )
-from demo.stack import running_adapter, running_autoscaler
+from demo.stack import AUTOSCALER_LOG, running_adapter, running_autoscaler
 from demo.world import DEMO_TIMING, DEPLOYMENTS, HZAS, World, running_world
 from sim.workload import manifests
 
@@ -53,8 +53,10 @@ rules:
   name: {matches: '^(.*)_total$'}
   metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[3s])) by (<<.GroupBy>>)'
 """
-# The workload's total of that metric: what the autoscaler reads, summed over the pods.
-TOTAL_RPS = f'sum(rate(http_requests_total{{namespace="{NAMESPACE}",pod!=""}}[3s]))'
+# That metric per pod (summed over status codes, as ADAPTER_RULES does); their total is what the
+# autoscaler reads, summed over the pods.
+POD_RPS = f'sum by (pod) (rate(http_requests_total{{namespace="{NAMESPACE}",pod!=""}}[3s]))'
+TOTAL_RPS = f"sum({POD_RPS})"
 
 
 @dataclass(frozen=True)
@@ -245,22 +247,17 @@ def summary(profile: Profile, outcome: Outcome) -> str:
     )
 
 
-def _is_metric_query(promql: str) -> bool:
-    """The adapter's query for the autoscaler's metric (ADAPTER_RULES' metricsQuery, per pod)."""
-    return "http_requests_total{" in promql and promql.endswith(" by (pod)")
-
-
 async def _save_record(
     world: World, profile: Profile, outcome: Outcome, writes: ScaleWrites, to: Path
 ) -> str:
     """Write what the run did to `to` (see demo.record); returns the command that replays it."""
-    reads = metric_reads(world.prometheus.query_log_path, _is_metric_query)
+    reads = daemon_reads(world.kubeconfig.parent / AUTOSCALER_LOG, NAMESPACE, NAME)
     start = next((at for at, _ in reads if at >= outcome.stepped_at - LEAD_SECONDS), None)
     if start is None:
         raise RuntimeError("the autoscaler read no metric after the load step")
     # Up to a second ago: the last scrapes are stored by then.
     end = start + math.floor((time.time() - 1 - start) / SAMPLE_SECONDS) * SAMPLE_SECONDS
-    series = await load_series(world, TOTAL_RPS, reads, profile.sync_period, start, end)
+    series = await load_series(world, TOTAL_RPS, f"count({POD_RPS})", reads, profile.sync_period, start, end)
     spec = write_record(to, profile.name, autoscaler(profile), series, writes.writes)
     return replay_command(to, spec, CAPACITY_RPS, POD_STARTUP_SECONDS)
 

@@ -3,12 +3,12 @@
 - `load.csv` (`timestamp,value`, unix seconds): the workload's total `http_requests` as the autoscaler
   read it, every SAMPLE_SECONDS from LEAD_SECONDS before the load step. A replay reconciles every sync
   period from the first sample and reads the sample there. So the series starts at one of the daemon's
-  reads, and the sample at each later period is the daemon's read of that reconcile: the adapter's own
-  query, summed over the pods, evaluated at the instant Prometheus evaluated it for the adapter (from
-  Prometheus' query log). A read comes a few milliseconds after its slot on the period grid and is
-  placed on the slot. The total evaluated on the grid itself would not do: a scrape within those
-  milliseconds changes rate(), and near a whole count that changes the count (800 rps at 100 per pod
-  reads 8.0 or 8.001: 8 or 9 replicas). The samples between reads are the total evaluated there.
+  reads, and the sample at each later period is the daemon's read of that reconcile: the average per pod
+  it logged with its decision (status.currentMetrics) times the pods that had a value then. A decision
+  comes a few milliseconds after its slot on the period grid and its read is placed on the slot. Asking
+  Prometheus again afterwards would not do: a scrape stamped just before the read but stored just after
+  it changes rate(), and near a whole count that changes the count (800 rps at 100 per pod reads 8.0 or
+  8.001: 8 or 9 replicas). The samples between reads are the total evaluated there.
   A profile that reacts to pod changes (`fast`) also reconciles between periods, which a replay does
   not: only the others replay to the daemon's very writes.
 - `<profile>.yaml`: the HorizontalAutoscaler the scenario created (a replay names its profile after the
@@ -25,7 +25,6 @@ import math
 import shlex
 import sys
 import time
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ import aiohttp
 import yaml
 
 from demo.world import DEPLOYMENTS, World
+from shared.quantity import parse_quantity
 from sim.apiserver.resources import GroupResource
 
 SAMPLE_SECONDS = 0.5
@@ -59,47 +59,61 @@ class ScaleWrites:
             self.writes.append((time.time(), replicas))
 
 
-def metric_reads(query_log: Path, is_metric_query: Callable[[str], bool]) -> list[tuple[float, str]]:
-    """(instant, PromQL) of each instant query in Prometheus' query log that `is_metric_query(promql)`
-    accepts, in order."""
+def daemon_reads(log: Path, namespace: str, name: str) -> list[tuple[float, float]]:
+    """(unix seconds, average per pod) of each decision on HorizontalAutoscaler `namespace/name` that read
+    its first metric, a Pods metric, from the autoscaler's JSON log (demo.stack), in order."""
+    key = f"{namespace}/{name}"
     reads = []
-    for line in query_log.read_text().splitlines():
-        entry = json.loads(line)
-        params = entry.get("params") or {}
-        if entry.get("httpRequest", {}).get("path") == "/api/v1/query" and is_metric_query(params["query"]):
-            reads.append((datetime.fromisoformat(params["start"]).timestamp(), params["query"]))
+    for line in log.read_text().splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue  # the line being written, or a line of the interpreter's own
+        if entry.get("event") != "decision" or entry.get("key") != key or not entry.get("metrics"):
+            continue
+        current = (entry["metrics"][0].get("pods") or {}).get("current") or {}
+        if "averageValue" in current:
+            at = datetime.fromisoformat(entry["decided_at"]).timestamp()
+            reads.append((at, float(parse_quantity(current["averageValue"]))))
     return reads
 
 
-async def _prometheus(world: World, api: str, params: dict[str, str]) -> list[dict[str, Any]]:
+async def _range(world: World, promql: str, start: float, end: float) -> list[float]:
+    """`promql` every SAMPLE_SECONDS from `start` to `end`, all of them."""
+    params = {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{SAMPLE_SECONDS:g}"}
     async with (
         aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session,
-        session.get(f"{world.prometheus.url}/api/v1/{api}", params=params) as response,
+        session.get(f"{world.prometheus.url}/api/v1/query_range", params=params) as response,
     ):
         body = await response.json(content_type=None)
     if body.get("status") != "success" or len(body["data"]["result"]) != 1:
-        raise RuntimeError(f"Prometheus: {params['query']} is not one series: {body}")
-    result: list[dict[str, Any]] = body["data"]["result"]
-    return result
+        raise RuntimeError(f"Prometheus: {promql} is not one series: {body}")
+    values = [float(v) for _, v in body["data"]["result"][0]["values"]]
+    count = math.floor(round((end - start) / SAMPLE_SECONDS, 6)) + 1
+    if len(values) != count:
+        raise RuntimeError(f"{promql} has {len(values)} of {count} samples: Prometheus lost some")
+    return values
 
 
 async def load_series(
-    world: World, total: str, reads: list[tuple[float, str]], period: float, start: float, end: float
+    world: World,
+    total: str,
+    pods: str,
+    reads: list[tuple[float, float]],
+    period: float,
+    start: float,
+    end: float,
 ) -> list[tuple[float, float]]:
     """The series (see the module docstring): `total` every SAMPLE_SECONDS from `start` (a read) to `end`,
-    each read's own query summed over the pods at each `period` from `start`."""
-    params = {"query": total, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{SAMPLE_SECONDS:g}"}
-    values = [float(v) for _, v in (await _prometheus(world, "query_range", params))[0]["values"]]
-    count = math.floor(round((end - start) / SAMPLE_SECONDS, 6)) + 1
-    if len(values) != count:
-        raise RuntimeError(f"the load series has {len(values)} of {count} samples: Prometheus lost some")
+    and at each `period` from `start` the read's average times `pods` (the count of pods with a value)."""
+    values = await _range(world, total, start, end)
+    counts = await _range(world, pods, start, end)
     per_period = round(period / SAMPLE_SECONDS)
-    for at, promql in reads:
+    for at, average in reads:
         slot = round((at - start) / period)
         # A read off the grid (a retry after an error) has no place in a replay, which reconciles on it.
-        if 0 <= slot * per_period < count and abs(at - start - slot * period) < SAMPLE_SECONDS / 2:
-            answer = await _prometheus(world, "query", {"query": f"sum({promql})", "time": f"{at:.3f}"})
-            values[slot * per_period] = float(answer[0]["value"][1])
+        if 0 <= slot * per_period < len(values) and abs(at - start - slot * period) < SAMPLE_SECONDS / 2:
+            values[slot * per_period] = average * counts[slot * per_period]
     return [(start + i * SAMPLE_SECONDS, value) for i, value in enumerate(values)]
 
 

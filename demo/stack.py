@@ -16,6 +16,8 @@ import aiohttp
 
 from sim.prometheus import free_port
 
+AUTOSCALER_LOG = "autoscaler.log"  # in the daemons' workdir: its JSON log, which demo.record reads
+
 
 def _spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
@@ -109,5 +111,5 @@ async def running_autoscaler(kubeconfig: Path, workdir: Path, flags: list[str]) 
         "--log-format=json",
         *flags,
     ]
-    async with _running(args, workdir / "autoscaler.log", f"{url}/readyz"):
+    async with _running(args, workdir / AUTOSCALER_LOG, f"{url}/readyz"):
         yield url

@@ -112,8 +112,7 @@ async def running_world(workload: WorkloadConfig | None = None) -> AsyncIterator
         teardown.push_async_callback(cluster.stop)
         await cluster.start()
         kubeconfig = cluster.write_kubeconfig(workdir / "kubeconfig")
-        # The query log tells when the adapter asked what, which `--record` replays (demo.record).
-        prometheus = PrometheusProcess(cluster.sd_path, query_log=True)
+        prometheus = PrometheusProcess(cluster.sd_path)
         teardown.push_async_callback(asyncio.to_thread, prometheus.stop)
         starting = asyncio.ensure_future(asyncio.to_thread(prometheus.start))
         try:

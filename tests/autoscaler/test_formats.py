@@ -157,7 +157,8 @@ def test_decision_log_fields_carry_values_ratio_proposal_and_result() -> None:
     decision = decide(
         Snapshot(hpa=hpa, scale=Scale(2, 2, "app=web"), pods=pods, metric_answers=(answer,), now=now)
     )
-    fields = decision_fields(decision, "the reason")
+    fields = decision_fields(decision, "the reason", now)
+    assert fields["decided_at"] == "2026-01-01T00:01:00.000000+00:00"
     assert fields["ratios"] == [2.0]
     assert fields["metrics"][0]["pods"]["current"]["averageValue"] == "3"
     assert (fields["current"], fields["proposal"], fields["result"]) == (2, 4, "rescaled")
