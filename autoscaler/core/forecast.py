@@ -11,7 +11,8 @@ end (core.predictive.latest), as the replay issues it at that instant.
 
 The method: p[j] = the sample one season before j, for the longest season the history holds (a weekly
 season once there is a week of history, the daily one before). Chosen on evidence: candidates were
-replayed through `surge simulate` on bench/trace_generator.py's 14-day trace (60 s samples from a Monday,
+replayed through `surge simulate` (bench/bench_forecast.py has them and prints this table) on
+bench/trace_generator.py's 14-day trace (60 s samples from a Monday,
 daily and weekly seasons, ±4 % noise, 4 unforecastable spikes), horizon 300 s, seasons [1 d, 7 d],
 lookback 7 d, pods ready 180 s after a write, capacity 100 per pod, target 90 per pod (the setup of
 bench/bench_predictive.py). Forecast error: the mean |forecast - actual| / actual of the peak over the
@@ -23,7 +24,7 @@ without predictive (28,384 pod-s, 3,710 pod-hours):
     seasonal naive, max of the seasons              16.0 %          59.6 %             1.7 %
     seasonal naive, median of the last 7 days       27.4 %          59.0 %             0.7 %
     seasonal naive, longest, max over ±2 samples     2.7 %          60.7 %             2.1 %
-    double-seasonal Holt-Winters (Taylor), mult.     2.5 %          69.7 %             1.7 %
+    double-seasonal Holt-Winters (Taylor), mult.     2.5 %          69.7 %             1.8 %
     FFT, top 64 frequencies of the lookback         10.8 %          26.1 %             0.9 %
     (refit hourly, as Crane's DSP predictor)
 

@@ -16,7 +16,7 @@ must not hold replicas up.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -63,7 +63,18 @@ class Forecasts(NamedTuple):
     horizon: int  # samples
 
 
-def forecasts(values: Array, step: float, predictive: Predictive, ahead_seconds: float = 0.0) -> Forecasts:
+PointForecaster = Callable[[Array, Sequence[int], int], Array]
+"""forecast.point_forecasts' signature: another method of point forecasts, which bench/bench_forecast.py
+replays against it (the candidates forecast.py's docstring compares)."""
+
+
+def forecasts(
+    values: Array,
+    step: float,
+    predictive: Predictive,
+    ahead_seconds: float = 0.0,
+    method: PointForecaster = point_forecasts,
+) -> Forecasts:
     """The forecast and the recent error at every sample of `values` (a grid `step` seconds apart), each
     from the samples up to it only, and within the lookback; `ahead_seconds` more of point forecasts past
     the last sample's horizon, for forecasts issued that much later from the same history (`latest`)."""
@@ -72,16 +83,20 @@ def forecasts(values: Array, step: float, predictive: Predictive, ahead_seconds:
     lookback = samples(predictive.lookback_seconds, step)
     ahead = math.ceil(ahead_seconds / step)
     usable = [s for s in seasons if horizon <= s <= lookback]
-    points = point_forecasts(values, usable, horizon + ahead)
+    points = method(values, usable, horizon + ahead)
     peaks = peaks_ahead(points[: len(values) + horizon], horizon)
     return Forecasts(peaks, recent_errors(points, values, horizon), points, step, horizon)
 
 
 def grid_forecasts(
-    times: Sequence[float], values: Sequence[float], step: float, predictive: Predictive
+    times: Sequence[float],
+    values: Sequence[float],
+    step: float,
+    predictive: Predictive,
+    method: PointForecaster = point_forecasts,
 ) -> Forecasts:
     """`forecasts` of a series sampled at any times (each value held until the next sample)."""
-    return forecasts(on_grid(times, values, step), step, predictive)
+    return forecasts(on_grid(times, values, step), step, predictive, method=method)
 
 
 class Outlook(NamedTuple):

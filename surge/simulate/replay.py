@@ -40,7 +40,14 @@ from itertools import pairwise
 from typing import NamedTuple
 
 from autoscaler.core import burst, decide, effective_metrics
-from autoscaler.core.predictive import Forecasts, Prediction, grid_forecasts, prediction_at
+from autoscaler.core.forecast import point_forecasts
+from autoscaler.core.predictive import (
+    Forecasts,
+    PointForecaster,
+    Prediction,
+    grid_forecasts,
+    prediction_at,
+)
 from autoscaler.core.reconcile import Decision
 from autoscaler.core.types import (
     CONTAINER_RESOURCE,
@@ -263,12 +270,12 @@ class _Fleet:
         return self._pods[: self.ready]
 
 
-def _forecasts(series: Series, profile: Profile) -> Forecasts | None:
+def _forecasts(series: Series, profile: Profile, method: PointForecaster) -> Forecasts | None:
     predictive = profile.hpa.spec.predictive
     if predictive is None:
         return None
     step = float(statistics.median(b - a for a, b in pairwise(series.times)))
-    return grid_forecasts(series.times, series.values, step, predictive)
+    return grid_forecasts(series.times, series.values, step, predictive, method)
 
 
 def _prediction(found: Forecasts | None, profile: Profile, time: float) -> Prediction | None:
@@ -318,19 +325,21 @@ def replay(
     burst_interval: float = 1.0,
     *,
     skip_idle_checks: bool = True,
+    forecast_method: PointForecaster = point_forecasts,
 ) -> Replay:
     """The timeline of one profile over the series (see the module docstring for the model).
 
     Burst checks that cannot change anything are skipped (`skip_idle_checks`; off, every check runs: the
     reference the tests compare the timeline against): out of burst, after a check that found no surge
     on a window inside one held sample, the next checks find nothing either until a pod turns ready, the
-    count is written or a sample arrives that a check would not find quiet."""
+    count is written or a sample arrives that a check would not find quiet. `forecast_method` replaces
+    spec.predictive's method, for bench/bench_forecast.py's comparison."""
     config = config or ControllerConfig()
     metric = profile.metric
     base = datetime.fromtimestamp(series.start, UTC)
     period = timedelta(seconds=profile.sync_period)
     fleet = _Fleet(profile, workload, base)
-    found = _forecasts(series, profile)
+    found = _forecasts(series, profile, forecast_method)
     hpa, history = profile.hpa, History()
     times, values, end = series.times, series.values, series.end
     load = values[0]

@@ -61,6 +61,13 @@ EXPECTED: dict[str, list[tuple[str, float, float]]] = {
         (r"^extra pod-hours: (-?[\d.]+)%", -20, 20),
         (r"^replay: both profiles in ([\d.]+) s", 0.01, 120),
     ],
+    # The smoke's 2-day trace: only the daily season; the kept method cuts the shortfall as in
+    # bench_predictive's smoke, and every candidate prints its row.
+    "bench_forecast": [
+        (r"^seasonal naive, longest season held \(kept\)\s+[\d.]+%\s+(-?[\d.]+)%", 1, 100),
+        (r"^FFT, top 64 frequencies, refit hourly\s+n/a\s+(-?[\d.]+)%", 0, 0),
+        (r"^replays: 7 in ([\d.]+) s", 0.01, 120),
+    ],
     "bench_kube_client": [
         (r"^aiohttp\s+([\d.]+) CPU s / 1000 requests", 0.001, 100),
         (r"^http11 \(shared\.kube\)\s+([\d.]+) CPU s / 1000 requests", 0.001, 100),

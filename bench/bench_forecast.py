@@ -1,0 +1,171 @@
+"""The forecast methods predictive scaling was chosen from, replayed side by side (the table in
+autoscaler/core/forecast.py's docstring comes from this script).
+
+    .venv/bin/python bench/bench_forecast.py [--days 14]
+    .venv/bin/python bench/bench_forecast.py --smoke   # 2 days (run by the tests)
+
+The setup is bench/bench_predictive.py's: its trace (60 s samples from a Monday, daily and weekly seasons,
+±4 % noise, 4 unforecastable spikes), its workload and spec, with `predictive: {lookbackSeconds: 604800,
+horizonSeconds: 300, seasonsSeconds: [86400, 604800]}`. Each candidate gives the point forecasts
+(forecast.point_forecasts' signature) that `surge simulate`'s replay then uses as the kept method's: the
+recent-error gate, the peak over the horizon and max(current, forecast) stay the same. Per candidate:
+the forecast error (the mean |forecast - actual| / actual of the peak over the horizon in the second week,
+where every candidate has forecasts; a trace of a week or less: from its second day), and the shortfall
+cut and extra pod-hours against the spec without predictive.
+
+The candidates are written here, not taken from a library: statsmodels (Holt-Winters) is not among the
+project's dependencies, and the FFT model is Crane's DSP predictor's idea in a few lines of numpy.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import yaml
+from bench_common import parse_args, require
+from bench_predictive import CAPACITY, PREDICTIVE, SPEC, STARTUP_SECONDS, STEP
+from trace_generator import trace, trace_parser, write_csv
+
+from autoscaler.core.forecast import Array, peaks_ahead, point_forecasts
+from autoscaler.core.predictive import PointForecaster
+from surge.simulate.profiles import load_profile
+from surge.simulate.replay import Replay, Workload, replay
+from surge.simulate.series_csv import read_series_csv
+from surge.simulate.summary import summarize
+
+DAY = round(86400 / STEP)  # samples
+HOUR = round(3600 / STEP)
+# Holt-Winters' smoothing constants (level, daily, weekly): tuned by hand on the 14-day trace.
+ALPHA, DELTA, OMEGA = 0.05, 0.15, 0.15
+FFT_FREQUENCIES = 64
+
+
+def max_of_seasons(values: Array, seasons: Sequence[int], horizon: int) -> Array:
+    """The highest of the samples one season back, over the seasons the history holds."""
+    highest: Array = np.fmax.reduce([point_forecasts(values, [s], horizon) for s in seasons])  # NaN: none
+    return highest
+
+
+def median_of_days(values: Array, seasons: Sequence[int], horizon: int) -> Array:
+    """The median of the samples 1 to 7 days back that the history holds."""
+    days = np.vstack([point_forecasts(values, [d * DAY], horizon) for d in range(1, 8)])
+    with warnings.catch_warnings():  # the samples before the first day have no day back: NaN, as meant
+        warnings.simplefilter("ignore", RuntimeWarning)
+        median: Array = np.nanmedian(days, axis=0)
+    return median
+
+
+def longest_widened(values: Array, seasons: Sequence[int], horizon: int) -> Array:
+    """The kept method's sample, widened to the highest within ±2 samples of it."""
+    wide = point_forecasts(values, seasons, horizon + 2)  # (a season is at least the horizon + 2 here)
+    shifted = [np.roll(wide, -k)[: len(values) + horizon] for k in range(-2, 3)]
+    return np.max(np.vstack(shifted), axis=0)
+
+
+def holt_winters(values: Array, seasons: Sequence[int], horizon: int) -> Array:
+    """Taylor's double-seasonal Holt-Winters, multiplicative, no trend: the state after sample j - horizon
+    gives p[j]. It learns from the whole series, beyond the lookback, as a carried state does."""
+    daily, weekly = min(seasons), max(seasons)
+    n = len(values)
+    y = np.maximum(values, 1e-9)
+    level = float(y[:daily].mean())
+    d, w = np.ones(n), np.ones(n)  # each sample's daily and weekly factors
+    d[:daily] = y[:daily] / level
+    points = np.full(n + horizon, np.nan)
+    for t in range(daily, n):
+        ds, ws = d[t - daily], (w[t - weekly] if t >= weekly and weekly > daily else 1.0)
+        new_level = ALPHA * y[t] / (ds * ws) + (1 - ALPHA) * level
+        d[t] = DELTA * y[t] / (new_level * ws) + (1 - DELTA) * ds
+        w[t] = OMEGA * y[t] / (new_level * ds) + (1 - OMEGA) * ws
+        level = new_level
+        j = t + horizon  # both seasons are at least the horizon: their factors for j are known at t
+        points[j] = level * d[j - daily] * (w[j - weekly] if j >= weekly and weekly > daily else 1.0)
+    return points
+
+
+def fft_top(values: Array, seasons: Sequence[int], horizon: int) -> Array:
+    """The lookback's top FFT_FREQUENCIES frequencies, refit hourly, extended periodically: the model fit
+    on the samples up to r gives the points of the forecasts issued from r to r + 1 h."""
+    lookback = max(seasons)
+    n = len(values)
+    points = np.full(n + horizon, np.nan)
+    for r in range(lookback - 1, n, HOUR):
+        spectrum = np.fft.rfft(values[r - lookback + 1 : r + 1])
+        keep = np.argsort(np.abs(spectrum[1:]))[-FFT_FREQUENCIES:] + 1
+        kept = np.zeros_like(spectrum)
+        kept[0], kept[keep] = spectrum[0], spectrum[keep]
+        model = np.fft.irfft(kept, lookback)  # periodic: the window's sample m is model[m]
+        j = np.arange(r + horizon, min(r + HOUR + horizon, n + horizon))
+        points[j] = model[(j - (r - lookback + 1)) % lookback]
+    return points
+
+
+CANDIDATES: list[tuple[str, PointForecaster]] = [
+    ("seasonal naive, longest season held (kept)", point_forecasts),
+    ("seasonal naive, max of the seasons", max_of_seasons),
+    ("seasonal naive, median of the last 7 days", median_of_days),
+    ("seasonal naive, longest, max over ±2 samples", longest_widened),
+    ("double-seasonal Holt-Winters (Taylor), mult.", holt_winters),
+    ("FFT, top 64 frequencies, refit hourly", fft_top),
+]
+
+
+def peak_error(values: Array, method: PointForecaster, seasons: list[int], horizon: int, first: int) -> float:
+    """Mean |forecast - actual| / actual of the peak over the horizon, from sample `first` on."""
+    points = method(values, seasons, horizon)
+    forecast = peaks_ahead(points[: len(values) + horizon], horizon)[: len(values) - horizon]
+    actual = peaks_ahead(np.append(values, np.full(horizon, np.nan)), horizon)[: len(values) - horizon]
+    chosen = np.arange(len(forecast)) >= first
+    ok = chosen & np.isfinite(forecast) & np.isfinite(actual) & (actual > 0)
+    return float(np.mean(np.abs(forecast[ok] - actual[ok]) / actual[ok])) if ok.any() else math.nan
+
+
+def main() -> None:
+    args = parse_args(trace_parser(__doc__), {"days": 2.0})
+    predictive_spec = {**SPEC, "spec": {**SPEC["spec"], "predictive": PREDICTIVE}}
+    with tempfile.TemporaryDirectory(prefix="bench-forecast-") as tmp:
+        work = Path(tmp)
+        write_csv(work / "trace.csv", trace(args.days, STEP, args.seed))
+        (work / "reactive.yaml").write_text(yaml.safe_dump(SPEC))
+        (work / "predictive.yaml").write_text(yaml.safe_dump(predictive_spec))
+        series = read_series_csv(work / "trace.csv")
+        predictive, reactive = load_profile(work / "predictive.yaml"), load_profile(work / "reactive.yaml")
+    workload = Workload(CAPACITY, STARTUP_SECONDS, 2)
+    values = np.asarray(series.values, dtype=np.float64)
+    settings = predictive.hpa.spec.predictive
+    assert settings is not None
+    seasons = [round(s / STEP) for s in settings.seasons_seconds]  # as forecasts() passes them
+    horizon = round(settings.horizon_seconds / STEP)
+
+    started = time.perf_counter()
+    baseline = summarize(replay(series, reactive, workload), CAPACITY)
+    require(baseline.shortfall_pod_seconds > 0, "the reactive profile never fell short: nothing to cut")
+    print(f"trace: {len(values):,} samples ({args.days:g} days at {STEP:g} s, seed {args.seed})")
+    print(
+        f"without predictive: shortfall {baseline.shortfall_pod_seconds:,.0f} pod-s, "
+        f"{baseline.pod_hours:,.1f} pod-hours"
+    )
+    # The error over the second week, where every candidate has forecasts (the FFT's need a week);
+    # a shorter trace's from its second day.
+    first = 7 * DAY if len(values) > 8 * DAY else DAY
+    print(f"forecast error from day {first // DAY + 1} on")
+    print(f"{'method':46s} {'error':>7s} {'shortfall cut':>14s} {'extra pod-hours':>16s}")
+    for name, method in CANDIDATES:
+        error = peak_error(values, method, seasons, horizon, first)
+        result: Replay = replay(series, predictive, workload, forecast_method=method)
+        s = summarize(result, CAPACITY)
+        cut = 1 - s.shortfall_pod_seconds / baseline.shortfall_pod_seconds
+        extra = s.pod_hours / baseline.pod_hours - 1
+        shown = f"{error:6.1%}" if math.isfinite(error) else "   n/a"
+        print(f"{name:46s} {shown:>7s} {cut:13.1%} {extra:15.1%}")
+    print(f"replays: {len(CANDIDATES) + 1} in {time.perf_counter() - started:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
