@@ -18,7 +18,7 @@ from adapter.explain.paths import ResourceRead
 from adapter.naming.errors import QueryBuildError
 from adapter.naming.resources import ResourceMapper
 from adapter.prometheus import QueryResult
-from adapter.resourcemetrics.documents import go_duration, node_metrics, pod_metrics
+from adapter.resourcemetrics.documents import GROUP, go_duration, node_metrics, pod_metrics
 from adapter.resourcemetrics.queries import ResourceQueries, ResourceQuery
 from adapter.resourcemetrics.usage import (
     ObjectMeta,
@@ -27,6 +27,7 @@ from adapter.resourcemetrics.usage import (
     pod_usage,
     samples_by_object,
 )
+from adapter.server.status import object_not_found
 
 NO_RESOURCE_RULES = (
     "the config has no resourceRules: the adapter serves no metrics.k8s.io (its paths answer 404, and "
@@ -106,9 +107,12 @@ def explain_resource(
 
 
 def _left_out_all(read: ResourceRead) -> str:
-    if read.name:
-        return f"the API answers 404 ({read.kind[:-1]}metrics {read.name!r} not found)"
-    return "the API leaves every object out"
+    """What the API answers when no query can be built: the provider leaves every object out."""
+    if not read.name:
+        return "the API lists no items"
+    kind = f"{read.kind.removesuffix('s')}metrics"
+    name = f"{read.namespace}/{read.name}" if read.namespace else read.name
+    return f"the API answers 404: {object_not_found(kind, GROUP, name).message}"
 
 
 def usage_outcome(

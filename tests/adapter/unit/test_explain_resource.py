@@ -174,7 +174,7 @@ def test_why_not_no_resource_rules_no_label_and_unknown_objects() -> None:
     unlabelled = explain_resource(no_node_label, MAPPER, "p", read, NODES[:1])
     assert unlabelled.served is False and unlabelled.queries == ()
     assert unlabelled.reasons[0].startswith("no PromQL: unable to find a label for resource nodes")
-    assert "404" in unlabelled.reasons[1]
+    assert unlabelled.reasons[1] == 'the API answers 404: nodemetrics.metrics.k8s.io "node-a" not found'
 
     listed = parse_api_path(f"{API}/pods")
     assert isinstance(listed, ResourceRead)
