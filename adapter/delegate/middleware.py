@@ -7,6 +7,10 @@ authorized by Surge as for any metric before a delegate is asked (with Surge's o
   its answer, errors included, goes back unchanged. Any other read is Surge's; when Surge answers 404 the
   fallback delegate of the group (if any) is asked instead, or else the lists are read again and the
   read forwarded if a delegate lists the metric now.
+- A read over a short window (burst mode's `surge.dev/window` requirement) is Surge's alone: a delegate
+  would not know the requirement (it might answer its normal value, which a burst check would take for
+  the short window's), so a read that would go to a delegate is refused with 400, and the burst check
+  leaves that metric out, as one whose query cannot be read over a window.
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ from adapter.delegate.listing import merged_custom, merged_external
 from adapter.delegate.router import Delegate, Router
 from adapter.server import documents
 from adapter.server.routes import json_response, parse_custom_path
-from adapter.server.status import CUSTOM_GROUP, EXTERNAL_GROUP, StatusError
+from adapter.server.status import CUSTOM_GROUP, EXTERNAL_GROUP, StatusError, bad_request
 from shared.kube.http11 import Answer
+from shared.metricwindow import WINDOW_LABEL
+from shared.selectors import parse_selector
 
 _CUSTOM_PREFIX = f"/apis/{CUSTOM_GROUP}/"
 _EXTERNAL_PREFIX = f"/apis/{EXTERNAL_GROUP}/"
@@ -59,6 +65,18 @@ def discovery_list_of(path: str) -> tuple[str, str] | None:
     return None
 
 
+def _asks_window(request: web.Request, group: str) -> bool:
+    """Whether the read's selector (metricLabelSelector of a custom metric, labelSelector of an external
+    one) has the window requirement; an unparsable selector is the delegate's to refuse."""
+    text = request.query.get("metricLabelSelector" if group == CUSTOM_GROUP else "labelSelector", "")
+    if WINDOW_LABEL not in text:
+        return False
+    try:
+        return any(requirement.key == WINDOW_LABEL for requirement in parse_selector(text).requirements)
+    except ValueError:
+        return False
+
+
 def _passed_through(answer: Answer) -> web.Response:
     headers = {"Content-Type": answer.content_type.decode("latin-1")} if answer.content_type else None
     return web.Response(status=answer.status, body=answer.body, headers=headers)
@@ -74,7 +92,12 @@ def make_delegate_middleware(router: Router) -> Middleware:
             documents.external_resource_list(merged_external(router.surge_external_names(), listings))
         )
 
-    async def forward(request: web.Request, delegate: Delegate, metric: str) -> web.Response:
+    async def forward(request: web.Request, delegate: Delegate, group: str, metric: str) -> web.Response:
+        if _asks_window(request, group):
+            raise bad_request(
+                f"{WINDOW_LABEL}: the metric {metric} is served by another metrics server (a delegate), "
+                "which cannot read it over a window"
+            )
         answer = await router.forward(delegate, request.raw_path, metric)
         if answer.status == 404:
             await router.refresh_after_miss()  # it may have dropped the metric: do not route it there
@@ -93,7 +116,7 @@ def make_delegate_middleware(router: Router) -> Middleware:
         group, resource, metric = read
         delegate = router.owner(group, resource, metric)
         if delegate is not None:
-            return await forward(request, delegate, metric)
+            return await forward(request, delegate, group, metric)
         try:
             return await handler(request)
         except StatusError as err:
@@ -104,6 +127,6 @@ def make_delegate_middleware(router: Router) -> Middleware:
                 delegate = router.owner(group, resource, metric)
             if delegate is None:
                 raise
-        return await forward(request, delegate, metric)
+        return await forward(request, delegate, group, metric)
 
     return multiplex

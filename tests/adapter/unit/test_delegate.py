@@ -333,12 +333,22 @@ async def test_the_middleware_merges_lists_forwards_and_falls_back(
                 "unlisted": (200, "delegate"),  # Surge's 404, nobody lists it: the fallback's answer
                 "mine_but_absent": (404, "a Status"),  # Surge's metric: Surge's own 404 stays
             }
+            # A read over burst mode's window is Surge's alone: one a delegate would get is a 400.
+            listed_path = "/apis/external.metrics.k8s.io/v1beta1/namespaces/n/listed"
+            response = await client.get(f"{listed_path}?labelSelector=surge.dev%2Fwindow%3D6s")
+            refused = await response.json()
+            assert (response.status, refused["reason"]) == (400, "BadRequest"), refused
+            assert refused["message"].startswith("surge.dev/window: the metric listed is served by another")
+            # A value that merely mentions it is no window requirement.
+            mention = f"{listed_path}?labelSelector=a%3Dsurge.dev%2Fwindow"
+            assert (await client.get(mention)).status == 200
             # A version Surge does not serve is Surge's 404 even for a metric the delegate lists.
             response = await client.get("/apis/external.metrics.k8s.io/v9/namespaces/n/listed")
             assert response.status == 404 and (await response.json())["kind"] == "Status"
             assert server.reads == [
                 "/apis/external.metrics.k8s.io/v1beta1/namespaces/n/listed",
                 "/apis/external.metrics.k8s.io/v1beta1/namespaces/n/unlisted",
+                f"{listed_path}?labelSelector=a%3Dsurge.dev/window",  # as the test client sent it
             ]
         finally:
             await router.close()
