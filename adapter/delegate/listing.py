@@ -1,8 +1,10 @@
 """What a delegate serves, read from its discovery documents, and the lists Surge answers with. Pure.
 
-A custom metric is listed as `<resource>/<metric>` (`pods/queue_length`, `deployments.apps/rps`) and
-requested as `.../<resource>/<name>/<metric>`; both use the resource as the client wrote it, so the pair
-is matched as written. Surge's own metrics win on a clash: the delegate's entry is left out.
+A custom metric is listed as `<resource>/<metric>` (`pods/queue_length`, `deployments.apps/rps`), the
+resource in its plural, group-qualified form, and requested as `.../<resource>/<name>/<metric>`, where a
+client may write another form (`pod`, `deployment`): the router matches the form the API server's
+discovery resolves it to (Router.canonical). Surge's own metrics win on a clash: the delegate's entry is
+left out.
 """
 
 from __future__ import annotations

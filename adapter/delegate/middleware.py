@@ -113,7 +113,8 @@ def make_delegate_middleware(router: Router) -> Middleware:
         read = metric_of(request.path)
         if read is None:
             return await handler(request)
-        group, resource, metric = read
+        group, written, metric = read
+        resource = router.canonical(written)  # lists name `pods`; a client may ask for `pod`
         delegate = router.owner(group, resource, metric)
         if delegate is not None:
             return await forward(request, delegate, group, metric)

@@ -28,6 +28,7 @@ from adapter.delegate.listing import (
     external_names,
 )
 from adapter.delegate.options import DelegateOptions, DelegateSpec
+from adapter.naming.resources import ResourceMapper, resolve_resource
 from adapter.registry import CustomMetricInfo
 from adapter.server.documents import CUSTOM_VERSIONS, EXTERNAL_VERSIONS
 from adapter.server.status import CUSTOM_GROUP, EXTERNAL_GROUP, StatusError
@@ -47,7 +48,11 @@ def delegate_unavailable(metric: str) -> StatusError:
 
 
 class SurgeRegistry(Protocol):
-    """Surge's metrics now (adapter.registry.SeriesRegistry): new lists after each relist, else the same."""
+    """Surge's metrics now (adapter.registry.SeriesRegistry): new lists after each relist, else the same;
+    and the resource mapper it serves them with."""
+
+    @property
+    def mapper(self) -> ResourceMapper: ...
 
     def custom_metrics(self) -> Sequence[CustomMetricInfo]: ...
 
@@ -132,8 +137,17 @@ class Router:
     def listings(self, group: str) -> list[Listing]:
         return [d.listing for d in self.delegates if group in d.spec.groups]
 
+    def canonical(self, resource: str) -> str:
+        """A custom metric's resource as lists name it (`pods`, `deployments.apps`) for a form the API
+        server's discovery also knows it by (`pod`, `Pod`, `deployment`); as written when it knows none."""
+        if not resource:
+            return resource
+        info = resolve_resource(self._surge().mapper, resource)
+        return str(info.group_resource) if info is not None else resource
+
     def owner(self, group: str, resource: str, metric: str) -> Delegate | None:
-        """The first delegate listing the metric, unless Surge serves it (Surge wins a clash)."""
+        """The first delegate listing the metric, unless Surge serves it (Surge wins a clash); `resource`
+        as `canonical` gives it."""
         if self.serves(group, resource, metric):
             return None
         return next(

@@ -24,7 +24,12 @@ from adapter.delegate.options import (
 )
 from adapter.delegate.router import MISS_REFRESH_SPACING, Router, build_router
 from adapter.flags import build_parser
-from adapter.naming.resources import GroupResource
+from adapter.naming.resources import (
+    BUILTIN_RESOURCES,
+    GroupResource,
+    ResourceMapper,
+    StaticResourceMapper,
+)
 from adapter.registry import CustomMetricInfo
 from adapter.server.app import render_errors
 from adapter.server.status import CUSTOM_GROUP, EXTERNAL_GROUP, StatusError, not_found
@@ -125,6 +130,7 @@ def test_paths_name_the_metric_read_or_the_list() -> None:
 class SurgeLists:
     custom: list[CustomMetricInfo] = field(default_factory=list)
     external: list[str] = field(default_factory=list)
+    mapper: ResourceMapper = field(default_factory=lambda: StaticResourceMapper(BUILTIN_RESOURCES))
 
     def custom_metrics(self) -> Sequence[CustomMetricInfo]:
         return self.custom
@@ -206,6 +212,15 @@ async def test_routing_refresh_on_miss_and_an_unreachable_delegate(
         (delegate,) = router.delegates
         assert router.owner(CUSTOM_GROUP, "pods", "rps") is delegate
         assert router.owner(CUSTOM_GROUP, "pods", "cpu") is None  # Surge serves it: Surge wins
+        # A client may name the resource in any form discovery knows: the lists' form is matched.
+        assert [router.canonical(r) for r in ("pod", "Pod", "deployment", "deployments.apps")] == [
+            "pods",
+            "pods",
+            "deployments.apps",
+            "deployments.apps",
+        ]
+        assert router.canonical("widgets") == "widgets"  # unknown: as written
+        assert router.owner(CUSTOM_GROUP, router.canonical("pod"), "rps") is delegate
         assert router.owner(EXTERNAL_GROUP, "", "queue") is delegate
         assert router.owner(EXTERNAL_GROUP, "", "later") is None
         assert router.fallback(EXTERNAL_GROUP) is None
