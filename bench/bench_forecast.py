@@ -20,23 +20,18 @@ project's dependencies, and the FFT model is Crane's DSP predictor's idea in a f
 from __future__ import annotations
 
 import math
-import tempfile
 import time
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
-import yaml
 from bench_common import parse_args, require
-from bench_predictive import CAPACITY, PREDICTIVE, SPEC, STARTUP_SECONDS, STEP
-from trace_generator import trace, trace_parser, write_csv
+from bench_predictive import CAPACITY, STARTUP_SECONDS, STEP, trace_and_profiles
+from trace_generator import trace_parser
 
 from autoscaler.core.forecast import Array, peaks_ahead, point_forecasts
 from autoscaler.core.predictive import PointForecaster
-from surge.simulate.profiles import load_profile
 from surge.simulate.replay import Replay, Workload, replay
-from surge.simulate.series_csv import read_series_csv
 from surge.simulate.summary import summarize
 
 DAY = round(86400 / STEP)  # samples
@@ -128,14 +123,7 @@ def peak_error(values: Array, method: PointForecaster, seasons: list[int], horiz
 
 def main() -> None:
     args = parse_args(trace_parser(__doc__), {"days": 2.0})
-    predictive_spec = {**SPEC, "spec": {**SPEC["spec"], "predictive": PREDICTIVE}}
-    with tempfile.TemporaryDirectory(prefix="bench-forecast-") as tmp:
-        work = Path(tmp)
-        write_csv(work / "trace.csv", trace(args.days, STEP, args.seed))
-        (work / "reactive.yaml").write_text(yaml.safe_dump(SPEC))
-        (work / "predictive.yaml").write_text(yaml.safe_dump(predictive_spec))
-        series = read_series_csv(work / "trace.csv")
-        predictive, reactive = load_profile(work / "predictive.yaml"), load_profile(work / "reactive.yaml")
+    series, predictive, reactive = trace_and_profiles(args.days, args.seed)
     workload = Workload(CAPACITY, STARTUP_SECONDS, 2)
     values = np.asarray(series.values, dtype=np.float64)
     settings = predictive.hpa.spec.predictive

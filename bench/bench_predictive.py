@@ -28,9 +28,9 @@ from bench_simulate import web_autoscaler
 from trace_generator import trace, trace_parser, write_csv
 
 from autoscaler.core.predictive import MAX_ERROR, grid_forecasts, prediction_at
-from surge.simulate.profiles import load_profile
+from surge.simulate.profiles import Profile, load_profile
 from surge.simulate.profiles_parallel import replay_profiles
-from surge.simulate.replay import Workload
+from surge.simulate.replay import Series, Workload
 from surge.simulate.series_csv import read_series_csv
 from surge.simulate.summary import summarize
 
@@ -50,16 +50,21 @@ SPEC: dict[str, Any] = web_autoscaler(
 )
 
 
-def main() -> None:
-    args = parse_args(trace_parser(__doc__), {"days": 2.0})
+def trace_and_profiles(days: float, seed: int) -> tuple[Series, Profile, Profile]:
+    """The trace, and the spec with and without `predictive`, as `surge simulate` reads them."""
     predictive_spec = {**SPEC, "spec": {**SPEC["spec"], "predictive": PREDICTIVE}}
     with tempfile.TemporaryDirectory(prefix="bench-predictive-") as tmp:
         work = Path(tmp)
-        write_csv(work / "trace.csv", trace(args.days, STEP, args.seed))
+        write_csv(work / "trace.csv", trace(days, STEP, seed))
         (work / "reactive.yaml").write_text(yaml.safe_dump(SPEC))
         (work / "predictive.yaml").write_text(yaml.safe_dump(predictive_spec))
         series = read_series_csv(work / "trace.csv")
-        profiles = [load_profile(work / "predictive.yaml"), load_profile(work / "reactive.yaml")]
+        return series, load_profile(work / "predictive.yaml"), load_profile(work / "reactive.yaml")
+
+
+def main() -> None:
+    args = parse_args(trace_parser(__doc__), {"days": 2.0})
+    series, *profiles = trace_and_profiles(args.days, args.seed)
 
     started = time.perf_counter()
     replays = replay_profiles(series, profiles, Workload(CAPACITY, STARTUP_SECONDS, 2))
