@@ -92,6 +92,13 @@ def add_bool_flag(group: argparse._ActionsContainer, flag: str, help_text: str) 
     group.add_argument(flag, nargs="?", const=True, default=False, type=_bool, help=help_text)
 
 
+def explicit_bools(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """`argv` with each bare boolean of `parser` (add_bool_flag) written `--flag=true`: as in Go's flag
+    package, a boolean then never takes the argument after it (a command's positional) as its value."""
+    bools = {option for action in parser._actions if action.type is _bool for option in action.option_strings}
+    return [f"{arg}=true" if arg in bools else arg for arg in argv]
+
+
 def add_regex_escape_flag(group: argparse._ActionsContainer) -> None:
     """`--regex-escape-values`, which changes the PromQL rendered: the daemon's and `explain`'s flag."""
     add_bool_flag(

@@ -28,7 +28,7 @@ from adapter.explain.paths import ExplainPathError, MetricRead, ResourceRead, pa
 from adapter.explain.render import as_json, as_text
 from adapter.explain.resource import ResourceExplanation, explain_resource
 from adapter.flags import PROG as ADAPTER_PROG
-from adapter.flags import add_regex_escape_flag
+from adapter.flags import add_regex_escape_flag, explicit_bools
 from adapter.naming.resources import BUILTIN_RESOURCES, ResourceMapper, StaticResourceMapper
 from adapter.objects import CachedObject
 from adapter.prometheus import PrometheusClient, PrometheusSettings
@@ -105,7 +105,8 @@ def _explain_resource(
 
 
 def main(argv: Sequence[str]) -> NoReturn:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(explicit_bools(parser, argv))  # `--regex-escape-values PATH`: PATH is the path
     explanation: Explanation | ResourceExplanation
     try:
         config = load_config(args.config)

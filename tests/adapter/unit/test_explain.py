@@ -193,7 +193,7 @@ def test_the_cli_renders_with_the_daemons_regex_escape_flag(
     config.write_text(default_config_yaml())
     path = f"{CUSTOM}/namespaces/shop/pods/web-1/http_requests?metricLabelSelector=job%20in%20(a.b,c)"
     with pytest.raises(SystemExit) as exited:
-        adapter_main(["explain", f"--config={config}", *flags, "-o", "json", path])
+        adapter_main(["explain", f"--config={config}", "-o", "json", *flags, path])  # the flag before PATH
     assert exited.value.code == 0
     rate_rule = json.loads(capsys.readouterr().out)["rules"][4]
     assert rate_rule["promql"] == (
