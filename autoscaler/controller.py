@@ -482,7 +482,7 @@ class Controller:
             # A schedule's window opens or closes then: reconcile at that moment, not a period later.
             delay = (decision.next_schedule_change - self._clock.wall()).total_seconds()
             self.queue.add_after(key, delay)
-        return await self._act(key, obj, hpa, decision, path, scale_obj, predictions)
+        return await self._act(key, obj, hpa, decision, path, scale_obj, predictions, answers)
 
     async def _fetch(
         self, namespace: str, spec: MetricSpec, pod_selector: str, window: str | None = None
@@ -597,6 +597,7 @@ class Controller:
         path: str | None,
         scale_obj: Obj | None,
         predictions: tuple[Prediction, ...] = (),
+        answers: tuple[MetricAnswer, ...] = (),
     ) -> str:
         if not self._is_leader():
             # Leadership was lost during the reconcile: the new leader decides; write nothing.
@@ -629,7 +630,7 @@ class Controller:
             await writes[0]
         elif writes:
             await asyncio.gather(*writes)
-        self._log_decision(key, decision, reason, decided_at)
+        self._log_decision(key, decision, reason, decided_at, answers)
         if decision.error is not None:
             return "error"
         return outcome
@@ -656,10 +657,17 @@ class Controller:
             log.warning("status not written", key=_key_str(key), error=err.message)
             await self._events.record(obj, "Warning", "FailedUpdateStatus", err.message)
 
-    def _log_decision(self, key: Key, decision: Decision, reason: str, decided_at: datetime) -> None:
+    def _log_decision(
+        self,
+        key: Key,
+        decision: Decision,
+        reason: str,
+        decided_at: datetime,
+        answers: tuple[MetricAnswer, ...],
+    ) -> None:
         if not _decision_logger.isEnabledFor(logging.INFO):
             return  # building the record costs more than the decision itself
-        log.info("decision", key=_key_str(key), **decision_fields(decision, reason, decided_at))
+        log.info("decision", key=_key_str(key), **decision_fields(decision, reason, decided_at, answers))
 
 
 def object_key(obj: Obj) -> Key:

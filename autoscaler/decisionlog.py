@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from autoscaler.core.kube_json import hpa_status_to_json
 from autoscaler.core.reconcile import Decision
+from autoscaler.core.types import (
+    ExternalMetricAnswer,
+    MetricAnswer,
+    ObjectMetricAnswer,
+    PodsMetricAnswer,
+    ResourceMetricsAnswer,
+)
 
 
 def _ratio(ratio: float | None) -> float | None:
@@ -15,15 +23,33 @@ def _ratio(ratio: float | None) -> float | None:
     return round(ratio, 4) if ratio is not None and math.isfinite(ratio) else None
 
 
-def decision_fields(decision: Decision, reason: str, decided_at: datetime) -> dict[str, Any]:
+def reported(answers: Sequence[MetricAnswer]) -> list[int | None]:
+    """Per metric, how many values its answer held: the pods that reported a Pods or Resource metric, an
+    External metric's series, 1 for an Object metric; None for a failed read."""
+    counts: list[int | None] = []
+    for answer in answers:
+        if isinstance(answer, PodsMetricAnswer | ResourceMetricsAnswer):
+            counts.append(len(answer.items))
+        elif isinstance(answer, ExternalMetricAnswer):
+            counts.append(len(answer.values))
+        else:
+            counts.append(1 if isinstance(answer, ObjectMetricAnswer) else None)
+    return counts
+
+
+def decision_fields(
+    decision: Decision, reason: str, decided_at: datetime, answers: Sequence[MetricAnswer] = ()
+) -> dict[str, Any]:
     """The log record's fields; `reason` is the decision's sentence (autoscaler.reasons), as in its record.
     `ratios` are the core's usage ratios (current / target, before tolerance and readiness corrections).
     `decided_at` is when it was decided, just after its metrics were read (the record itself is logged
-    once the scale and the status are written)."""
+    once the scale and the status are written); `reported` counts the values of each metric's `answers`
+    (none for a decision that read none)."""
     status = decision.status
     limited = next((c for c in status.conditions if c.type == "ScalingLimited" and c.status == "True"), None)
     return {
         "decided_at": decided_at.isoformat(timespec="microseconds"),
+        "reported": reported(answers),
         "metric": decision.metric_name or None,
         "metrics": hpa_status_to_json(status).get("currentMetrics", []),
         "ratios": [_ratio(r) for r in decision.trace.ratios] if decision.trace is not None else [],

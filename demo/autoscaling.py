@@ -53,10 +53,8 @@ rules:
   name: {matches: '^(.*)_total$'}
   metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[3s])) by (<<.GroupBy>>)'
 """
-# That metric per pod (summed over status codes, as ADAPTER_RULES does); their total is what the
-# autoscaler reads, summed over the pods.
-POD_RPS = f'sum by (pod) (rate(http_requests_total{{namespace="{NAMESPACE}",pod!=""}}[3s]))'
-TOTAL_RPS = f"sum({POD_RPS})"
+# The workload's total of that metric: what the autoscaler reads, summed over the pods.
+TOTAL_RPS = f'sum(rate(http_requests_total{{namespace="{NAMESPACE}",pod!=""}}[3s]))'
 
 
 @dataclass(frozen=True)
@@ -257,7 +255,7 @@ async def _save_record(
         raise RuntimeError("the autoscaler read no metric after the load step")
     # Up to a second ago: the last scrapes are stored by then.
     end = start + math.floor((time.time() - 1 - start) / SAMPLE_SECONDS) * SAMPLE_SECONDS
-    series = await load_series(world, TOTAL_RPS, f"count({POD_RPS})", reads, profile.sync_period, start, end)
+    series = await load_series(world, TOTAL_RPS, reads, profile.sync_period, start, end)
     spec = write_record(to, profile.name, autoscaler(profile), series, writes.writes)
     return replay_command(to, spec, CAPACITY_RPS, POD_STARTUP_SECONDS)
 

@@ -4,7 +4,7 @@
   read it, every SAMPLE_SECONDS from LEAD_SECONDS before the load step. A replay reconciles every sync
   period from the first sample and reads the sample there. So the series starts at one of the daemon's
   reads, and the sample at each later period is the daemon's read of that reconcile: the average per pod
-  it logged with its decision (status.currentMetrics) times the pods that had a value then. A decision
+  it logged with its decision (status.currentMetrics) times the pods that reported it (`reported`). A decision
   comes a few milliseconds after its slot on the period grid and its read is placed on the slot. Asking
   Prometheus again afterwards would not do: a scrape stamped just before the read but stored just after
   it changes rate(), and near a whole count that changes the count (800 rps at 100 per pod reads 8.0 or
@@ -60,8 +60,8 @@ class ScaleWrites:
 
 
 def daemon_reads(log: Path, namespace: str, name: str) -> list[tuple[float, float]]:
-    """(unix seconds, average per pod) of each decision on HorizontalAutoscaler `namespace/name` that read
-    its first metric, a Pods metric, from the autoscaler's JSON log (demo.stack), in order."""
+    """(unix seconds, total over the pods) of each decision on HorizontalAutoscaler `namespace/name` that
+    read its first metric, a Pods metric, from the autoscaler's JSON log (demo.stack), in order."""
     key = f"{namespace}/{name}"
     reads = []
     for line in log.read_text().splitlines():
@@ -72,9 +72,10 @@ def daemon_reads(log: Path, namespace: str, name: str) -> list[tuple[float, floa
         if entry.get("event") != "decision" or entry.get("key") != key or not entry.get("metrics"):
             continue
         current = (entry["metrics"][0].get("pods") or {}).get("current") or {}
-        if "averageValue" in current:
+        pods = (entry.get("reported") or [None])[0]
+        if "averageValue" in current and pods:
             at = datetime.fromisoformat(entry["decided_at"]).timestamp()
-            reads.append((at, float(parse_quantity(current["averageValue"]))))
+            reads.append((at, float(parse_quantity(current["averageValue"])) * pods))
     return reads
 
 
@@ -96,24 +97,17 @@ async def _range(world: World, promql: str, start: float, end: float) -> list[fl
 
 
 async def load_series(
-    world: World,
-    total: str,
-    pods: str,
-    reads: list[tuple[float, float]],
-    period: float,
-    start: float,
-    end: float,
+    world: World, total: str, reads: list[tuple[float, float]], period: float, start: float, end: float
 ) -> list[tuple[float, float]]:
     """The series (see the module docstring): `total` every SAMPLE_SECONDS from `start` (a read) to `end`,
-    and at each `period` from `start` the read's average times `pods` (the count of pods with a value)."""
+    and at each `period` from `start` the total the daemon read there."""
     values = await _range(world, total, start, end)
-    counts = await _range(world, pods, start, end)
     per_period = round(period / SAMPLE_SECONDS)
-    for at, average in reads:
+    for at, read in reads:
         slot = round((at - start) / period)
         # A read off the grid (a retry after an error) has no place in a replay, which reconciles on it.
         if 0 <= slot * per_period < len(values) and abs(at - start - slot * period) < SAMPLE_SECONDS / 2:
-            values[slot * per_period] = average * counts[slot * per_period]
+            values[slot * per_period] = read
     return [(start + i * SAMPLE_SECONDS, value) for i, value in enumerate(values)]
 
 

@@ -130,8 +130,16 @@ def test_api_versions_split_like_schema_parse_group_version() -> None:
 
 def test_decision_log_fields_carry_values_ratio_proposal_and_result() -> None:
     from autoscaler.core.reconcile import decide
-    from autoscaler.core.types import PodMetricValue, PodsMetricAnswer, Scale, Snapshot
-    from autoscaler.decisionlog import decision_fields
+    from autoscaler.core.types import (
+        ExternalMetricAnswer,
+        MetricFetchError,
+        ObjectMetricAnswer,
+        PodMetricValue,
+        PodsMetricAnswer,
+        Scale,
+        Snapshot,
+    )
+    from autoscaler.decisionlog import decision_fields, reported
 
     now = datetime(2026, 1, 1, 0, 1, tzinfo=UTC)
     hpa = hpa_from_json(
@@ -157,8 +165,16 @@ def test_decision_log_fields_carry_values_ratio_proposal_and_result() -> None:
     decision = decide(
         Snapshot(hpa=hpa, scale=Scale(2, 2, "app=web"), pods=pods, metric_answers=(answer,), now=now)
     )
-    fields = decision_fields(decision, "the reason", now)
+    fields = decision_fields(decision, "the reason", now, (answer,))
     assert fields["decided_at"] == "2026-01-01T00:01:00.000000+00:00"
+    assert fields["reported"] == [2]  # the pods whose values the average is of
+    assert reported(
+        (ObjectMetricAnswer(1, now), ExternalMetricAnswer((1, 2, 3), now), MetricFetchError("x"))
+    ) == [
+        1,
+        3,
+        None,
+    ]
     assert fields["ratios"] == [2.0]
     assert fields["metrics"][0]["pods"]["current"]["averageValue"] == "3"
     assert (fields["current"], fields["proposal"], fields["result"]) == (2, 4, "rescaled")
