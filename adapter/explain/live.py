@@ -11,12 +11,14 @@ from dataclasses import dataclass, replace
 from adapter.config import AdapterConfig
 from adapter.explain.explanation import Discovery, Explanation
 from adapter.explain.paths import ExternalRequest, MetricRead
-from adapter.explain.resource import ResourceExplanation, UsageQueries, usage_outcome
+from adapter.explain.resource import ResourceExplanation, usage_outcome
 from adapter.explain.results import QueryOutcome, custom_outcome, external_outcome
 from adapter.naming.resources import ResourceMapper, resolve_resource
-from adapter.prometheus import PrometheusClient, PrometheusError, QueryResult
+from adapter.prometheus import PrometheusClient, PrometheusError
 from adapter.registry import series_query_groups
+from adapter.resourcemetrics.queries import QueryPair
 from adapter.seriesshapes import SeriesShapes
+from adapter.server.resource_provider import QueryFailure, Samples, pair_samples
 from shared.clock import Clock
 
 
@@ -110,15 +112,9 @@ async def with_usage(
     if not explanation.queries:
         return explanation
 
-    async def answered(queries: UsageQueries) -> tuple[QueryResult, QueryResult] | str:
-        try:
-            pair = await asyncio.gather(
-                prometheus.query(queries.cpu.promql, now), prometheus.query(queries.memory.promql, now)
-            )
-        except PrometheusError as err:
-            return f"Prometheus: {err}"
-        odd = next((result.result_type for result in pair if result.result_type != "vector"), None)
-        return pair if odd is None else f"a query gave a {odd}, not a vector"
+    async def answered(pair: QueryPair) -> tuple[Samples, Samples] | str:
+        found = await pair_samples(prometheus, pair, now)
+        return f"Prometheus: {found.error}" if isinstance(found, QueryFailure) else found
 
-    answers = await asyncio.gather(*(answered(queries) for queries in explanation.queries))
+    answers = await asyncio.gather(*(answered(pair) for pair in explanation.queries))
     return replace(explanation, result=usage_outcome(explanation, answers, now))

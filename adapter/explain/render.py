@@ -163,9 +163,10 @@ def _resource_json(explanation: ResourceExplanation) -> dict[str, Any]:
             for queries in explanation.queries
         ],
         "reasons": list(explanation.reasons),
+        "notes": list(explanation.notes),
         "result": None
         if outcome is None
-        else {"items": list(outcome.items), "leftOut": list(outcome.left_out)},
+        else {"items": list(outcome.items), "leftOut": list(outcome.left_out), "error": outcome.error},
     }
 
 
@@ -193,7 +194,8 @@ def _usage_text(item: dict[str, Any]) -> list[str]:
 def _block(label: str, promql: str) -> list[str]:
     """`promql` after `label`, its further lines (block scalars of the rules) under its first."""
     first, *rest = promql.rstrip("\n").split("\n")
-    return [label.ljust(11) + first, *(" " * 11 + line for line in rest)]
+    column = max(11, len(label) + 1)  # a long label (`Memory (namespace):`) moves the query right
+    return [label.ljust(column) + first, *(" " * column + line for line in rest)]
 
 
 def _resource_text(explanation: ResourceExplanation) -> str:
@@ -203,18 +205,21 @@ def _resource_text(explanation: ResourceExplanation) -> str:
         f"Served:    {_resource_served(explanation)}",
     ]
     several = len(explanation.queries) > 1
-    for queries in explanation.queries:
-        where = f" ({queries.objects[0].namespace})" if several else ""
-        lines.extend(_block(f"CPU{where}:", queries.cpu.promql))
-        lines.extend(_block(f"Memory{where}:", queries.memory.promql))
+    for pair in explanation.queries:
+        where = f" ({pair.objects[0].namespace})" if several else ""
+        lines.extend(_block(f"CPU{where}:", pair.cpu.promql))
+        lines.extend(_block(f"Memory{where}:", pair.memory.promql))
     lines.extend(
         f"Why not:   {reason}" if i == 0 else f"           {reason}"
         for i, reason in enumerate(explanation.reasons)
     )
+    lines.extend(f"Note:      {note}" for note in explanation.notes)
     outcome = explanation.result
     if outcome is not None:
         lines.append("Result:")
         for item in outcome.items:
             lines.extend(_usage_text(item))
         lines.extend(f"  left out {why}" for why in outcome.left_out)
+        if outcome.error is not None:
+            lines.append(f"  error: {outcome.error}")
     return "\n".join(lines) + "\n"

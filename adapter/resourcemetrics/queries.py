@@ -20,6 +20,7 @@ from adapter.naming.association import ResourceAssociation
 from adapter.naming.errors import QueryBuildError
 from adapter.naming.query import custom_query_data, render_query
 from adapter.naming.resources import GroupResource, ResourceMapper
+from adapter.resourcemetrics.usage import ObjectMeta, by_namespace
 
 PODS = GroupResource("", "pods")
 NODES = GroupResource("", "nodes")
@@ -97,6 +98,32 @@ class ResourceQueries:
             "", (), None, node_label, names, regex_escape_values=self.regex_escape_values
         )
         return ResourceQuery(render_query(self.rule.node_query, data), node_label)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPair:
+    """The CPU and the memory query for some pods of one namespace, or for nodes (namespace "")."""
+
+    objects: tuple[ObjectMeta, ...]
+    cpu: ResourceQuery
+    memory: ResourceQuery
+
+
+def query_pairs(
+    cpu: ResourceQueries, memory: ResourceQueries, kind: str, objects: Sequence[ObjectMeta]
+) -> list[QueryPair]:
+    """The pairs a read of `objects` (`kind` "pods" or "nodes") sends, as prometheus-adapter does: one per
+    namespace of pods, one for all the nodes; none for no object. Raises QueryBuildError."""
+    if not objects:
+        return []
+    if kind == "nodes":
+        names = [node.name for node in objects]
+        return [QueryPair(tuple(objects), cpu.nodes(names), memory.nodes(names))]
+    pairs = []
+    for namespace, pods in by_namespace(objects).items():
+        names = [pod.name for pod in pods]
+        pairs.append(QueryPair(tuple(pods), cpu.pods(namespace, names), memory.pods(namespace, names)))
+    return pairs
 
 
 def unresolved_overrides(rules: ResourceRules, mapper: ResourceMapper) -> list[str]:

@@ -25,7 +25,7 @@ from adapter.explain.explanation import Explanation, explain
 from adapter.explain.live import SharedDiscovery, with_result, with_usage
 from adapter.explain.paths import ExplainPathError, ResourceRead, parse_api_path
 from adapter.explain.render import as_json
-from adapter.explain.resource import ResourceExplanation, explain_resource
+from adapter.explain.resource import ResourceExplanation, UsageOutcome, explain_resource
 from adapter.explain.results import QueryOutcome
 from adapter.naming.resources import resolve_resource
 from adapter.objects import CachedObject
@@ -123,7 +123,7 @@ class ExplainRoutes:
         # The objects and their usage are the read's answer: only for a caller who may do that read.
         refused = await _refused(access, path)
         if refused is not None:
-            return replace(explained(None), served=True, reasons=(refused,))
+            return replace(explained(None), notes=(), result=UsageOutcome(error=refused))
         try:
             objects = await _objects(provider, read)
         except StatusError as err:  # not found, or the object cache is unavailable

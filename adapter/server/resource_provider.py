@@ -29,11 +29,19 @@ from adapter.resourcemetrics.fields import (
     object_fields,
     parse_field_selector,
 )
-from adapter.resourcemetrics.queries import NODES, PODS, ResourceQueries, ResourceQuery, ResourceRules
+from adapter.resourcemetrics.queries import (
+    NODES,
+    PODS,
+    QueryPair,
+    ResourceQueries,
+    ResourceQuery,
+    ResourceRules,
+    query_pairs,
+)
 from adapter.resourcemetrics.usage import (
     NodeUsage,
+    ObjectMeta,
     PodUsage,
-    by_namespace,
     node_usage,
     pod_usage,
     samples_by_object,
@@ -96,38 +104,17 @@ class ResourceMetricsProvider:
         return usages[0]
 
     async def _pod_usages(self, pods: Sequence[CachedObject]) -> list[PodUsage]:
-        at = self.clock()  # one evaluation time for every query of the request, as prometheus-adapter
-        groups = by_namespace(pods)
-        found = await asyncio.gather(
-            *(
-                self._namespace_samples(namespace, [pod.name for pod in group], at)
-                for namespace, group in groups.items()
-            )
-        )
-        samples = dict(zip(groups, found, strict=True))
         usages = []
-        for pod in pods:
-            pair = samples[pod.namespace]
+        for pod, samples in await self._object_samples("pods", pods):
             usage = None
-            if pair is not None:
-                cpu, memory = pair
-                usage = pod_usage(
-                    pod,
-                    cpu.get(pod.name, ()),
-                    memory.get(pod.name, ()),
-                    self.rules.cpu.container_label,
-                    self.rules.memory.container_label,
-                )
+            if samples is not None:
+                cpu_label, memory_label = self.rules.cpu.container_label, self.rules.memory.container_label
+                usage = pod_usage(pod, *samples, cpu_label, memory_label)
             if usage is None:
-                self._skipped("pods", "query_failed" if pair is None else "no_samples")
+                self._skipped("pods", "query_failed" if samples is None else "no_samples")
                 continue
             usages.append(usage)
         return usages
-
-    async def _namespace_samples(
-        self, namespace: str, names: list[str], at: float
-    ) -> tuple[Samples, Samples] | None:
-        return await self._both(lambda queries: queries.pods(namespace, names), at)
 
     # -- nodes ----------------------------------------------------------------------------------
 
@@ -154,14 +141,11 @@ class ResourceMetricsProvider:
         return usages[0]
 
     async def _node_usages(self, nodes: Sequence[CachedObject]) -> list[NodeUsage]:
-        if not nodes:
-            return []
-        pair = await self._both(lambda q: q.nodes([node.name for node in nodes]), self.clock())
         usages = []
-        for node in nodes:
-            usage = node_usage(node, pair[0].get(node.name, ()), pair[1].get(node.name, ())) if pair else None
+        for node, samples in await self._object_samples("nodes", nodes):
+            usage = node_usage(node, *samples) if samples is not None else None
             if usage is None:
-                self._skipped("nodes", "query_failed" if pair is None else "no_samples")
+                self._skipped("nodes", "query_failed" if samples is None else "no_samples")
                 continue
             usages.append(usage)
         return usages
@@ -191,34 +175,64 @@ class ResourceMetricsProvider:
             log.warning("object cache unavailable", resource=str(resource), error=repr(err))
             raise internal_error(f"failed getting {resource}") from None
 
-    async def _both(
-        self, build: Callable[[ResourceQueries], ResourceQuery], at: float
-    ) -> tuple[Samples, Samples] | None:
-        """CPU and memory samples by object name, or None (logged) when a query cannot be built or fails."""
+    async def _object_samples(
+        self, kind: str, objects: Sequence[CachedObject]
+    ) -> list[tuple[ObjectMeta, ObjectSamples | None]]:
+        """Each object with its CPU and memory samples, or None (logged) when its pair of queries cannot
+        be built or failed; every query at one evaluation time, as prometheus-adapter."""
+        at = self.clock()
         try:
-            queries = (build(self._cpu), build(self._memory))
+            pairs = query_pairs(self._cpu, self._memory, kind, objects)
         except QueryBuildError as err:
             log.warning("resource metrics query could not be built", error=str(err))
-            return None
-        results = await asyncio.gather(*(self._samples(q, at) for q in queries), return_exceptions=True)
-        found: list[Samples] = []
-        for query, result in zip(queries, results, strict=True):
-            if isinstance(result, PrometheusError):
+            return [(obj, None) for obj in objects]
+        answers = await asyncio.gather(*(pair_samples(self.prometheus, pair, at) for pair in pairs))
+        found: list[tuple[ObjectMeta, ObjectSamples | None]] = []
+        for pair, answer in zip(pairs, answers, strict=True):
+            if isinstance(answer, QueryFailure):
+                error = answer.error
                 log.warning(
-                    "prometheus query failed", promql=query.promql, error=str(result), kind=result.kind
+                    "prometheus query failed", promql=answer.query.promql, error=str(error), kind=error.kind
                 )
-                return None
-            if isinstance(result, BaseException):
-                raise result
-            found.append(result)
-        return found[0], found[1]
+                found.extend((obj, None) for obj in pair.objects)
+            else:
+                cpu, memory = answer
+                found.extend((obj, (cpu.get(obj.name, ()), memory.get(obj.name, ()))) for obj in pair.objects)
+        return found
 
-    async def _samples(self, query: ResourceQuery, at: float) -> Samples:
+    def _skipped(self, resource: str, reason: str) -> None:
+        self.metrics.resource_metrics_skipped.labels(resource, reason).inc()
+
+
+ObjectSamples = tuple[Sequence[Sample], Sequence[Sample]]  # one object's CPU and memory samples
+
+
+@dataclass(frozen=True)
+class QueryFailure:
+    query: ResourceQuery
+    error: PrometheusError
+
+
+async def pair_samples(
+    prometheus: PrometheusClient, pair: QueryPair, at: float
+) -> tuple[Samples, Samples] | QueryFailure:
+    """The pair's CPU and memory samples by object name, both queries evaluated at `at`; the first query
+    that failed (an answer that is no vector fails too) and why. Also what `adapter explain` runs."""
+
+    async def samples(query: ResourceQuery) -> Samples:
         log.debug("querying prometheus", promql=query.promql)
-        result = await self.prometheus.query(query.promql, at)
+        result = await prometheus.query(query.promql, at)
         if result.result_type != "vector":
             raise PrometheusBadResponse(f"a {result.result_type} instead of a vector")
         return samples_by_object(result.samples, query.object_label)
 
-    def _skipped(self, resource: str, reason: str) -> None:
-        self.metrics.resource_metrics_skipped.labels(resource, reason).inc()
+    queries = (pair.cpu, pair.memory)
+    results = await asyncio.gather(*(samples(query) for query in queries), return_exceptions=True)
+    found: list[Samples] = []
+    for query, result in zip(queries, results, strict=True):
+        if isinstance(result, PrometheusError):
+            return QueryFailure(query, result)
+        if isinstance(result, BaseException):
+            raise result
+        found.append(result)
+    return found[0], found[1]

@@ -7,19 +7,12 @@ import asyncio
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
-from aiohttp import ClientConnectionError, ClientSession, web
-from aiohttp.test_utils import TestServer
+from aiohttp import ClientConnectionError
 
 from adapter.__main__ import main as adapter_main
 from adapter.auth.attributes import request_attributes
-from adapter.auth.authenticator import Authenticator
-from adapter.auth.authorizer import AlwaysAllowPaths, Authorizer, Decision
-from adapter.auth.cache import TTLCache
-from adapter.auth.configmap import AuthenticationSources
-from adapter.auth.middleware import make_middleware
 from adapter.config import AdapterConfig, default_config_yaml, parse_config
 from adapter.explain.explanation import Discovery, Explanation, assumed_discovery, explain
 from adapter.explain.live import REUSE_SECONDS, SharedDiscovery
@@ -29,12 +22,11 @@ from adapter.naming.resources import BUILTIN_RESOURCES, StaticResourceMapper
 from adapter.prometheus import QueryResult
 from adapter.registry import RuleId, series_query_groups
 from adapter.seriesshapes import SeriesShapes
-from adapter.server.app import render_errors
-from adapter.server.explain_routes import ExplainRoutes
 from adapter.server.provider import PrometheusMetricsProvider
 from adapter.server.rules import ServedRules
 from adapter.server.status import StatusError
 from shared.clock import FakeClock
+from tests.adapter.explain_caller import explain_as_caller
 from tests.adapter.provider_fakes import ListedObjects, RecordingPrometheus, fed_registry
 
 CONFIG = parse_config(
@@ -337,39 +329,14 @@ def served_rules(prometheus: ExplainPrometheus) -> ServedRules:
     return ServedRules(CONFIG, registry, provider, None)
 
 
-async def explain_as_caller(
-    prometheus: ExplainPrometheus, may_read_metrics: bool, path: str
-) -> tuple[int, Any]:
-    """GET /debug/explain?path=… through the auth middleware, the caller allowed /debug/explain and
-    allowed the metrics API only if `may_read_metrics`."""
-
-    async def review(spec: dict[str, Any]) -> Decision:
-        if "nonResourceAttributes" in spec:
-            return Decision(spec["nonResourceAttributes"]["path"] == "/debug/explain")
-        return Decision(may_read_metrics, "" if may_read_metrics else "no RBAC rule allows it")
-
-    authorizer = Authorizer(review, TTLCache(10), allowed_ttl=0, denied_ttl=0)
-    authenticator = Authenticator(lambda: AuthenticationSources(None, None), None)
-    middleware = make_middleware(authenticator, authorizer, AlwaysAllowPaths(()))
-    app = web.Application(middlewares=[render_errors, middleware])  # as make_app orders them
-    rules = served_rules(prometheus)
-    ExplainRoutes(lambda: rules, prometheus, 600.0).add_routes(app)  # type: ignore[arg-type]
-    async with (
-        TestServer(app) as server,
-        ClientSession() as http,
-        http.get(server.make_url("/debug/explain"), params={"path": path}) as response,
-    ):
-        return response.status, await response.json()
-
-
 async def test_the_result_is_shown_only_to_a_caller_who_may_read_the_metric() -> None:
     path = f"{CUSTOM}/namespaces/shop/pods/web-1/http_requests"
     prometheus = ExplainPrometheus()
-    status, allowed = await explain_as_caller(prometheus, True, path)
+    status, allowed = await explain_as_caller(prometheus, True, path, served_rules(prometheus))
     assert status == 200 and allowed["result"]["error"] == "no value for web-1: the API answers 404"
     assert prometheus.queries == [allowed["promql"]]
     denied_prometheus = ExplainPrometheus()
-    status, denied = await explain_as_caller(denied_prometheus, False, path)
+    status, denied = await explain_as_caller(denied_prometheus, False, path, served_rules(denied_prometheus))
     assert status == 200 and denied_prometheus.queries == []  # the value was not read
     assert denied["promql"] == allowed["promql"] and denied["rule"] == "rules[4]"
     assert denied["result"] == {
@@ -381,9 +348,8 @@ async def test_the_result_is_shown_only_to_a_caller_who_may_read_the_metric() ->
 
 async def test_a_failure_other_than_prometheus_is_a_500_status() -> None:
     prometheus = ExplainPrometheus(failure=ClientConnectionError("connection reset"))
-    status, body = await explain_as_caller(
-        prometheus, True, f"{CUSTOM}/namespaces/shop/pods/web-1/http_requests"
-    )
+    path = f"{CUSTOM}/namespaces/shop/pods/web-1/http_requests"
+    status, body = await explain_as_caller(prometheus, True, path, served_rules(prometheus))
     assert status == 500 and body["kind"] == "Status" and body["code"] == 500
     # The provider's fixed cause (the details go to the log), not "unexpected server error".
     assert body["message"] == "Internal error occurred: unable to fetch metrics"

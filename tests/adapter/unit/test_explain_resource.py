@@ -17,7 +17,6 @@ from adapter.explain.render import as_json, as_text
 from adapter.explain.resource import (
     NO_RESOURCE_RULES,
     OBJECTS_UNKNOWN,
-    UsageQueries,
     explain_resource,
     usage_outcome,
 )
@@ -26,8 +25,13 @@ from adapter.naming.results import Sample
 from adapter.objects import CachedObject
 from adapter.prometheus import QueryResult
 from adapter.resourcemetrics.documents import node_metrics, pod_metrics
-from adapter.server.resource_provider import ResourceMetricsProvider
+from adapter.resourcemetrics.queries import QueryPair
+from adapter.server.provider import PrometheusMetricsProvider
+from adapter.server.resource_provider import QueryFailure, ResourceMetricsProvider, Samples, pair_samples
+from adapter.server.rules import ServedRules
 from adapter.server.selfmetrics import AdapterMetrics
+from tests.adapter.explain_caller import explain_as_caller
+from tests.adapter.provider_fakes import fed_registry
 from tests.adapter.unit.resource_configs import PA_DEPLOY_CONFIG
 
 API = "/apis/metrics.k8s.io/v1beta1"
@@ -54,10 +58,11 @@ def _samples(promql: str) -> tuple[Sample, ...]:
     )
 
 
-def _answers(pair: UsageQueries) -> tuple[QueryResult, QueryResult]:
-    return QueryResult("vector", _samples(pair.cpu.promql)), QueryResult(
-        "vector", _samples(pair.memory.promql)
-    )
+async def _answers(pair: QueryPair) -> tuple[Samples, Samples] | str:
+    """The pair's samples as the provider's own `pair_samples` finds them from the fake Prometheus."""
+    found = await pair_samples(FakePrometheus(), pair, NOW)  # type: ignore[arg-type]
+    assert not isinstance(found, QueryFailure)
+    return found
 
 
 @dataclass
@@ -141,7 +146,7 @@ async def test_the_queries_and_items_are_the_providers(path: str, list_or_get: C
     rendered = [q.promql for pair in explanation.queries for q in (pair.cpu, pair.memory)]
     assert sorted(rendered) == sorted(sent.queries)  # one pair per namespace, byte for byte
 
-    answers = [_answers(pair) for pair in explanation.queries]
+    answers = [await _answers(pair) for pair in explanation.queries]
     outcome = usage_outcome(explanation, answers, NOW)
     to_item = node_metrics if read.kind == "nodes" else pod_metrics
     assert list(outcome.items) == [to_item(u, "5m0s", NOW) for u in usages]  # type: ignore[arg-type]
@@ -151,11 +156,11 @@ async def test_the_queries_and_items_are_the_providers(path: str, list_or_get: C
     assert list(outcome.left_out) == expected
 
 
-def test_a_failed_pair_leaves_its_objects_out() -> None:
+async def test_a_failed_pair_leaves_its_objects_out() -> None:
     read = parse_api_path(f"{API}/pods")
     assert isinstance(read, ResourceRead)
     explanation = explain_resource(CONFIG, MAPPER, f"{API}/pods", read, PODS)
-    answers = ["Prometheus: timeout", _answers(explanation.queries[1])]
+    answers = ["Prometheus: timeout", await _answers(explanation.queries[1])]
     outcome = usage_outcome(explanation, answers, NOW)
     assert [item["metadata"]["name"] for item in outcome.items] == ["cron-1"]
     assert outcome.left_out == ("shop/web-1: Prometheus: timeout", "shop/web-2: Prometheus: timeout")
@@ -179,14 +184,14 @@ def test_why_not_no_resource_rules_no_label_and_unknown_objects() -> None:
     listed = parse_api_path(f"{API}/pods")
     assert isinstance(listed, ResourceRead)
     unknown = explain_resource(CONFIG, MAPPER, "p", listed, None)
-    assert (unknown.served, unknown.reasons) == (None, (OBJECTS_UNKNOWN,))
+    assert (unknown.served, unknown.reasons, unknown.notes) == (None, (), (OBJECTS_UNKNOWN,))
 
 
-def test_text_and_json_forms() -> None:
+async def test_text_and_json_forms() -> None:
     read = parse_api_path(f"{API}/pods")
     assert isinstance(read, ResourceRead)
     explanation = explain_resource(CONFIG, MAPPER, f"{API}/pods", read, PODS)
-    answers = [_answers(pair) for pair in explanation.queries]
+    answers = [await _answers(pair) for pair in explanation.queries]
     explanation = replace(explanation, result=usage_outcome(explanation, answers, NOW))
     document = as_json(explanation)
     assert document["resource"] == "pods" and document["served"] is True
@@ -217,4 +222,47 @@ def test_the_cli_explains_a_named_pod_without_prometheus(
     assert (
         'container_cpu_usage_seconds_total{namespace="shop",pod="web-1",container!="",pod!=""}'
         in pair["cpu"]["promql"]
+    )
+
+
+async def test_a_get_of_an_object_left_out_says_the_apis_404() -> None:
+    read = parse_api_path(f"{API}/namespaces/shop/pods/web-2")
+    assert isinstance(read, ResourceRead)
+    explanation = explain_resource(CONFIG, MAPPER, "p", read, [PODS[1]])
+    outcome = usage_outcome(explanation, [await _answers(pair) for pair in explanation.queries], NOW)
+    assert (outcome.items, outcome.left_out) == ((), ("shop/web-2: no memory sample for it",))
+    assert outcome.error == 'the API answers 404: podmetrics.metrics.k8s.io "shop/web-2" not found'
+    text = as_text(replace(explanation, result=outcome))
+    assert text.endswith(f"  error: {outcome.error}\n"), text
+    assert as_json(replace(explanation, result=outcome))["result"]["error"] == outcome.error
+
+    listed = parse_api_path(f"{API}/pods")
+    assert isinstance(listed, ResourceRead)
+    unknown = as_text(explain_resource(CONFIG, MAPPER, "p", listed, None))
+    assert f"Note:      {OBJECTS_UNKNOWN}\n" in unknown and "Why not" not in unknown
+
+
+async def test_the_endpoint_shows_objects_and_usage_only_to_a_caller_who_may_read_them() -> None:
+    def rules(prometheus: FakePrometheus) -> ServedRules:
+        registry = fed_registry(CONFIG, MAPPER, [])
+        custom = PrometheusMetricsProvider(registry, prometheus, MAPPER, FakeObjects())  # type: ignore[arg-type]
+        return ServedRules(CONFIG, registry, custom, _provider(prometheus))
+
+    path = f"{API}/namespaces/shop/pods"
+    allowed_prometheus = FakePrometheus()
+    status, allowed = await explain_as_caller(allowed_prometheus, True, path, rules(allowed_prometheus))
+    assert status == 200 and [i["metadata"]["name"] for i in allowed["result"]["items"]] == ["web-1"]
+    assert len(allowed_prometheus.queries) == 2 and allowed["queries"][0]["objects"] == ["web-1", "web-2"]
+    denied_prometheus = FakePrometheus()
+    status, denied = await explain_as_caller(denied_prometheus, False, path, rules(denied_prometheus))
+    assert status == 200 and denied_prometheus.queries == [] and denied["queries"] == []  # nothing listed
+    assert denied["result"]["error"].startswith("result not shown: system:anonymous may not get")
+    missing_prometheus = FakePrometheus()
+    status, missing = await explain_as_caller(
+        missing_prometheus, True, f"{path}/nope", rules(missing_prometheus)
+    )
+    assert (status, missing["served"], missing["reasons"]) == (
+        200,
+        False,
+        ['pods "nope" not found: the API answers 404'],
     )
