@@ -10,7 +10,7 @@ horizonSeconds: 300, seasonsSeconds: [86400, 604800]}`. Each candidate gives the
 (forecast.point_forecasts' signature) that `surge simulate`'s replay then uses as the kept method's: the
 recent-error gate, the peak over the horizon and max(current, forecast) stay the same. Per candidate:
 the forecast error (the mean |forecast - actual| / actual of the peak over the horizon in the second week,
-where every candidate has forecasts; a trace of a week or less: from its second day), and the shortfall
+where every candidate has forecasts; a trace of 8 days or less: from its second day), and the shortfall
 cut and extra pod-hours against the spec without predictive.
 
 The candidates are written here, not taken from a library: statsmodels (Holt-Winters) is not among the

@@ -25,8 +25,8 @@ without predictive (28,384 pod-s, 3,710 pod-hours):
     seasonal naive, median of the last 7 days       27.4 %          59.0 %             0.7 %
     seasonal naive, longest, max over ±2 samples     2.7 %          60.7 %             2.1 %
     double-seasonal Holt-Winters (Taylor), mult.     2.5 %          69.7 %             1.8 %
-    FFT, top 64 frequencies of the lookback         10.8 %          26.1 %             0.9 %
-    (refit hourly, as Crane's DSP predictor)
+    FFT, top 64 frequencies, refit hourly           10.8 %          26.1 %             0.9 %
+    (of the lookback, as Crane's DSP predictor)
 
 Holt-Winters cut a little more, but not as the daemon could run it: it is a state carried over every
 sample since the series began (the replay let it learn from all of it, beyond the 7-day lookback), with

@@ -19,6 +19,7 @@ TIMELINE_COLUMNS = (
     "desired_replicas",
     "metric_value",
     "forecast",
+    "forecast_used",
     "event",
 )
 
@@ -43,6 +44,7 @@ def write_timeline(path: Path, replays: Sequence[Replay]) -> None:
                     r.desired,
                     _number(r.metric_value),
                     _number(r.forecast),
+                    "" if r.forecast_used is None else str(r.forecast_used).lower(),
                     r.event,
                 )
                 for r in replay.rows

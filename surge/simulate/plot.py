@@ -7,6 +7,7 @@ with the Agg canvas: no display, no pyplot state.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from surge.simulate.summary import Summary
 _UNITS = ((2 * 3600, "minutes", 60.0), (3 * 86400, "hours", 3600.0), (float("inf"), "days", 86400.0))
 LOAD_COLOR, READY_COLOR, DESIRED_COLOR, SHORTFALL_COLOR = "#c8c8c8", "#1f77b4", "#ff7f0e", "#d62728"
 FORECAST_COLOR = "#2ca02c"
-FORECAST_LABEL = "pods the forecast expects"
+FORECAST_LABEL = "pods the forecast expects (where used)"
 
 
 def _unit(span: float) -> tuple[str, float]:
@@ -74,12 +75,16 @@ def replicas_figure(
             ls="--",
             label="desired replicas",
         )
-        forecasts = [
-            (r.time / size, r.forecast / capacity_per_pod) for r in replay.rows if r.forecast is not None
+        # spec.predictive: what the forecast made at each row expects over its horizon, where the
+        # algorithm read it (a gap where it did not: no history yet, or a recent error too high).
+        used = [
+            r.forecast / capacity_per_pod if r.forecast_used and r.forecast is not None else math.nan
+            for r in replay.rows
         ]
-        if forecasts:  # spec.predictive: what the forecast made at each sample expects over its horizon
+        if any(r.forecast_used for r in replay.rows):
             ax.step(
-                *zip(*forecasts, strict=True),
+                [r.time / size for r in replay.rows],
+                used,
                 where="post",
                 color=FORECAST_COLOR,
                 lw=1.0,

@@ -147,6 +147,7 @@ class Row(NamedTuple):
     # spec.predictive: the peak load the forecast made here expects over the horizon, read in place of
     # the load when it is used and higher; None without spec.predictive or without enough history.
     forecast: float | None
+    forecast_used: bool | None  # whether it was (not when its recent error is too high); None without
     event: str  # SAMPLE | SCALE
 
 
@@ -381,8 +382,10 @@ def replay(
         if event is not None:
             prediction = _prediction(found, profile, time)
             read = metric_reading(metric, _read_load(prediction, load), ready)
-            forecast = prediction.forecast if prediction is not None else None
-            rows.append(Row(time, load, ready, desired, read, forecast, event))
+            forecast, used = (
+                (prediction.forecast, prediction.used) if prediction is not None else (None, None)
+            )
+            rows.append(Row(time, load, ready, desired, read, forecast, used, event))
 
     def snapshot_at(time: float, now: datetime) -> Snapshot:
         """What the daemon would read at `time` (its metric over the normal window)."""

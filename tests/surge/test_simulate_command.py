@@ -74,9 +74,10 @@ def test_outputs_for_a_spec_and_two_comparisons(
         "desired_replicas",
         "metric_value",
         "forecast",
+        "forecast_used",
         "event",
     ]
-    assert all(r["forecast"] == "" for r in rows)  # no spec.predictive
+    assert all(r["forecast"] == r["forecast_used"] == "" for r in rows)  # no spec.predictive
     scale_writes = {
         name: [
             (float(r["time"]), int(r["desired_replicas"]))

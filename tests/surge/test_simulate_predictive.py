@@ -68,11 +68,11 @@ def test_scale_out_leads_a_recurring_step_once_a_season_is_known(tmp_path: Path,
             if r.event == SCALE and r.time == _first_scale_up(predictive, step - 60)
         ]
         assert (write.load, write.ready, write.metric_value) == (200, 2, 500)  # it read the forecast 1000
-        assert write.forecast == 1000
+        assert (write.forecast, write.forecast_used) == (1000, True)
     # The timeline's forecast: none the first day (no season of history yet), none without predictive.
     assert all(r.forecast is None for r in predictive.rows if r.time < SEASON)
     assert any(r.forecast is not None for r in predictive.rows if r.time >= SEASON + 60)
-    assert all(r.forecast is None for r in reactive.rows)
+    assert all(r.forecast is None and r.forecast_used is None for r in reactive.rows)
     # The plot draws the forecast where there is one, in the legend once.
     summaries = {r.profile: summarize(r, 100) for r in (predictive, reactive)}
     assert _legend(replicas_figure([predictive, reactive], summaries, 100)).count(FORECAST_LABEL) == 1
@@ -95,6 +95,10 @@ def test_a_step_no_season_saw_is_caught_by_the_current_value(tmp_path: Path) -> 
     result = replay(series, profile, WORKLOAD)
     writes = [(r.time, r.desired) for r in result.rows if r.event == SCALE and r.time >= 2 * SEASON]
     assert writes[0] == (2 * SEASON + 150, 18)
+    # The forecast that missed the step (200 against 1800) is refused for its recent error, and the
+    # timeline says so: the rows keep it, marked unused.
+    (write,) = [r for r in result.rows if r.event == SCALE and r.time == 2 * SEASON + 150]
+    assert (write.forecast, write.forecast_used, write.metric_value) == (200, False, 180)
 
 
 def test_an_invalid_predictive_is_refused_like_the_daemon_refuses_it(tmp_path: Path) -> None:
