@@ -15,7 +15,7 @@ class PrometheusCredentials:
     token_file: str = ""
 
 
-def add_prometheus_credential_flags(group: argparse._ArgumentGroup) -> None:
+def add_prometheus_credential_flags(group: argparse._ActionsContainer) -> None:
     group.add_argument("--prometheus-ca-file", default="", help="CA bundle for Prometheus' certificate")
     group.add_argument(
         "--prometheus-client-tls-cert-file", default="", help="client certificate for Prometheus"

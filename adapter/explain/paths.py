@@ -65,9 +65,10 @@ class ResourceRead:
             )
             if selector and not self.name
         )
-        where = f" in namespace {self.namespace}" if self.namespace else ""
-        if self.kind == "pods" and not self.namespace:
-            where = " in every namespace"
+        if self.namespace:
+            where = f" in namespace {self.namespace}"
+        else:
+            where = " in every namespace" if self.kind == "pods" else ""
         return f"{self.kind}{which}{where}" + (f" matching {picked}" if picked else "")
 
 

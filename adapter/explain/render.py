@@ -155,12 +155,12 @@ def _resource_json(explanation: ResourceExplanation) -> dict[str, Any]:
         "window": explanation.window,
         "queries": [
             {
-                "namespace": queries.objects[0].namespace,
-                "objects": [obj.name for obj in queries.objects],
-                "cpu": _query_json(queries.cpu),
-                "memory": _query_json(queries.memory),
+                "namespace": pair.objects[0].namespace,
+                "objects": [obj.name for obj in pair.objects],
+                "cpu": _query_json(pair.cpu),
+                "memory": _query_json(pair.memory),
             }
-            for queries in explanation.queries
+            for pair in explanation.queries
         ],
         "reasons": list(explanation.reasons),
         "notes": list(explanation.notes),

@@ -53,6 +53,7 @@ from adapter.server.status import bad_request, internal_error, object_not_found
 log = structlog.get_logger(__name__)
 
 Samples = dict[str, list[Sample]]
+ObjectSamples = tuple[Sequence[Sample], Sequence[Sample]]  # one object's CPU and memory samples
 
 
 def parse_request_fields(text: str) -> tuple[FieldTerm, ...]:
@@ -104,12 +105,10 @@ class ResourceMetricsProvider:
         return usages[0]
 
     async def _pod_usages(self, pods: Sequence[CachedObject]) -> list[PodUsage]:
+        cpu_label, memory_label = self.rules.cpu.container_label, self.rules.memory.container_label
         usages = []
         for pod, samples in await self._object_samples("pods", pods):
-            usage = None
-            if samples is not None:
-                cpu_label, memory_label = self.rules.cpu.container_label, self.rules.memory.container_label
-                usage = pod_usage(pod, *samples, cpu_label, memory_label)
+            usage = pod_usage(pod, *samples, cpu_label, memory_label) if samples is not None else None
             if usage is None:
                 self._skipped("pods", "query_failed" if samples is None else "no_samples")
                 continue
@@ -202,9 +201,6 @@ class ResourceMetricsProvider:
 
     def _skipped(self, resource: str, reason: str) -> None:
         self.metrics.resource_metrics_skipped.labels(resource, reason).inc()
-
-
-ObjectSamples = tuple[Sequence[Sample], Sequence[Sample]]  # one object's CPU and memory samples
 
 
 @dataclass(frozen=True)
