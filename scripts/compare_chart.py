@@ -1,0 +1,187 @@
+"""Render charts/surge and the prometheus-community prometheus-adapter chart with the same values files and
+print where the objects differ.
+
+    .venv/bin/python scripts/compare_chart.py --upstream PATH/charts/prometheus-adapter values1.yaml ...
+
+The upstream chart is not part of this repository: check out prometheus-community/helm-charts and pass its
+charts/prometheus-adapter directory. Both are rendered offline by Helm's own engine (helm-python-sdk), as
+release `--release` in `--namespace`. Each object is named `Kind namespace/name`; for the objects both render,
+each differing field is printed with both values, the ones Surge changes on purpose marked `expected` with the
+reason (the rest of docs/deploy.md's key table). config.yaml is compared parsed, the adapter's arguments as a
+flag set. Exit status 1 when anything unexpected differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import helm_python
+import yaml
+
+SURGE_CHART = Path(__file__).resolve().parents[1] / "charts" / "surge"
+
+Obj = dict[str, Any]
+
+# Fields Surge renders differently on purpose (path prefix -> why). A path is `Kind:field.field[index]`.
+EXPECTED: dict[str, str] = {
+    "*:metadata.labels.helm.sh/chart": "the chart's own name and version",
+    "*:metadata.labels.app.kubernetes.io/version": "Surge's version",
+    "Deployment:spec.template.metadata.labels.helm.sh/chart": "the chart's own name and version",
+    "Deployment:spec.template.metadata.labels.app.kubernetes.io/version": "Surge's version",
+    "Deployment:spec.template.metadata.annotations.checksum/config": (
+        "surge.reloadConfig: Surge reloads config.yaml without a restart"
+    ),
+    "Deployment:spec.template.spec.containers[0].image": "Surge's image",
+    "Deployment:spec.template.spec.containers[0].args": "Surge's flags (see the flag diff)",
+    "Deployment:spec.template.spec.containers[0].readinessProbe.httpGet.path": "/readyz: Surge's readiness",
+    "APIService:apiVersion": "always apiregistration.k8s.io/v1 (an offline upstream render picks v1beta1)",
+    "APIService:spec.service.port": "service.port reaches the APIService (upstream leaves the default 443)",
+    "APIService:metadata.annotations.cert-manager.io/inject-ca-from": "only with certManager.enabled",
+    "APIService:metadata.annotations.certmanager.k8s.io/inject-ca-from": "only with certManager.enabled",
+}
+
+# Objects only Surge renders (name suffix -> why).
+EXPECTED_OBJECTS: dict[str, str] = {
+    "-aggregated-metrics-reader": "surge.aggregatedMetricsReader: kubectl top for view/edit/admin",
+}
+
+# Adapter flags: upstream's that Surge does not take (with why), and Surge's it adds.
+EXPECTED_FLAGS: dict[str, str] = {
+    "/adapter": "the binary path: Surge's image runs /adapter itself",
+    "--v": "klog verbosity: Surge's --log-level instead (logLevel >= 6 is debug)",
+    "--log-level": "from logLevel",
+    "--metrics-cache-ttl": "surge.metricsCache",
+    "--metrics-cache-max-entries": "surge.metricsCache",
+}
+
+
+def render(
+    chart: Path, values: dict[str, Any], release: str, namespace: str
+) -> tuple[dict[str, Obj], list[str]]:
+    """The objects rendered, by name, and the templates whose output is not YAML (with the parser's error)."""
+    with helm_python.Chart.load(chart) as loaded:
+        manifests = loaded.render(values, name=release, namespace=namespace)
+    objects: dict[str, Obj] = {}
+    invalid: list[str] = []
+    for path, text in manifests.items():
+        if path.endswith("NOTES.txt"):
+            continue
+        try:
+            docs = list(yaml.safe_load_all(text))
+        except yaml.YAMLError as err:
+            invalid.append(f"{path}: {str(err).splitlines()[0]}")
+            continue
+        for doc in docs:
+            if doc:
+                meta = doc["metadata"]
+                objects[f"{doc['kind']} {meta.get('namespace', '')}/{meta['name']}"] = doc
+    return objects, invalid
+
+
+def leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(value, dict) and value:
+        for key, item in value.items():
+            yield from leaves(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list) and value and not path.endswith(".args"):
+        for index, item in enumerate(value):
+            yield from leaves(item, f"{path}[{index}]")
+    elif value not in (None, {}, []):  # an empty field means what an absent one does
+        yield path, value
+
+
+def comparable(obj: Obj) -> Obj:
+    """The object with config.yaml parsed, so that its layout does not count."""
+    if obj["kind"] == "ConfigMap" and "config.yaml" in obj.get("data", {}):
+        config = yaml.safe_load(obj["data"]["config.yaml"]) or {}
+        obj = {**obj, "data": {**obj["data"], "config.yaml": config}}
+    return obj
+
+
+def flags(args: list[str]) -> dict[str, str]:
+    return {arg.partition("=")[0]: arg.partition("=")[2] for arg in args}
+
+
+def expected(kind: str, path: str) -> str | None:
+    for key, why in EXPECTED.items():
+        prefix_kind, _, field = key.partition(":")
+        if prefix_kind in ("*", kind) and (path == field or path.startswith(field + ".")):
+            return why
+    return None
+
+
+def compare(
+    upstream: dict[str, Obj], surge: dict[str, Obj], upstream_invalid: list[str]
+) -> tuple[list[str], int]:
+    """A line per difference (`(expected: why)` or `(UNEXPECTED)`), and how many are unexpected."""
+    lines: list[str] = []
+    unexpected = 0
+    for name in sorted(upstream.keys() - surge.keys()):
+        lines.append(f"  only upstream: {name}")
+        unexpected += 1
+    for name in sorted(surge.keys() - upstream.keys()):
+        why = next((why for suffix, why in EXPECTED_OBJECTS.items() if name.endswith(suffix)), None)
+        kind = name.partition(" ")[0].lower()
+        if any(where.partition(":")[0].endswith(f"/{kind}.yaml") for where in upstream_invalid):
+            why = f"upstream's {kind}.yaml renders no YAML with these values"
+        lines.append(f"  only Surge:    {name} ({f'expected: {why}' if why else 'UNEXPECTED'})")
+        unexpected += why is None
+    for name in sorted(upstream.keys() & surge.keys()):
+        kind = name.partition(" ")[0]
+        ours = dict(leaves(comparable(surge[name])))
+        theirs = dict(leaves(comparable(upstream[name])))
+        for path in sorted(ours.keys() | theirs.keys()):
+            if ours.get(path) == theirs.get(path):
+                continue
+            why = expected(kind, path)
+            if path.endswith(".args") and isinstance(ours.get(path), list):
+                ours_flags, theirs_flags = flags(ours[path]), flags(theirs.get(path) or [])
+                for flag in sorted(ours_flags.keys() | theirs_flags.keys()):
+                    if ours_flags.get(flag) != theirs_flags.get(flag):
+                        flag_why = EXPECTED_FLAGS.get(flag)
+                        unexpected += flag_why is None
+                        mark = f"expected: {flag_why}" if flag_why else "UNEXPECTED"
+                        lines.append(
+                            f"  {name} {path} {flag}: upstream {theirs_flags.get(flag)!r}, "
+                            f"Surge {ours_flags.get(flag)!r} ({mark})"
+                        )
+                continue
+            unexpected += why is None
+            mark = f"expected: {why}" if why else "UNEXPECTED"
+            lines.append(f"  {name} {path}: upstream {theirs.get(path)!r}, Surge {ours.get(path)!r} ({mark})")
+    return lines, unexpected
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--upstream", type=Path, required=True, help="charts/prometheus-adapter of a helm-charts checkout"
+    )
+    parser.add_argument("--release", default="prometheus-adapter")
+    parser.add_argument("--namespace", default="monitoring")
+    parser.add_argument("--all", action="store_true", help="also print the expected differences")
+    parser.add_argument("values", nargs="*", type=Path, help="values files (none: the defaults)")
+    args = parser.parse_args(argv)
+    total = 0
+    for values_file in args.values or [None]:
+        values = helm_python.values_from_yaml(values_file.read_text()) if values_file else {}
+        upstream, upstream_invalid = render(args.upstream, values, args.release, args.namespace)
+        surge, surge_invalid = render(SURGE_CHART, values, args.release, args.namespace)
+        lines, unexpected = compare(upstream, surge, upstream_invalid)
+        lines += [f"  upstream renders no YAML: {where}" for where in upstream_invalid]
+        lines += [f"  Surge renders no YAML: {where}" for where in surge_invalid]
+        unexpected += len(surge_invalid)
+        total += unexpected
+        print(f"{values_file or 'defaults'}: {len(upstream)} upstream objects, {len(surge)} Surge objects, "
+              f"{len(lines)} differences, {unexpected} unexpected")
+        for line in lines:
+            if args.all or "(expected: " not in line:
+                print(line)
+    return 1 if total else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
