@@ -175,8 +175,10 @@ def main(argv: list[str] | None = None) -> int:
         lines += [f"  Surge renders no YAML: {where}" for where in surge_invalid]
         unexpected += len(surge_invalid)
         total += unexpected
-        print(f"{values_file or 'defaults'}: {len(upstream)} upstream objects, {len(surge)} Surge objects, "
-              f"{len(lines)} differences, {unexpected} unexpected")
+        print(
+            f"{values_file or 'defaults'}: {len(upstream)} upstream objects, {len(surge)} Surge objects, "
+            f"{len(lines)} differences, {unexpected} unexpected"
+        )
         for line in lines:
             if args.all or "(expected: " not in line:
                 print(line)

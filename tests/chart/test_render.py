@@ -1,0 +1,651 @@
+"""charts/surge: the prometheus-adapter chart's values in, the same objects out, Surge's daemons accepting
+every flag it writes. Rendered by Helm's own engine, offline."""
+
+from __future__ import annotations
+
+import base64
+import copy
+from typing import Any
+
+import helm_python
+import kubernetes_validate
+import pytest
+import trustme
+import yaml
+
+from adapter.auth import add_auth_flags
+from adapter.flags import FLAG_GROUPS, AdapterOptions, parse_flags
+from autoscaler.options import AutoscalerOptions, parse_options
+from tests.chart.conftest import CHART, REPO, UPSTREAM_DATA, VALUES, Obj, Rendered, values_file
+
+SCHEMA_VERSION = "1.31.0"
+VALUES_FILES = sorted(p.name for p in VALUES.glob("*.yaml"))
+
+# What the upstream chart renders with its defaults for release prometheus-adapter in monitoring.
+UPSTREAM_DEFAULT_OBJECTS = {
+    ("APIService", "", "v1beta1.custom.metrics.k8s.io"),
+    ("ClusterRole", "", "prometheus-adapter-resource-reader"),
+    ("ClusterRole", "", "prometheus-adapter-server-resources"),
+    ("ClusterRoleBinding", "", "prometheus-adapter-hpa-controller"),
+    ("ClusterRoleBinding", "", "prometheus-adapter-resource-reader"),
+    ("ClusterRoleBinding", "", "prometheus-adapter-system-auth-delegator"),
+    ("ConfigMap", "monitoring", "prometheus-adapter"),
+    ("Deployment", "monitoring", "prometheus-adapter"),
+    ("RoleBinding", "kube-system", "prometheus-adapter-auth-reader"),
+    ("Service", "monitoring", "prometheus-adapter"),
+    ("ServiceAccount", "monitoring", "prometheus-adapter"),
+}
+
+
+def adapter_options(container: Obj) -> AdapterOptions:
+    """The adapter's own parser (with its auth flags, as `python -m adapter` builds it) reads the args, and
+    ignores none of them (an ignored flag would have no upstream meaning here)."""
+    assert "command" not in container  # the image's entrypoint, /adapter, runs them
+    options, _, warnings = parse_flags(container["args"], (*FLAG_GROUPS, add_auth_flags))
+    assert warnings == []
+    return options
+
+
+def autoscaler_options(container: Obj) -> AutoscalerOptions:
+    """The autoscaler's own parser reads the args, with $(POD_NAME) expanded as the kubelet does."""
+    assert container["command"] == ["surge-autoscaler"]
+    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"] if "valueFrom" in e}
+    assert env["POD_NAME"] == "metadata.name"
+    return parse_options([arg.replace("$(POD_NAME)", "pod-0") for arg in container["args"]])
+
+
+def config_yaml(rendered: Rendered, name: str = "prometheus-adapter") -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load(rendered.get("ConfigMap", name)["data"]["config.yaml"])
+    return loaded
+
+
+def upstream_default_rules() -> list[Obj]:
+    rules: list[Obj] = yaml.safe_load((UPSTREAM_DATA / "helm-chart-default-config.yaml").read_text())["rules"]
+    return rules
+
+
+# ---- lint ----
+
+
+@pytest.mark.parametrize("values", [None, *VALUES_FILES])
+def test_helm_lint_is_clean(values: str | None) -> None:
+    report = helm_python.lint(CHART, values_file(values) if values else None, strict=True)
+    assert report["errors"] == []
+    # Only the informational note that Chart.yaml has no icon (Surge has none to point at).
+    assert [m["error"] for m in report["messages"]] == ["icon is recommended"]
+    assert all(m["severity"] == 1 for m in report["messages"])
+
+
+def test_lint_reports_a_broken_template(tmp_path) -> None:
+    """The lint check above can fail: a template with an unclosed action is an error."""
+    broken = tmp_path / "surge"
+    helm_python.Chart.load(CHART).save_dir(tmp_path)
+    (broken / "templates" / "broken.yaml").write_text("{{ if .Values.replicas }}\nkind: x\n")
+    assert helm_python.lint(broken)["errors"] != []
+
+
+# ---- every rendered object is a valid Kubernetes object ----
+
+
+@pytest.mark.parametrize("values", [None, *VALUES_FILES])
+def test_every_object_validates_strictly(render, values: str | None) -> None:
+    rendered = render(values_file(values) if values else {})
+    kinds = set()
+    for obj in rendered.objects:
+        if obj["apiVersion"].startswith("cert-manager.io/"):
+            continue  # no built-in schema; checked by test_cert_manager below
+        kubernetes_validate.validate(obj, SCHEMA_VERSION, strict=True)
+        kinds.add(obj["kind"])
+    assert {"Deployment", "Service", "APIService", "ClusterRole"} <= kinds or values == "nulls.yaml"
+
+
+# ---- the upstream chart's defaults and names ----
+
+
+def test_values_keep_every_upstream_key_and_default(chart) -> None:
+    upstream = yaml.safe_load((UPSTREAM_DATA / "helm-chart-values.yaml").read_text())
+    ours = chart.values
+    changed = {
+        ("image", "repository"): "surge",  # Surge's image
+        ("readinessProbe", "httpGet", "path"): "/readyz",  # Surge's readiness endpoint
+    }
+
+    def walk(theirs: Any, mine: Any, path: tuple[str, ...]) -> None:
+        if path in changed:
+            assert mine == changed[path], path
+        elif isinstance(theirs, dict) and theirs:
+            assert isinstance(mine, dict), path
+            for key, value in theirs.items():
+                assert key in mine, (*path, key)
+                walk(value, mine[key], (*path, key))
+        else:
+            assert mine == theirs, path
+
+    walk(upstream, ours, ())
+    assert set(ours) - set(upstream) == {"surge", "autoscaler"}
+
+
+def test_default_render_has_the_upstream_objects_and_names(render) -> None:
+    rendered = render()
+    assert rendered.names() == UPSTREAM_DEFAULT_OBJECTS
+    deployment = rendered.get("Deployment", "prometheus-adapter")
+    # The selector cannot change in an upgrade: it must be the upstream chart's.
+    assert deployment["spec"]["selector"]["matchLabels"] == {
+        "app.kubernetes.io/name": "prometheus-adapter",
+        "app.kubernetes.io/instance": "prometheus-adapter",
+    }
+    assert (
+        rendered.get("Service", "prometheus-adapter")["spec"]["selector"]
+        == (deployment["spec"]["selector"]["matchLabels"])
+    )
+    labels = deployment["metadata"]["labels"]
+    assert labels["app.kubernetes.io/component"] == "metrics"
+    assert labels["app.kubernetes.io/part-of"] == "prometheus-adapter"
+    assert labels["helm.sh/chart"] == "surge-0.1.0"
+
+
+@pytest.mark.parametrize(
+    ("release", "values", "fullname", "name"),
+    [
+        ("prometheus-adapter", {}, "prometheus-adapter", "prometheus-adapter"),
+        ("my-prometheus-adapter-prod", {}, "my-prometheus-adapter-prod", "prometheus-adapter"),
+        ("metrics", {}, "metrics-prometheus-adapter", "prometheus-adapter"),
+        ("metrics", {"nameOverride": "adapter"}, "metrics-adapter", "adapter"),
+        (
+            "metrics",
+            {"fullnameOverride": "custom-metrics-apiserver"},
+            "custom-metrics-apiserver",
+            "prometheus-adapter",
+        ),
+        ("x" * 53, {}, ("x" * 53 + "-prometheus-adapter")[:63], "prometheus-adapter"),
+    ],
+)
+def test_object_names_follow_the_upstream_rules(render, release, values, fullname, name) -> None:
+    rendered = render(values, release=release, namespace="ops")
+    for kind in ("Deployment", "Service", "ConfigMap", "ServiceAccount"):
+        assert rendered.get(kind, fullname)["metadata"]["namespace"] == "ops"
+    for suffix in ("system-auth-delegator", "resource-reader", "hpa-controller"):
+        rendered.get("ClusterRoleBinding", f"{name}-{suffix}")
+    assert rendered.get("RoleBinding", f"{name}-auth-reader")["metadata"]["namespace"] == "kube-system"
+    service = rendered.get("APIService", "v1beta1.custom.metrics.k8s.io")["spec"]["service"]
+    assert service == {"name": fullname, "namespace": "ops", "port": 443}
+
+
+def test_namespace_override_moves_every_namespaced_object(render) -> None:
+    rendered = render(
+        {"namespaceOverride": "observability", "autoscaler": {"enabled": True}}, namespace="ops"
+    )
+    namespaces = {o["metadata"].get("namespace") for o in rendered.objects}
+    assert namespaces == {None, "observability", "kube-system"}
+    subjects = [s for o in rendered.objects for s in o.get("subjects", [])]
+    assert {s["namespace"] for s in subjects} == {"observability"}
+
+
+# ---- config.yaml ----
+
+
+def test_default_config_is_the_upstream_default_rule_set(render) -> None:
+    assert config_yaml(render()) == {"rules": upstream_default_rules()}
+
+
+def test_rules_custom_external_and_resource(render) -> None:
+    custom = {"seriesQuery": "x_total", "metricsQuery": "sum(<<.Series>>)", "name": {"as": "x"}}
+    external = {"seriesQuery": "queue", "metricsQuery": "max(<<.Series>>)"}
+    resource = yaml.safe_load((UPSTREAM_DATA / "helm-chart-resource-rules.yaml").read_text())["resourceRules"]
+    values = {"rules": {"custom": [custom], "external": [external], "resource": resource}}
+    assert config_yaml(render(values)) == {
+        "rules": [*upstream_default_rules(), custom],
+        "externalRules": [external],
+        "resourceRules": resource,
+    }
+    only_custom = render({"rules": {"default": False, "custom": [custom]}})
+    assert config_yaml(only_custom) == {"rules": [custom]}
+    only_external = render(values_file("external-only.yaml"))
+    assert set(config_yaml(only_external)) == {"externalRules"}
+    assert [a["metadata"]["name"] for a in only_external.of_kind("APIService")] == [
+        "v1beta1.external.metrics.k8s.io"
+    ]
+
+
+def test_the_config_loads_in_surge(render, tmp_path) -> None:
+    from adapter.config import load_config
+
+    for values in (values_file("every-key.yaml"), {}):
+        rendered = render(values)
+        configmap = rendered.of_kind("ConfigMap")[0]
+        path = tmp_path / "config.yaml"
+        path.write_text(configmap["data"]["config.yaml"])
+        config = load_config(path)
+        assert len(config.rules) == len(yaml.safe_load(path.read_text())["rules"])
+
+
+def test_rules_existing_mounts_the_users_configmap(render) -> None:
+    rendered = render(values_file("existing-rules.yaml"))
+    assert rendered.of_kind("ConfigMap") == []
+    pod = rendered.get("Deployment", "custom-metrics-apiserver")["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["config"]["configMap"] == {"name": "adapter-config"}
+    options = adapter_options(pod["containers"][0])
+    assert str(options.config) == "/etc/adapter/config.yaml"
+    assert options.max_age == 600.0  # extraArguments: --metrics-max-age=10m
+    # rules.default is still true: custom metrics stay registered, external ones too.
+    assert sorted(a["metadata"]["name"] for a in rendered.of_kind("APIService")) == [
+        "v1beta1.custom.metrics.k8s.io",
+        "v1beta1.external.metrics.k8s.io",
+    ]
+
+
+# ---- the adapter's flags ----
+
+
+def test_default_args(render) -> None:
+    container = render().container("prometheus-adapter")
+    assert container["args"] == [
+        "--secure-port=6443",
+        "--cert-dir=/tmp/cert",
+        "--prometheus-url=http://prometheus.default.svc:9090",
+        "--metrics-relist-interval=1m",
+        "--log-level=info",
+        "--config=/etc/adapter/config.yaml",
+        "--metrics-cache-ttl=1s",
+        "--metrics-cache-max-entries=1000",
+    ]
+    options = adapter_options(container)
+    assert (options.secure_port, options.prometheus_url, options.relist_interval) == (
+        6443,
+        "http://prometheus.default.svc:9090",
+        60.0,
+    )
+    assert container["name"] == "prometheus-adapter"
+    assert container["image"] == "surge:0.1.0"
+
+
+@pytest.mark.parametrize(
+    ("prometheus", "url"),
+    [
+        (
+            {"url": "http://{{ .Release.Name }}-server.{{ .Release.Namespace }}.svc", "port": 80},
+            "http://r-server.ns.svc:80",
+        ),
+        ({"port": None}, "http://prometheus.default.svc"),
+        ({"port": ""}, "http://prometheus.default.svc"),
+        (
+            {"url": "https://thanos-query.monitoring.svc", "port": 10902, "path": "/prometheus"},
+            "https://thanos-query.monitoring.svc:10902/prometheus",
+        ),
+    ],
+)
+def test_prometheus_url_as_upstream_writes_it(render, prometheus, url) -> None:
+    rendered = render({"prometheus": prometheus}, release="r", namespace="ns")
+    assert adapter_options(rendered.container("r-prometheus-adapter")).prometheus_url == url
+
+
+@pytest.mark.parametrize(
+    ("level", "log_level"), [(0, "info"), (4, "info"), (5, "info"), (6, "debug"), ("10", "debug")]
+)
+def test_log_level_follows_klog_verbosity(render, level, log_level) -> None:
+    """prometheus-adapter logs each Prometheus request from --v=6 on; Surge logs its queries at debug."""
+    assert adapter_options(render({"logLevel": level}).container("prometheus-adapter")).log_level == log_level
+
+
+def test_every_upstream_key_reaches_its_field(chart, render) -> None:
+    values = values_file("every-key.yaml")
+    merged = chart.merge_values(values)  # Helm's merge: a probe given is merged into the default one
+    rendered = render(values, release="prometheus-adapter", namespace="monitoring")
+    fullname, name, namespace = "prometheus-adapter-metrics-api", "metrics-api", "observability"
+    deployment = rendered.get("Deployment", fullname)
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+
+    assert deployment["metadata"]["namespace"] == namespace
+    assert deployment["metadata"]["annotations"] == {"team": "platform", "reloader.stakater.com/auto": "true"}
+    assert deployment["spec"]["replicas"] == 3
+    assert deployment["spec"]["revisionHistoryLimit"] == 3
+    assert deployment["spec"]["strategy"] == values["strategy"]
+    template_meta = deployment["spec"]["template"]["metadata"]
+    assert template_meta["labels"]["tier"] == "metrics" and template_meta["labels"]["cost-center"] == "42"
+    assert template_meta["annotations"] == {"scrape": "false", "team": "platform"}
+    for key in (
+        "affinity",
+        "topologySpreadConstraints",
+        "nodeSelector",
+        "tolerations",
+        "priorityClassName",
+        "dnsConfig",
+        "dnsPolicy",
+    ):
+        assert pod[key] == values[key], key
+    assert pod["hostNetwork"] is True
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["serviceAccountName"] == "metrics-api-sa"
+    assert pod["securityContext"] == values["podSecurityContext"]
+    assert pod["imagePullSecrets"] == [{"name": "regcred"}, {"name": "mirrorcred"}]
+    assert container["securityContext"] == {
+        **yaml.safe_load((UPSTREAM_DATA / "helm-chart-values.yaml").read_text())["securityContext"],
+        **values["securityContext"],
+    }
+    assert container["livenessProbe"] == {
+        **values["livenessProbe"],
+        "initialDelaySeconds": 30,
+        "timeoutSeconds": 5,
+    }
+    assert container["image"] == "registry.example.com/surge:0.1.0-rc1"
+    assert container["imagePullPolicy"] == "Always"
+    for key in ("env", "resources", "livenessProbe", "readinessProbe", "startupProbe"):
+        assert container[key] == merged[key], key
+    assert container["ports"] == [{"name": "https", "containerPort": 8443}]
+    assert container["volumeMounts"][0] == values["extraVolumeMounts"][0]
+    assert pod["volumes"][0] == values["extraVolumes"][0]
+    assert pod["containers"][1:] == values["extraContainers"]
+
+    options = adapter_options(container)
+    assert options.secure_port == 8443
+    assert options.prometheus_url == "http://prometheus-adapter-prometheus.monitoring.svc:9091/prom"
+    assert options.relist_interval == 30.0 and options.max_age == 300.0
+    assert options.prometheus_credentials.ca_file == "/etc/prometheus-ca/ca.crt"
+    assert options.log_level == "debug"
+    assert container["args"][-2:] == values["extraArguments"]
+
+    service = rendered.get("Service", fullname)
+    assert service["metadata"]["annotations"] == {
+        "service.beta.kubernetes.io/aws-load-balancer-internal": "true",
+        "team": "platform",
+    }
+    assert service["spec"]["type"] == "NodePort"
+    assert service["spec"]["ports"] == [
+        {"name": "https", "port": 8443, "protocol": "TCP", "targetPort": "https"}
+    ]
+    assert (service["spec"]["ipFamilies"], service["spec"]["ipFamilyPolicy"]) == (
+        ["IPv4", "IPv6"],
+        "RequireDualStack",
+    )
+
+    apis = {a["metadata"]["name"]: a for a in rendered.of_kind("APIService")}
+    assert sorted(apis) == [
+        "v1beta1.custom.metrics.k8s.io",
+        "v1beta1.external.metrics.k8s.io",
+        "v1beta1.metrics.k8s.io",
+    ]
+    for api in apis.values():
+        assert api["apiVersion"] == "apiregistration.k8s.io/v1"
+        assert api["spec"]["service"] == {"name": fullname, "namespace": namespace, "port": 8443}
+        assert api["spec"]["insecureSkipTLSVerify"] is True
+        assert api["metadata"]["annotations"] == {"team": "platform"}
+
+    sa = rendered.get("ServiceAccount", "metrics-api-sa")
+    assert sa["automountServiceAccountToken"] is False
+    assert sa["metadata"]["annotations"] == {**values["serviceAccount"]["annotations"], "team": "platform"}
+
+    assert rendered.get("ClusterRoleBinding", f"{name}-auth-reader")["roleRef"]["kind"] == "ClusterRole"
+    assert [o for o in rendered.of_kind("RoleBinding")] == []
+    assert rendered.get("ClusterRole", f"{name}-server-resources")["rules"][0]["resources"] == [
+        "pods/http_requests"
+    ]
+    assert rendered.get("ClusterRole", f"{name}-external-metrics")["rules"][0]["resources"] == ["queue_depth"]
+    hpa = rendered.get("ClusterRoleBinding", f"{name}-hpa-controller-external-metrics")["subjects"]
+    assert hpa == [
+        {"kind": "ServiceAccount", "name": "horizontal-pod-autoscaler", "namespace": "kube-system"}
+    ]
+    rendered.get("ClusterRoleBinding", f"{name}-hpa-controller-metrics")
+    reader = rendered.get("ClusterRole", f"{name}-aggregated-metrics-reader")
+    assert reader["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
+
+    pdb = rendered.get("PodDisruptionBudget", fullname)
+    assert pdb["spec"] == {
+        "minAvailable": 2,
+        "unhealthyPodEvictionPolicy": "AlwaysAllow",
+        "selector": deployment["spec"]["selector"],
+    }
+    extra = rendered.get("ConfigMap", "prometheus-adapter-extra")
+    assert extra["metadata"]["namespace"] == "monitoring" and extra["data"] == {"owner": "prometheus-adapter"}
+    for obj in rendered.objects:
+        if obj is not extra:
+            assert obj["metadata"]["labels"]["cost-center"] == "42", obj["metadata"]["name"]
+            assert obj["metadata"]["annotations"]["team"] == "platform", obj["metadata"]["name"]
+
+
+def test_nulls_remove_keys_of_the_defaults(render) -> None:
+    rendered = render(values_file("nulls.yaml"))
+    pod = rendered.get("Deployment", "prometheus-adapter")["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+    }
+    assert "securityContext" not in pod
+    assert "livenessProbe" not in container and "readinessProbe" not in container
+    assert "strategy" not in rendered.get("Deployment", "prometheus-adapter")["spec"]
+    assert pod["serviceAccountName"] == "default"
+    assert {o["kind"] for o in rendered.objects} == {"Deployment", "Service", "ConfigMap", "APIService"}
+
+
+# ---- serving certificates ----
+
+
+def test_tls_with_a_given_ca(render) -> None:
+    ca = trustme.CA()
+    served = ca.issue_cert("prometheus-adapter.monitoring.svc")
+    pem = {
+        "ca": ca.cert_pem.bytes().decode(),
+        "certificate": served.cert_chain_pems[0].bytes().decode(),
+        "key": served.private_key_pem.bytes().decode(),
+    }
+    rendered = render({"tls": {"enable": True, **pem}, "rules": {"external": [{"seriesQuery": "q"}]}})
+    for api in rendered.of_kind("APIService"):
+        assert base64.b64decode(api["spec"]["caBundle"]).decode() == pem["ca"]
+        assert "insecureSkipTLSVerify" not in api["spec"]
+    secret = rendered.get("Secret", "prometheus-adapter")
+    assert secret["type"] == "kubernetes.io/tls"
+    assert base64.b64decode(secret["data"]["tls.crt"]).decode() == pem["certificate"]
+    assert base64.b64decode(secret["data"]["tls.key"]).decode() == pem["key"]
+    pod = rendered.get("Deployment", "prometheus-adapter")["spec"]["template"]["spec"]
+    options = adapter_options(pod["containers"][0])
+    assert (options.tls_cert_file, options.tls_private_key_file) == (
+        "/var/run/serving-cert/tls.crt",
+        "/var/run/serving-cert/tls.key",
+    )
+    mounts = {m["name"]: m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert mounts["volume-serving-cert"] == "/var/run/serving-cert"
+    assert volumes["volume-serving-cert"]["secret"] == {"secretName": "prometheus-adapter"}
+
+
+def test_cert_manager(render) -> None:
+    rendered = render(values_file("cert-manager.yaml"))
+    issuers = {o["metadata"]["name"]: o["spec"] for o in rendered.of_kind("Issuer")}
+    assert issuers == {
+        "prometheus-adapter-self-signed-issuer": {"selfSigned": {}},
+        "prometheus-adapter-root-issuer": {"ca": {"secretName": "prometheus-adapter-root-cert"}},
+    }
+    certificates = {o["metadata"]["name"]: o["spec"] for o in rendered.of_kind("Certificate")}
+    root, serving = certificates["prometheus-adapter-root-cert"], certificates["prometheus-adapter-cert"]
+    assert root["isCA"] is True and root["duration"] == "87600h0m0s" and root["revisionHistoryLimit"] == 2
+    assert root["issuerRef"] == {"name": "prometheus-adapter-self-signed-issuer"}
+    assert serving["secretName"] == "prometheus-adapter" and serving["revisionHistoryLimit"] == 3
+    assert serving["issuerRef"] == {"name": "prometheus-adapter-root-issuer"}
+    assert serving["dnsNames"] == [
+        "prometheus-adapter",
+        "prometheus-adapter.monitoring",
+        "prometheus-adapter.monitoring.svc",
+    ]
+    service = rendered.get("Service", "prometheus-adapter")
+    assert f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc" in serving["dnsNames"]
+    (api,) = rendered.of_kind("APIService")
+    assert (
+        api["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
+        == "monitoring/prometheus-adapter-root-cert"
+    )
+    assert "insecureSkipTLSVerify" not in api["spec"] and "caBundle" not in api["spec"]
+    assert rendered.of_kind("Secret") == []
+    pod = rendered.get("Deployment", "prometheus-adapter")["spec"]["template"]["spec"]
+    assert adapter_options(pod["containers"][0]).tls_cert_file == "/var/run/serving-cert/tls.crt"
+    assert {v["name"]: v for v in pod["volumes"]}["volume-serving-cert"]["secret"]["secretName"] == (
+        serving["secretName"]
+    )
+
+
+def test_without_a_serving_secret_the_adapter_makes_its_own(render) -> None:
+    rendered = render()
+    options = adapter_options(rendered.container("prometheus-adapter"))
+    assert (options.tls_cert_file, options.cert_dir) == ("", "/tmp/cert")
+    mounts = {m["mountPath"] for m in rendered.container("prometheus-adapter")["volumeMounts"]}
+    assert "/tmp" in mounts  # the cert dir is writable under readOnlyRootFilesystem
+    assert (
+        rendered.get("APIService", "v1beta1.custom.metrics.k8s.io")["spec"]["insecureSkipTLSVerify"] is True
+    )
+
+
+# ---- Surge's own keys ----
+
+
+def test_surge_keys(render) -> None:
+    values = {
+        "surge": {
+            "reloadConfig": False,
+            "customMetricsV1beta2": True,
+            "metricsCache": {"ttl": "15s", "maxEntries": 2000000},
+            "batchNamespaceQueries": True,
+            "regexEscapeValues": True,
+            "delegates": [
+                {
+                    "url": "https://keda-operator-metrics-apiserver.keda.svc:443",
+                    "groups": ["external"],
+                    "fallback": True,
+                },
+                {"url": "https://other.metrics.svc"},
+            ],
+            "delegateCaFile": "/etc/keda-ca/ca.crt",
+        }
+    }
+    rendered = render(values)
+    options = adapter_options(rendered.container("prometheus-adapter"))
+    assert (options.metrics_cache_ttl, options.metrics_cache_max_entries) == (15.0, 2000000)
+    assert options.batch_namespace_queries and options.regex_escape_values
+    assert [(d.url, d.groups, d.fallback) for d in options.delegates.delegates] == [
+        (
+            "https://keda-operator-metrics-apiserver.keda.svc:443",
+            frozenset({"external.metrics.k8s.io"}),
+            True,
+        ),
+        ("https://other.metrics.svc", frozenset({"custom.metrics.k8s.io", "external.metrics.k8s.io"}), False),
+    ]
+    assert options.delegates.ca_file == "/etc/keda-ca/ca.crt"
+    assert options.delegates.token_file == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    apis = {a["metadata"]["name"]: a["spec"] for a in rendered.of_kind("APIService")}
+    assert (
+        apis["v1beta2.custom.metrics.k8s.io"]["versionPriority"]
+        > apis["v1beta1.custom.metrics.k8s.io"]["versionPriority"]
+    )
+    # reloadConfig false: the upstream chart's checksum restarts the pods when config.yaml changes.
+    checksums = set()
+    for custom in ([], [{"seriesQuery": "a"}]):
+        changed = copy.deepcopy(values)
+        changed["rules"] = {"custom": custom}
+        deployment = render(changed).get("Deployment", "prometheus-adapter")
+        checksums.add(deployment["spec"]["template"]["metadata"]["annotations"]["checksum/config"])
+    assert len(checksums) == 2
+
+
+def test_reload_config_keeps_the_pod_template_when_rules_change(render) -> None:
+    templates = [
+        render({"rules": {"custom": custom}}).get("Deployment", "prometheus-adapter")["spec"]["template"]
+        for custom in ([], [{"seriesQuery": "a"}])
+    ]
+    assert templates[0] == templates[1]
+    config = {v["name"]: v for v in templates[0]["spec"]["volumes"]}["config"]
+    mount = {m["name"]: m for m in templates[0]["spec"]["containers"][0]["volumeMounts"]}["config"]
+    assert "subPath" not in mount and config["configMap"] == {"name": "prometheus-adapter"}
+
+
+def test_no_delegate_flags_without_delegates(render) -> None:
+    args = render().container("prometheus-adapter")["args"]
+    assert not [a for a in args if a.startswith("--delegate")]
+
+
+# ---- the autoscaler ----
+
+
+def test_autoscaler_is_off_by_default(render) -> None:
+    names = {name for _, _, name in render().names()}
+    assert not [n for n in names if "autoscaler" in n]
+
+
+def test_autoscaler(render) -> None:
+    rendered = render({"autoscaler": {"enabled": True}}, release="surge", namespace="surge")
+    deployment = rendered.get("Deployment", "surge-autoscaler")
+    assert deployment["spec"]["replicas"] == 2
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    options = autoscaler_options(container)
+    assert options.source == "crd"
+    assert options.lease is not None
+    assert (options.lease.namespace, options.lease.name, options.lease.identity) == (
+        "surge",
+        "surge-autoscaler",
+        "pod-0",
+    )
+    # Direct PromQL metrics read the adapter's Prometheus unless told otherwise.
+    assert options.prometheus is not None and options.prometheus.url == "http://prometheus.default.svc:9090"
+    assert container["ports"][0]["containerPort"] == options.port
+    assert container["image"] == rendered.container("surge-prometheus-adapter")["image"]
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "surge-autoscaler"
+    pdb = rendered.get("PodDisruptionBudget", "surge-autoscaler")
+    assert pdb["spec"]["minAvailable"] == 1
+    assert pdb["spec"]["selector"] == deployment["spec"]["selector"]
+    binding = rendered.get("RoleBinding", "surge-autoscaler-leader-election")
+    assert binding["metadata"]["namespace"] == options.lease.namespace
+    role = rendered.get("Role", binding["roleRef"]["name"])
+    assert role["rules"] == [
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "verbs": ["get", "list", "watch", "create", "update", "patch"],
+        }
+    ]
+    cluster_role = rendered.get("ClusterRole", "surge-autoscaler")
+    groups = {g for rule in cluster_role["rules"] for g in rule["apiGroups"]}
+    assert {"autoscaling.surge.dev", "autoscaling", "custom.metrics.k8s.io"} <= groups
+    subjects = rendered.get("ClusterRoleBinding", "surge-autoscaler")["subjects"]
+    assert subjects == [{"kind": "ServiceAccount", "name": "surge-autoscaler", "namespace": "surge"}]
+
+
+def test_autoscaler_settings(render) -> None:
+    values = {
+        "autoscaler": {
+            "enabled": True,
+            "source": "hpa",
+            "replicas": 1,
+            "leaderElection": {"enabled": False},
+            "prometheusUrl": "https://thanos.monitoring.svc:10902",
+            "port": 9090,
+            "logLevel": "debug",
+            "extraArguments": ["--workers=8", "--sync-period=5s"],
+            "podDisruptionBudget": {"enabled": False},
+            "serviceAccount": {"create": False, "name": "existing"},
+        }
+    }
+    rendered = render(values, release="prometheus-adapter")
+    deployment = rendered.get("Deployment", "prometheus-adapter-surge-autoscaler")
+    options = autoscaler_options(deployment["spec"]["template"]["spec"]["containers"][0])
+    assert (options.source, options.lease, options.port, options.log_level) == ("hpa", None, 9090, "debug")
+    assert (options.workers, options.sync_period) == (8, 5.0)
+    assert options.prometheus is not None and options.prometheus.url == "https://thanos.monitoring.svc:10902"
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "existing"
+    kinds = {o["kind"] for o in rendered.objects if "autoscaler" in o["metadata"]["name"]}
+    assert kinds == {"Deployment", "ClusterRole", "ClusterRoleBinding"}
+
+
+def test_the_crd_is_the_manifests_crd(chart) -> None:
+    (crd,) = chart.crds
+    assert crd["filename"] == "surge/crds/horizontalautoscaler.yaml"
+    assert crd["data"] == (REPO / "manifests" / "crd-horizontalautoscaler.yaml").read_text()
+
+
+def test_notes_name_the_apis_served(render) -> None:
+    notes = render(values_file("every-key.yaml")).notes
+    for api in ("custom.metrics.k8s.io", "external.metrics.k8s.io"):
+        assert f"kubectl get --raw /apis/{api}/v1beta1" in notes
+    assert "kubectl top pods" in notes
+    warned = render({"image": {"repository": "registry.k8s.io/prometheus-adapter/prometheus-adapter"}}).notes
+    assert "WARNING: image.repository is prometheus-adapter's image" in warned
+    assert "WARNING" not in render().notes
