@@ -47,6 +47,9 @@ EXPECTED: dict[str, str] = {
 # Objects only Surge renders (name suffix -> why).
 EXPECTED_OBJECTS: dict[str, str] = {
     "-aggregated-metrics-reader": "surge.aggregatedMetricsReader: kubectl top for view/edit/admin",
+    "-autoscaler": "autoscaler.enabled",
+    "-autoscaler-leader-election": "autoscaler.enabled",
+    "/v1beta2.custom.metrics.k8s.io": "surge.customMetricsV1beta2",
 }
 
 # Adapter flags: upstream's that Surge does not take (with why), and Surge's it adds.
@@ -56,6 +59,11 @@ EXPECTED_FLAGS: dict[str, str] = {
     "--log-level": "from logLevel",
     "--metrics-cache-ttl": "surge.metricsCache",
     "--metrics-cache-max-entries": "surge.metricsCache",
+    "--batch-namespace-queries": "surge.batchNamespaceQueries",
+    "--regex-escape-values": "surge.regexEscapeValues",
+    "--delegate-url": "surge.delegates",
+    "--delegate-ca-file": "surge.delegateCaFile",
+    "--delegate-token-file": "surge.delegateTokenFile",
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import re
 from typing import Any
 
 import helm_python
@@ -649,3 +650,24 @@ def test_notes_name_the_apis_served(render) -> None:
     warned = render({"image": {"repository": "registry.k8s.io/prometheus-adapter/prometheus-adapter"}}).notes
     assert "WARNING: image.repository is prometheus-adapter's image" in warned
     assert "WARNING" not in render().notes
+
+
+@pytest.mark.parametrize(
+    ("values", "error"),
+    [
+        (
+            {"autoscaler": {"enabled": True, "minReplica": 2}},
+            "at '/autoscaler': additional properties 'minReplica'",
+        ),
+        ({"surge": {"metricsCache": {"ttl": "soon"}}}, "at '/surge/metricsCache/ttl': 'soon' does not match"),
+        ({"surge": {"delegates": [{"url": "keda:443"}]}}, "at '/surge/delegates/0/url'"),
+        ({"autoscaler": {"source": "scaledobject"}}, "at '/autoscaler/source'"),
+    ],
+)
+def test_a_misspelt_or_invalid_surge_value_is_refused(chart, values, error) -> None:
+    """Surge's own keys are checked by the chart's schema (as helm install, upgrade, template and lint do);
+    the upstream chart's are left as that chart takes them."""
+    with pytest.raises(helm_python.HelmValuesError, match=re.escape(error)):
+        chart.validate_schema(chart.merge_values(values))
+    assert any(error in e for e in helm_python.lint(CHART, values)["errors"])
+    chart.validate_schema(chart.merge_values({"rbac": {"psp": {"enabled": False}}, "unknownUpstreamKey": 1}))
