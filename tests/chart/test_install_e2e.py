@@ -239,14 +239,14 @@ async def test_helm_installs_the_chart_and_the_adapter_serves_through_the_aggreg
             i["describedObject"]["name"]: float(Quantity.parse(i["value"]).value)
             for i in (answer or {}).get("items", [])
         }
-        if len(served) == 2 and min(served.values()) > 5:  # past the first few samples of the rate
+        if len(served) == 2 and min(served.values()) > 3:  # past the first few samples of the rate
             break
         await asyncio.sleep(0.5)
     evaluated = {r["metric"]["pod"]: float(r["value"][1]) for r in await cluster_prometheus.query(promql)}
     pods = sim_cluster.call(lambda: store.list(("", "pods"), APP_NAMESPACE, label_selector="app=web"))
     assert set(served) == set(evaluated) == {p["metadata"]["name"] for p in pods}, (served, evaluated)
     for pod, value in served.items():
-        assert value == pytest.approx(evaluated[pod], rel=0.1), (served, evaluated)
+        assert value == pytest.approx(evaluated[pod], rel=0.15), (served, evaluated)
 
     rows: list[list[str]] = []
     for _ in range(120):
