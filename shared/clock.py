@@ -113,6 +113,12 @@ class FakeClock:
             finally:
                 timer.cancel()
 
+    def next_deadline(self) -> float | None:
+        """When the earliest pending timer is due (None: none is), so a test can wait for a sleeper."""
+        while self._timers and self._timers[0][2].cancelled:
+            heapq.heappop(self._timers)
+        return self._timers[0][0] if self._timers else None
+
     def advance(self, seconds: float) -> None:
         """Move time forward, running the due callbacks in deadline order, each at its own deadline (so
         a callback that schedules another one inside the step sees it run too)."""
