@@ -17,12 +17,15 @@ import pytest
 
 from autoscaler.leader import LeaderElector, LeaseConfig, LeaseGuard, write_kind
 from autoscaler.scale import update_replicas
+from shared.cli import surge_version
 from shared.clock import FakeClock
-from shared.kube import KubeClient, Obj, WriteDropped, load_access
-from sim.apiserver import ApiServer
+from shared.kube import KubeClient, Obj, WriteDropped, load_access, user_agent
+from sim.apiserver import ApiServer, CertificateAuthority
 from sim.runner import ServerThread
-from tests.autoscaler.harness import deployment, seed
+from tests.autoscaler.harness import deployment, install_crd, running_daemon, seed
 from tests.autoscaler.helpers import eventually
+from tests.autoscaler.metrics_backend import MetricsBackend
+from tests.sim.test_apiserver_audit import events
 
 RENEW = 2.0
 SCALE = "/apis/apps/v1/namespaces/default/deployments/web/scale"
@@ -42,7 +45,9 @@ class Drops:
 
 
 def replicas(apiserver: ServerThread[ApiServer]) -> int:
-    return int(apiserver.call(lambda: apiserver.server.store.get(DEPLOYMENTS, "default", "web"))["spec"]["replicas"])
+    return int(
+        apiserver.call(lambda: apiserver.server.store.get(DEPLOYMENTS, "default", "web"))["spec"]["replicas"]
+    )
 
 
 @pytest.fixture
@@ -85,7 +90,11 @@ def test_write_kinds() -> None:
 
 @pytest.mark.parametrize(("waited", "written"), [(1.0, True), (RENEW + 0.5, False)])
 async def test_a_write_that_waited_in_the_rate_limiter_past_the_deadline_is_dropped(
-    apiserver: ServerThread[ApiServer], throttled: KubeClient, fake_clock: FakeClock, waited: float, written: bool
+    apiserver: ServerThread[ApiServer],
+    throttled: KubeClient,
+    fake_clock: FakeClock,
+    waited: float,
+    written: bool,
 ) -> None:
     """The lease is renewed at 0; the scale write's turn in the limiter comes at 1 s. If the loop only
     gets to it at `waited` (a busy or paused process), it goes out only while within the deadline."""
@@ -198,3 +207,50 @@ async def test_a_lease_seen_held_by_another_stops_writes_at_once(
     fake_clock.advance(LEASE.retry_period)  # 0.5 s after the last renewal: well within the deadline
     await eventually(lambda: not running.guard.holds())
     assert not running.guard.admit("PATCH", "/apis/x/v1/namespaces/default/hzas/web/status")
+
+
+async def test_renewals_do_not_wait_behind_the_reconcile_clients_rate_limiter(
+    apiserver_ca: CertificateAuthority, backend: MetricsBackend, tmp_path: Path
+) -> None:
+    """The daemon with --qps 4 and ~10 s of requests queued in its reconcile client's rate limiter: the
+    elector's own client still renews every retry period (through one shared limiter, a renewal would
+    wait out the backlog, past the renew deadline). Each client names the replica in its User-Agent; the
+    elector's adds /leader-election, as client-go's leader-election client does."""
+    audit = tmp_path / "audit.log"
+    with ServerThread(ApiServer(ca=apiserver_ca, audit_log=audit)) as api:
+        kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
+        admin = KubeClient(await load_access(str(kubeconfig)))
+        await install_crd(admin)
+        await admin.close()
+        flags = [
+            "--leader-elect",
+            "--leader-elect-identity=me",
+            "--leader-elect-resource-namespace=default",
+            "--leader-elect-lease-duration=3s",
+            "--leader-elect-renew-deadline=2s",
+            "--leader-elect-retry-period=0.5s",
+            "--qps=4",
+            "--burst=1",
+        ]
+        async with running_daemon(kubeconfig, backend.url, flags=flags) as daemon:
+            assert daemon.elector is not None
+            await eventually(daemon.elector.guard.holds, within=10)
+            backlog = [asyncio.create_task(daemon.kube.get("/version")) for _ in range(40)]
+            await asyncio.sleep(0.5)
+            renewals = set()
+            for _ in range(30):  # 3 s
+                lease = api.call(lambda: api.server.store.get(LEASES, "default", "surge-autoscaler"))
+                renewals.add(lease["spec"]["renewTime"])
+                await asyncio.sleep(0.1)
+            assert sum(not t.done() for t in backlog) > 20  # the reconcile client is still backed up
+            assert len(renewals) >= 3 and daemon.elector.guard.holds()
+            for task in backlog:
+                task.cancel()
+            await asyncio.gather(*backlog, return_exceptions=True)
+    agents = {(e.get("objectRef", {}).get("resource", ""), e["userAgent"]) for e in events(audit)}
+    mine = user_agent("surge-autoscaler", surge_version(), "me")
+    assert ("leases", mine + "/leader-election") in agents and ("", mine) in agents
+    assert {agent for resource, agent in agents if resource == "leases"} <= {
+        mine + "/leader-election",
+        "surge",
+    }

@@ -55,9 +55,12 @@ async def test_every_request_is_one_event_saying_who_did_what_with_which_answer(
         await kube.get("/version")
     finally:
         await kube.close()
-    async with aiohttp.ClientSession() as session, session.get(
-        audited.url + "/api/v1/pods", ssl=False, headers={"Authorization": "Bearer wrong"}
-    ) as response:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(
+            audited.url + "/api/v1/pods", ssl=False, headers={"Authorization": "Bearer wrong"}
+        ) as response,
+    ):
         assert response.status == 401
 
     log = events(tmp_path / "audit.log")
@@ -81,7 +84,10 @@ async def test_every_request_is_one_event_saying_who_did_what_with_which_answer(
         assert event["userAgent"] == "surge-autoscaler/1.2.3 (replica-a)"
     assert log[6]["user"] == {}  # not authenticated
     assert log[0]["objectRef"] == {
-        "resource": "deployments", "namespace": "default", "apiGroup": "apps", "apiVersion": "v1"
+        "resource": "deployments",
+        "namespace": "default",
+        "apiGroup": "apps",
+        "apiVersion": "v1",
     }
     assert log[2]["objectRef"] == {
         "resource": "deployments",
@@ -93,7 +99,10 @@ async def test_every_request_is_one_event_saying_who_did_what_with_which_answer(
     }
     assert log[2]["requestURI"] == "/apis/apps/v1/namespaces/default/deployments/web/scale"
     assert log[3]["objectRef"] == {
-        "resource": "configmaps", "namespace": "default", "name": "missing", "apiVersion": "v1"
+        "resource": "configmaps",
+        "namespace": "default",
+        "name": "missing",
+        "apiVersion": "v1",
     }
     assert "objectRef" not in log[5] and log[5]["requestURI"] == "/version"
 
