@@ -14,7 +14,7 @@ stabilization: nearly every reconcile writes the scale, the status and an event,
    from the stopped replica after the takeover, until it exited or acquired the lease again. It is then
    started again (a restarted pod) and is the standby of the next cycle.
 
-    .venv/bin/python bench/bench_leader_fencing.py [--cycles 20] [--autoscalers 40] [--qps 8]
+    .venv/bin/python bench/bench_leader_fencing.py [--cycles 20] [--autoscalers 40] [--qps 20]
     .venv/bin/python bench/bench_leader_fencing.py --smoke    # 2 cycles, a short steady phase
     .venv/bin/python bench/bench_leader_fencing.py --autoscaler-tree DIR   # another checkout's daemon
 
@@ -280,7 +280,7 @@ async def cycle(
             e.user == leader.name and e.received > since and e.resource == "deployments/scale"
             for e in audit.read()
         ),
-        30,
+        60,
         "a scale write by the leader",
     )
     leader.signal(signal.SIGSTOP)
@@ -392,7 +392,7 @@ def main() -> None:
     parser.add_argument("--steady", type=float, default=30.0, help="seconds of the renewals-under-load phase")
     parser.add_argument("--autoscalers", type=int, default=40)
     parser.add_argument("--pods", type=int, default=10)
-    parser.add_argument("--qps", type=float, default=8.0)
+    parser.add_argument("--qps", type=float, default=20.0)
     parser.add_argument("--autoscaler-tree", type=Path, help="run the replicas from this source tree")
     args = parse_args(parser, {"cycles": 2, "steady": 5.0})
     asyncio.run(run(args))
