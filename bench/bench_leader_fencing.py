@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -264,9 +265,9 @@ async def steady(api: ServerThread[ApiServer], replicas: list[Replica], seconds:
 
 async def cycle(
     api: ServerThread[ApiServer], audit: AuditTail, replicas: list[Replica]
-) -> tuple[int, int, float]:
-    """One SIGSTOP/SIGCONT of the leader: (its writes received after the takeover, of them accepted,
-    seconds from the stop to the takeover)."""
+) -> tuple[list[AuditEntry], float]:
+    """One SIGSTOP/SIGCONT of the leader: (its writes received after the takeover, seconds from the stop
+    to the takeover)."""
     for replica in replicas:
         if replica.exited():
             replica.start()
@@ -317,7 +318,7 @@ async def cycle(
         and (reacquired is None or e.received < reacquired)
     ]
     leader.start()
-    return len(stale), sum(e.code < 300 for e in stale), took
+    return stale, took
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -356,18 +357,22 @@ async def run(args: argparse.Namespace) -> None:
                 f"in {args.steady:g} s"
             )
             counts, accepted, takeovers = [], [], []
+            written: Counter[str] = Counter()
             for i in range(args.cycles):
-                stale, ok, took = await cycle(api, audit, replicas)
-                counts.append(stale)
-                accepted.append(ok)
+                stale, took = await cycle(api, audit, replicas)
+                counts.append(len(stale))
+                accepted.append(sum(e.code < 300 for e in stale))
                 takeovers.append(took)
+                written.update(e.resource for e in stale)
                 print(
-                    f"cycle {i + 1:2d}: takeover {took:.1f} s after the stop, stale writes {stale} "
-                    f"(accepted {ok})",
+                    f"cycle {i + 1:2d}: takeover {took:.1f} s after the stop, stale writes {counts[-1]} "
+                    f"(accepted {accepted[-1]})",
                     flush=True,
                 )
             dropped = sum(r.dropped_writes() for r in replicas)
             print(f"writes dropped by the fence (logged): {dropped}")
+            kinds = ", ".join(f"{resource} {n}" for resource, n in written.most_common()) or "none"
+            print(f"stale writes by resource: {kinds}")
             print(
                 f"takeover after SIGSTOP: median {statistics.median(takeovers):.1f} s, "
                 f"worst {max(takeovers):.1f} s"
