@@ -73,7 +73,7 @@ EXPECTED: dict[str, list[tuple[str, float, float]]] = {
     "bench_leader_fencing": [
         (r"^stale writes after takeover: (\d+) in 2 SIGSTOP/SIGCONT cycles", 0, 0),
         (r"^renewals under load: (\d+) lease handovers", 0, 0),
-        (r"^takeover after SIGSTOP: median ([\d.]+) s", 2.5, 30),
+        (r"^takeover after SIGSTOP: median ([\d.]+) s", 1.0, 30),
     ],
     "bench_kube_client": [
         (r"^aiohttp\s+([\d.]+) CPU s / 1000 requests", 0.001, 100),
