@@ -20,6 +20,15 @@ stabilization: nearly every reconcile writes the scale, the status and an event,
 
 `--autoscaler-tree` runs the replicas from another source tree (e.g. `git archive` of an older commit),
 against this tree's simulated API server: the "before" column of a comparison.
+
+Measured on 2 shared cores (defaults: 40 autoscalers, --qps 20, 32 workers, 20 cycles), before (commit
+0f5d940: leader check before the rate limiter, one limiter for renewals and reconciles) and after:
+
+    renewals under load, 30 s           3 handovers, 3 replicas exited     0 handovers, 0 exited
+    stale writes after takeover         940 (897 accepted) in 20 cycles    0 in 20 cycles
+      per cycle median / worst          47 / 65                            0 / 0
+      by resource                       status 423, events 289, scale 228  none (626 dropped by the fence)
+    takeover after SIGSTOP              median 3.4 s, worst 4.4 s          median 4.0 s, worst 6.5 s
 """
 
 from __future__ import annotations
