@@ -15,7 +15,7 @@ import functools
 import logging
 import time
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -48,6 +48,7 @@ from autoscaler.decisionlog import decision_fields
 from autoscaler.decisions import DecisionRecords
 from autoscaler.events import EventRecorder
 from autoscaler.history import Histories
+from autoscaler.leader import LeaseGuard
 from autoscaler.metrics import MetricsClient
 from autoscaler.pods import PodIndex, compiled_selector, slim_pod
 from autoscaler.promql.direct import DirectMetrics
@@ -66,7 +67,16 @@ from autoscaler.workqueue import (
     sync_period,
 )
 from shared.clock import LOOP_CLOCK, Clock
-from shared.kube import ApiError, EventHandlers, Informer, KubeClient, Obj, RestMapper
+from shared.kube import (
+    ApiError,
+    EventHandlers,
+    Informer,
+    KubeClient,
+    Obj,
+    RestMapper,
+    WriteDropped,
+    WriteFence,
+)
 from shared.kube.store import compact
 from shared.supervisor import Supervisor
 
@@ -109,10 +119,6 @@ def _key_str(key: Key) -> str:
     return f"{key[0]}/{key[1]}"
 
 
-def _default_leader() -> bool:
-    return True
-
-
 class Controller:
     def __init__(
         self,
@@ -122,14 +128,15 @@ class Controller:
         mapper: RestMapper,
         telemetry: Telemetry,
         options: ControllerOptions,
-        is_leader: Callable[[], bool] = _default_leader,
+        lease: LeaseGuard | None = None,
         *,
         supervisor: Supervisor,
         clock: Clock = LOOP_CLOCK,
         direct: DirectMetrics | None = None,
         histories: Histories | None = None,
     ) -> None:
-        """`direct` evaluates direct PromQL metrics (None: they fail, saying --prometheus-url is missing)."""
+        """`direct` evaluates direct PromQL metrics (None: they fail, saying --prometheus-url is missing).
+        `lease`: the leader's lease (None: a single replica); every write asks it right before it is sent."""
         self.source = source
         self.options = options
         self.telemetry = telemetry
@@ -139,7 +146,7 @@ class Controller:
         # spec.predictive's metric histories (None: no Prometheus, so no forecasts; the records say so).
         self._histories = histories or Histories(None, self._direct, clock)
         self._mapper = mapper
-        self._is_leader = is_leader
+        self._lease = lease
         self._clock = clock
         self._supervisor = supervisor
         self._events = EventRecorder(client)
@@ -364,6 +371,16 @@ class Controller:
         selectors = self._selectors.get(key[0], {})
         return {_key_str(k): selectors[k] for k in others if k in selectors}
 
+    # ---- leadership
+
+    def _fence(self, key: Key) -> LeaseGuard | None:
+        """The lease that `key`'s writes depend on (one for all keys today)."""
+        return self._lease
+
+    def _holds(self, key: Key) -> bool:
+        lease = self._fence(key)
+        return lease is None or lease.holds()
+
     # ---- reconcile
 
     async def reconcile(self, key: object) -> Outcome:
@@ -377,7 +394,7 @@ class Controller:
         if second_due is not None:
             # The first reconcile after a spread start: the next one comes at the key's slot.
             period = max(period, second_due - self._clock.now())
-        if not self._is_leader():
+        if not self._holds(key):
             return Outcome(failed=False, resync_after=period)
         started = time.perf_counter()
         try:
@@ -414,6 +431,8 @@ class Controller:
         except (ApiError, aiohttp.ClientError) as err:
             log.warning("reconcile failed", key=_key_str(key), error=str(err))
             outcome = "api_error"
+        except WriteDropped:
+            outcome = "not_leader"  # (logged and counted by the lease)
         self.telemetry.reconciled(outcome, time.perf_counter() - started)
         return Outcome(failed=outcome not in ("ok", "scaled"), resync_after=period)
 
@@ -522,7 +541,7 @@ class Controller:
         if hpa is None or hpa.spec.burst is None:
             return Outcome(failed=False, resync_after=None)
         again = max(self.options.burst_check_interval, self._burst_rate.when(key))
-        if violations or not self._is_leader():
+        if violations or not self._holds(key):
             return Outcome(failed=False, resync_after=again)
         # One interval at most (1 s at least): a slow check then holds the reconcile's lock no longer.
         deadline = max(1.0, self.options.burst_check_interval)
@@ -534,6 +553,8 @@ class Controller:
             outcome, error = "deadline", f"no answer within {deadline:g}s"
         except (ApiError, ScaleError, aiohttp.ClientError) as err:
             outcome, error = "api_error", str(err) or repr(err)
+        except WriteDropped:
+            outcome = "not_leader"  # (logged and counted by the lease)
         self._burst_checked(key, outcome, error)
         return Outcome(failed=False, resync_after=again)
 
@@ -599,14 +620,18 @@ class Controller:
         predictions: tuple[Prediction, ...] = (),
         answers: tuple[MetricAnswer, ...] = (),
     ) -> str:
-        if not self._is_leader():
-            # Leadership was lost during the reconcile: the new leader decides; write nothing.
+        if not self._holds(key):
+            # Leadership was lost during the reconcile: the new leader decides; write nothing. (Each write
+            # asks the lease again right before it is sent: WriteDropped ends the reconcile there.)
             return "not_leader"
+        fence = self._fence(key)
         outcome = "ok"
         decided_at = self._clock.wall()
         if decision.rescale and path is not None and scale_obj is not None:
             try:
-                _, attempts = await update_replicas(self._client, path, scale_obj, decision.desired_replicas)
+                _, attempts = await update_replicas(
+                    self._client, path, scale_obj, decision.desired_replicas, fence
+                )
                 self.telemetry.scale_writes.labels(result="ok").inc()
                 if decision.metric_timestamp is not None:
                     self.telemetry.sample_age.observe(
@@ -624,8 +649,8 @@ class Controller:
         spec = hpa.spec if hpa is not None else None
         self.decisions.add(key, spec, decision, reason, decided_at, predictions)
         # Most reconciles change nothing: then no coroutine, no task.
-        writes = [self._write_status(key, obj, decision)] if decision.status_changed else []
-        writes.extend(self._events.record(obj, e.type, e.reason, e.message) for e in decision.events)
+        writes = [self._write_status(key, obj, decision, fence)] if decision.status_changed else []
+        writes.extend(self._events.record(obj, e.type, e.reason, e.message, fence) for e in decision.events)
         if len(writes) == 1:
             await writes[0]
         elif writes:
@@ -635,7 +660,7 @@ class Controller:
             return "error"
         return outcome
 
-    async def _write_status(self, key: Key, obj: Obj, decision: Decision) -> None:
+    async def _write_status(self, key: Key, obj: Obj, decision: Decision, fence: WriteFence | None) -> None:
         new_status = hpa_status_to_json(decision.status)
         if self.source.printable_status:
             spec = obj.get("spec") or {}
@@ -651,11 +676,14 @@ class Controller:
                 self.source.object_path(key[0], key[1], "status"),
                 body={"status": patch_status},
                 content_type="application/merge-patch+json",
+                fence=fence,
             )
             self.autoscalers.write_through(written)
+        except WriteDropped:
+            return  # (logged and counted by the lease)
         except ApiError as err:
             log.warning("status not written", key=_key_str(key), error=err.message)
-            await self._events.record(obj, "Warning", "FailedUpdateStatus", err.message)
+            await self._events.record(obj, "Warning", "FailedUpdateStatus", err.message, fence)
 
     def _log_decision(
         self,

@@ -18,21 +18,22 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from autoscaler import target_metrics
 from autoscaler.controller import Controller, ControllerOptions
 from autoscaler.history import Histories
-from autoscaler.leader import LeaderElector
+from autoscaler.leader import LeaderElector, LeaseGuard
 from autoscaler.metrics import MetricsClient
 from autoscaler.options import AutoscalerOptions
 from autoscaler.promql.client import PrometheusClient
 from autoscaler.promql.direct import DirectMetrics
 from autoscaler.sources import SOURCES
 from autoscaler.telemetry import Telemetry
+from shared.cli import surge_version
 from shared.clock import LOOP_CLOCK, Clock
-from shared.kube import KubeClient, RestMapper, direct_access, load_access
+from shared.kube import KubeClient, RestMapper, direct_access, load_access, user_agent
 from shared.lifecycle import start_unless_stopped
 from shared.supervisor import Supervisor
 
 log = structlog.get_logger("autoscaler")
 
-USER_AGENT = "surge-autoscaler"
+COMPONENT = "surge-autoscaler"
 
 
 class StartupError(Exception):
@@ -47,22 +48,34 @@ class AutoscalerDaemon:
         options: AutoscalerOptions,
         kube: KubeClient,
         metrics_kube: KubeClient,
+        lease_kube: KubeClient | None,
         clock: Clock = LOOP_CLOCK,
     ) -> None:
-        """Built inside the event loop (the Prometheus client's pool belongs to it)."""
+        """Built inside the event loop (the Prometheus client's pool belongs to it). `lease_kube`: the
+        elector's own client (with --leader-elect), so reconciles never hold its renewals back."""
         self.options = options
         self.kube = kube
         self._metrics_kube = metrics_kube
+        self._lease_kube = lease_kube
         self.telemetry = Telemetry()
         self.supervisor = Supervisor(self.telemetry.registry, "surge_autoscaler", clock=clock)
         mapper = RestMapper(kube)
         self.elector: LeaderElector | None = None
-        if options.lease is not None:
+        if options.lease is not None and lease_kube is not None:
+            dropped = self.telemetry.writes_dropped
+            guard = LeaseGuard(
+                options.lease.name,
+                options.lease.renew_deadline,
+                clock,
+                on_dropped=lambda kind: dropped.labels(write=kind).inc(),
+            )
             self.elector = LeaderElector(
-                kube,
+                lease_kube,
                 options.lease,
+                guard,
                 on_started_leading=self._started_leading,
                 on_stopped_leading=lambda: self.telemetry.is_leader.set(0),
+                clock=clock,
             )
         self._prometheus = PrometheusClient(options.prometheus) if options.prometheus is not None else None
         direct = DirectMetrics(self._prometheus, options.cluster_wide_query_namespaces, self.telemetry)
@@ -83,7 +96,7 @@ class AutoscalerDaemon:
                 label_selector=options.selector,
                 config=options.config,
             ),
-            is_leader=self.elector.is_leader if self.elector is not None else lambda: True,
+            lease=self.elector.guard if self.elector is not None else None,
             supervisor=self.supervisor,
             clock=clock,
             direct=direct,
@@ -98,17 +111,26 @@ class AutoscalerDaemon:
         """Load cluster access (KubeConfigError when it cannot) and build every part; nothing runs yet.
         Tests pass a FakeClock to drive the controller's periods, debounce and deadlines."""
         access = await load_access(options.kubeconfig)
-        kube = KubeClient(access, qps=options.qps, burst=options.burst, user_agent=USER_AGENT)
+        agent = user_agent(COMPONENT, surge_version(), options.identity)
+
+        def client(agent: str) -> KubeClient:
+            # Each client has a rate limiter of its own.
+            return KubeClient(access, qps=options.qps, burst=options.burst, user_agent=agent)
+
+        kube = client(agent)
         metrics = options.metrics
         metrics_kube = (
             KubeClient(
                 direct_access(metrics.url, metrics.ca_file, metrics.insecure_skip_tls_verify, access),
-                user_agent=USER_AGENT,
+                user_agent=agent,
             )
             if metrics.url
             else kube
         )
-        return cls(options, kube, metrics_kube, clock)
+        # The elector's own client, as client-go's leader election gets its own clientset (with
+        # "/leader-election" added to the User-Agent): renewals never wait behind reconciles.
+        lease_kube = client(agent + "/leader-election") if options.lease is not None else None
+        return cls(options, kube, metrics_kube, lease_kube, clock)
 
     async def start(self) -> None:
         """Serve /metrics and health, sync the caches, start the workers and, if asked, leader election."""
@@ -173,6 +195,8 @@ class AutoscalerDaemon:
             await self._runner.cleanup()
         if self._metrics_kube is not self.kube:
             await self._metrics_kube.close()
+        if self._lease_kube is not None:
+            await self._lease_kube.close()
         if self._prometheus is not None:
             await self._prometheus.close()
         await self.kube.close()

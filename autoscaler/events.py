@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 import structlog
 
-from shared.kube import ApiError, KubeClient, Obj
+from shared.kube import ApiError, KubeClient, Obj, WriteDropped, WriteFence
 
 log = structlog.get_logger(__name__)
 
@@ -36,7 +36,11 @@ class EventRecorder:
         self._component = component
         self._written: dict[tuple[str, str, str, str, str, str], _Written] = {}
 
-    async def record(self, involved: Obj, type_: str, reason: str, message: str) -> None:
+    async def record(
+        self, involved: Obj, type_: str, reason: str, message: str, fence: WriteFence | None = None
+    ) -> None:
+        """Write (or bump) the event; `fence` is asked right before it is sent (a dropped write is
+        counted by the fence, and not retried)."""
         meta = involved.get("metadata") or {}
         namespace, name, uid = meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", "")
         key = (namespace, name, uid, type_, reason, message)
@@ -50,6 +54,7 @@ class EventRecorder:
                     f"/api/v1/namespaces/{namespace}/events/{previous.name}",
                     body={"count": previous.count, "lastTimestamp": _event_time(now)},
                     content_type="application/merge-patch+json",
+                    fence=fence,
                 )
                 return
             event_name = f"{name}.{secrets.token_hex(8)}"
@@ -74,8 +79,13 @@ class EventRecorder:
                 "lastTimestamp": _event_time(now),
                 "count": 1,
             }
-            await self._client.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body)
+            await self._client.request(
+                "POST", f"/api/v1/namespaces/{namespace}/events", body=body, fence=fence
+            )
             self._written[key] = _Written(event_name, 1, now)
+        except WriteDropped:
+            if previous is not None:
+                previous.count -= 1  # the bump never reached the server
         except ApiError as err:
             if previous is not None and err.code == 404:
                 # The aggregated event expired or was deleted: start a new one next time.

@@ -144,7 +144,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--leader-elect-retry-period", type=seconds(), default=2.0)
     g.add_argument("--leader-elect-resource-name", default="surge-autoscaler")
     g.add_argument("--leader-elect-resource-namespace", default="kube-system")
-    g.add_argument("--leader-elect-identity", default=f"{socket.gethostname()}_{uuid.uuid4()}")
+    g.add_argument(
+        "--leader-elect-identity",
+        default=f"{socket.gethostname()}_{uuid.uuid4()}",
+        help="this replica's name in the lease and in its User-Agent (surge-autoscaler/VERSION (IDENTITY))",
+    )
     g = p.add_argument_group("serving")
     g.add_argument("--bind-address", default="0.0.0.0", help="address of /metrics, /healthz, /readyz")
     g.add_argument(

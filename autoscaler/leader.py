@@ -1,11 +1,19 @@
-"""Leader election on a coordination.k8s.io/v1 Lease, with client-go's rules.
+"""Leader election on a coordination.k8s.io/v1 Lease, with client-go's rules, and the fence of every write.
 
 * A lease held by someone else is taken over only after it has not changed for `lease_duration`, timed
   with our own clock from when we last saw it change (clocks of different machines are not compared).
 * The leader renews every `retry_period`; if it cannot renew for `renew_deadline`, it stops leading.
-* Once it has seen the lease held by another identity it no longer counts as leader (`is_leader`, which
-  guards every write), even before its renew deadline has passed: client-go's `IsLeader` also answers from
-  the last record observed. The elector still returns only at the renew deadline.
+* `LeaseGuard` says whether a write may go out on the strength of the lease, and every write (scale,
+  status, event, each re-send after a 409) asks it right before its bytes are sent (shared/kube/fence.py),
+  after its wait in the client's rate limiter. It admits a write only while our last renewal was sent
+  less than `renew_deadline` ago, and not once the lease was seen held by another identity (client-go's
+  `IsLeader` also answers from the last record observed). A renewal counts from the moment it was sent,
+  not answered: a standby times the lease from when it sees the record change, which is after our write
+  reached the server, so what we admit lands at least `lease_duration - renew_deadline` before a standby
+  can take over, whatever the process was paused for (SIGSTOP, a long GC, a partition) in between. A
+  replica paused past its deadline writes nothing more until a renewal sent after the pause succeeds.
+* The elector sends its requests through a client of its own (same access, its own rate limiter), so
+  reconcile traffic beyond `--qps` does not hold its renewals back.
 * `release` (on shutdown) clears holderIdentity and sets leaseDurationSeconds=1, so a standby takes over
   at once instead of waiting out the lease.
 """
@@ -13,7 +21,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,6 +28,7 @@ from datetime import UTC, datetime
 import aiohttp
 import structlog
 
+from shared.clock import LOOP_CLOCK, Clock, sleep
 from shared.kube import ApiError, KubeClient, Obj
 
 log = structlog.get_logger(__name__)
@@ -45,47 +53,90 @@ def _micro_time(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def write_kind(path: str) -> str:
+    """What a fenced write writes, for the drop counter: scale, status, event or other."""
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    if last in ("scale", "status"):
+        return last
+    return "event" if "/events" in path else "other"
+
+
+class LeaseGuard:
+    """Whether writes may go out on the strength of one lease (see the module docstring): the elector
+    calls `renewed`/`lost`, writes ask `admit` as their fence, reconciles ask `holds` before they start.
+    `on_dropped(kind)` counts each write it refused."""
+
+    def __init__(
+        self,
+        lease: str,
+        renew_deadline: float,
+        clock: Clock = LOOP_CLOCK,
+        on_dropped: Callable[[str], None] = lambda kind: None,
+    ) -> None:
+        self.lease = lease
+        self._renew_deadline = renew_deadline
+        self._clock = clock
+        self._on_dropped = on_dropped
+        self.renewed_at: float | None = None  # when the last successful renewal was sent; None: not held
+
+    def renewed(self, sent_at: float) -> None:
+        """A renewal (or the acquisition) sent at `sent_at` succeeded."""
+        self.renewed_at = sent_at
+
+    def lost(self) -> None:
+        """The lease was seen held by another identity, or given up: nothing more until renewed."""
+        self.renewed_at = None
+
+    def holds(self) -> bool:
+        return self.renewed_at is not None and self._clock.now() - self.renewed_at < self._renew_deadline
+
+    def admit(self, method: str, path: str) -> bool:
+        if self.holds():
+            return True
+        kind = write_kind(path)
+        age = None if self.renewed_at is None else round(self._clock.now() - self.renewed_at, 3)
+        log.warning("write dropped: lease not held", lease=self.lease, write=kind, method=method, path=path,
+                    renewed_seconds_ago=age)
+        self._on_dropped(kind)
+        return False
+
+
 class LeaderElector:
+    """Acquires and renews one lease through `client` (the elector's own) and keeps `guard` current."""
+
     def __init__(
         self,
         client: KubeClient,
         config: LeaseConfig,
+        guard: LeaseGuard,
         on_started_leading: Callable[[], None] = lambda: None,
         on_stopped_leading: Callable[[], None] = lambda: None,
+        clock: Clock = LOOP_CLOCK,
     ) -> None:
         self._client = client
         self.config = config
+        self.guard = guard
+        self._clock = clock
         self._on_started = on_started_leading
         self._on_stopped = on_stopped_leading
         self._leading = False
         self._observed: tuple[str, str, int] | None = None
         self._observed_at = 0.0
-        self._last_renewed = 0.0
-        # Whether the lease, when last read, was ours (or free): false as soon as a renew finds another
-        # holder, so a reconcile that resumes after the takeover does not write.
-        self._held = False
+        self._last_renewed = 0.0  # when the last successful renewal was sent
         self._path = f"/apis/coordination.k8s.io/v1/namespaces/{config.namespace}/leases/{config.name}"
-
-    def is_leader(self) -> bool:
-        # Past the renew deadline we no longer count as leader even before the loop notices.
-        return (
-            self._leading
-            and self._held
-            and time.monotonic() - self._last_renewed < self.config.renew_deadline
-        )
 
     async def run(self) -> None:
         """Acquire, then keep renewing; returns when leadership is lost (the caller should stop writing)."""
         while True:
             if await self._try_acquire_or_renew():
                 break
-            await asyncio.sleep(self.config.retry_period)
+            await sleep(self._clock, self.config.retry_period)
         self._set_leading(True)
         while True:
-            await asyncio.sleep(self.config.retry_period)
+            await sleep(self._clock, self.config.retry_period)
             if await self._try_acquire_or_renew():
                 continue
-            if time.monotonic() - self._last_renewed >= self.config.renew_deadline:
+            if self._clock.now() - self._last_renewed >= self.config.renew_deadline:
                 log.warning("leader lease lost", lease=self.config.name, identity=self.config.identity)
                 self._set_leading(False)
                 return
@@ -94,41 +145,46 @@ class LeaderElector:
         if leading == self._leading:
             return
         self._leading = leading
+        if not leading:
+            self.guard.lost()
         log.info("leadership changed", leading=leading, identity=self.config.identity)
         (self._on_started if leading else self._on_stopped)()
 
+    def _renewed(self, sent_at: float) -> bool:
+        self._last_renewed = sent_at
+        self.guard.renewed(sent_at)
+        return True
+
     async def _try_acquire_or_renew(self) -> bool:
         cfg = self.config
-        now = datetime.now(UTC)
+        clock = self._clock
         try:
             try:
                 lease = await self._client.get(self._path, request_timeout=cfg.renew_deadline)
             except ApiError as err:
                 if err.code != 404:
                     raise
-                await self._client.request(
-                    "POST", self._path.rsplit("/", 1)[0], body=self._lease_body(None, now, transitions=0)
-                )
-                self._last_renewed = time.monotonic()
-                self._held = True
-                return True
+                sent_at = clock.now()
+                body = self._lease_body(None, clock.wall(), transitions=0)
+                await self._client.request("POST", self._path.rsplit("/", 1)[0], body=body)
+                return self._renewed(sent_at)
             spec = lease.get("spec") or {}
             holder = str(spec.get("holderIdentity") or "")
             record = (holder, str(spec.get("renewTime") or ""), int(spec.get("leaseTransitions") or 0))
             if record != self._observed:
-                self._observed, self._observed_at = record, time.monotonic()
+                self._observed, self._observed_at = record, clock.now()
             duration = float(spec.get("leaseDurationSeconds") or cfg.lease_duration)
-            held_by_other = holder not in ("", cfg.identity)
-            if held_by_other:
-                self._held = False
-                if time.monotonic() - self._observed_at < duration:
+            if holder not in ("", cfg.identity):
+                # Someone else holds it: no write of ours may go out from now on, even before our
+                # renew deadline (a reconcile that resumes after the takeover must not write).
+                self.guard.lost()
+                if clock.now() - self._observed_at < duration:
                     return False
             transitions = int(spec.get("leaseTransitions") or 0) + (0 if holder == cfg.identity else 1)
-            body = self._lease_body(lease, now, transitions)
+            sent_at = clock.now()
+            body = self._lease_body(lease, clock.wall(), transitions)
             await self._client.request("PUT", self._path, body=body, request_timeout=cfg.renew_deadline)
-            self._last_renewed = time.monotonic()
-            self._held = True
-            return True
+            return self._renewed(sent_at)
         except (ApiError, aiohttp.ClientError, TimeoutError) as err:
             # A 409 means another candidate wrote first; anything else is retried next period.
             log.debug("lease attempt failed", error=str(err), identity=cfg.identity)
@@ -161,7 +217,7 @@ class LeaderElector:
                 spec = lease.get("spec") or {}
                 if spec.get("holderIdentity") != self.config.identity:
                     return
-                now = _micro_time(datetime.now(UTC))
+                now = _micro_time(self._clock.wall())
                 lease["spec"] = {
                     **spec,
                     "holderIdentity": "",

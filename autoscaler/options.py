@@ -48,6 +48,7 @@ class AutoscalerOptions:
     prometheus: PrometheusAccess | None
     cluster_wide_query_namespaces: tuple[str, ...]
     lease: LeaseConfig | None
+    identity: str  # in the User-Agent, with or without leader election
     bind_address: str
     port: int
     shutdown_grace_period: float
@@ -70,9 +71,21 @@ def _lease(ns: argparse.Namespace) -> LeaseConfig:
         raise ValueError(f"{flags}: {err}") from None
 
 
+def _check_elector_rate(qps: float, retry_period: float) -> None:
+    """The elector's own client has --qps/--burst too (as client-go's leader-election client has its
+    config's): it must afford a get and an update every retry period."""
+    if qps > 0 and qps * retry_period < 2:
+        raise ValueError(
+            f"--qps {qps:g} and --leader-elect-retry-period {retry_period:g}s: the leader elector sends 2 "
+            "requests every retry period, so it needs qps x retry period >= 2"
+        )
+
+
 def options_from_namespace(ns: argparse.Namespace) -> AutoscalerOptions:
     """The options; ValueError naming the flags when some do not go together."""
     credentials = prometheus_credentials(ns)
+    if ns.leader_elect:
+        _check_elector_rate(ns.qps, ns.leader_elect_retry_period)
     return AutoscalerOptions(
         kubeconfig=ns.kubeconfig,
         qps=ns.qps,
@@ -110,6 +123,7 @@ def options_from_namespace(ns: argparse.Namespace) -> AutoscalerOptions:
         ),
         cluster_wide_query_namespaces=tuple(ns.cluster_wide_query_namespace),
         lease=_lease(ns) if ns.leader_elect else None,
+        identity=ns.leader_elect_identity,
         bind_address=ns.bind_address,
         port=ns.port,
         shutdown_grace_period=ns.shutdown_grace_period,

@@ -61,6 +61,13 @@ class Telemetry:
             registry=r,
         )
         self.is_leader = Gauge("surge_autoscaler_leader", "1 while this replica holds the lease.", registry=r)
+        self.writes_dropped = Counter(
+            "surge_autoscaler_writes_dropped",
+            "Writes not sent because the lease was not renewed within the renew deadline when they were "
+            "due to go out (write: scale, status, event).",
+            ["write"],
+            registry=r,
+        )
         # Labelled children looked up once: `labels()` costs more than the observation itself.
         self._reconciles_by_outcome: dict[str, Counter] = {}
         self._fetch_by_result: dict[tuple[str, bool], Histogram] = {}

@@ -7,7 +7,7 @@ shared/kube/http11.py: the other side of bench_autoscaler_transport.py's A/B (no
 from __future__ import annotations
 
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import aiohttp
 import yarl
@@ -28,8 +28,15 @@ class AiohttpTransport:
         )
 
     async def request(
-        self, method: str, target: str, body: bytes | None, headers: Mapping[str, str] | None
+        self,
+        method: str,
+        target: str,
+        body: bytes | None,
+        headers: Mapping[str, str] | None,
+        before_send: Callable[[], None] | None = None,
     ) -> tuple[int, bytes]:
+        if before_send is not None:
+            before_send()  # (aiohttp has no hook between its connection and the write)
         url = yarl.URL(self._base_url + target, encoded=True)
         async with self._session.request(method, url, data=body, headers=headers) as resp:
             return resp.status, await resp.read()

@@ -2,8 +2,8 @@
 
 `now()` is monotonic seconds (periods, delays, back-off), `wall()` the current UTC time (timestamps that
 decisions compare), `call_at` runs a callback at a `now()` instant, and `timeout` bounds a block like
-`asyncio.timeout`. A `FakeClock` stands still until the test advances it, so timing tests are exact
-however loaded the machine is.
+`asyncio.timeout`; `sleep(clock, seconds)` waits on any of them. A `FakeClock` stands still until the
+test advances it, so timing tests are exact however loaded the machine is.
 """
 
 from __future__ import annotations
@@ -52,6 +52,21 @@ class LoopClock:
 LOOP_CLOCK = LoopClock()
 
 
+async def sleep(clock: Clock, seconds: float) -> None:
+    """`asyncio.sleep` on `clock`'s time."""
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def wake() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    timer = clock.call_at(clock.now() + seconds, wake)
+    try:
+        await done
+    finally:
+        timer.cancel()
+
+
 class _FakeTimer:
     def __init__(self, when: float, callback: Callable[[], object]) -> None:
         self._when = when
@@ -97,6 +112,12 @@ class FakeClock:
                 yield
             finally:
                 timer.cancel()
+
+    def next_deadline(self) -> float | None:
+        """When the earliest pending timer is due (None: none is), so a test can wait for a sleeper."""
+        while self._timers and self._timers[0][2].cancelled:
+            heapq.heappop(self._timers)
+        return self._timers[0][0] if self._timers else None
 
     def advance(self, seconds: float) -> None:
         """Move time forward, running the due callbacks in deadline order, each at its own deadline (so

@@ -1,5 +1,5 @@
-"""`python -m sim --kubeconfig PATH [--port N] [--prometheus-sd PATH] [--insecure-http]`: serve a
-simulated cluster until SIGINT/SIGTERM. The kubeconfig appears once the server accepts requests."""
+"""`python -m sim --kubeconfig PATH [--port N] [--prometheus-sd PATH] [--insecure-http] [--audit-log PATH]`:
+serve a simulated cluster until SIGINT/SIGTERM. The kubeconfig appears once the server accepts requests."""
 
 from __future__ import annotations
 
@@ -31,6 +31,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="Prometheus file_sd JSON to keep listing the scrape targets (running pods, nodes' kubelets)",
     )
     parser.add_argument("--insecure-http", action="store_true", help="serve plain HTTP instead of HTTPS")
+    parser.add_argument(
+        "--audit-log",
+        type=Path,
+        help="append kube-apiserver's audit log here: an audit.k8s.io/v1 Event per request (Metadata level)",
+    )
     add_logging_flags(parser)
     return parser.parse_args(argv)
 
@@ -47,7 +52,7 @@ async def serve(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    cluster = SimCluster(sd_path=args.prometheus_sd, tls=not args.insecure_http)
+    cluster = SimCluster(sd_path=args.prometheus_sd, tls=not args.insecure_http, audit_log=args.audit_log)
     await cluster.start(port=args.port)
     try:
         args.kubeconfig.parent.mkdir(parents=True, exist_ok=True)

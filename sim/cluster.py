@@ -38,8 +38,9 @@ class SimCluster:
         tls: bool = True,
         ca: CertificateAuthority | None = None,
         metrics_port: int = 0,
+        audit_log: Path | None = None,
     ) -> None:
-        self.apiserver = ApiServer(tls=tls, ca=ca)
+        self.apiserver = ApiServer(tls=tls, ca=ca, audit_log=audit_log)
         # Deleted pods linger with a deletionTimestamp until their (simulated) kubelet stops them.
         self.apiserver.store.graceful_pod_deletion = True
         self._own_sd_dir: Path | None = None

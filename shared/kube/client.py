@@ -12,6 +12,7 @@ tokens are picked up.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import ssl
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -22,7 +23,9 @@ from urllib.parse import quote, urlencode
 import aiohttp
 import yarl
 
+from shared.clock import LOOP_CLOCK, Clock, sleep
 from shared.kube.config import ClusterAccess
+from shared.kube.fence import WriteDropped, WriteFence
 from shared.kube.http11 import Http11Client
 from shared.tokenbucket import TokenBucket
 
@@ -42,8 +45,16 @@ class RequestTransport(Protocol):
     (bench_autoscaler_transport.py) an aiohttp session."""
 
     async def request(
-        self, method: str, target: str, body: bytes | None, headers: Mapping[str, str] | None
-    ) -> tuple[int, bytes]: ...
+        self,
+        method: str,
+        target: str,
+        body: bytes | None,
+        headers: Mapping[str, str] | None,
+        before_send: Callable[[], None] | None = None,
+    ) -> tuple[int, bytes]:
+        """`before_send` runs right before the request's bytes go out (each time); what it raises
+        is raised and nothing is sent."""
+        ...
 
     async def close(self) -> None: ...
 
@@ -70,6 +81,11 @@ class ApiError(Exception):
         return cls(code, _GENERIC_REASONS.get(code, "Unknown"), f"an error on the server ({text.strip()!r})")
 
 
+def _admit(fence: WriteFence, method: str, path: str) -> None:
+    if not fence.admit(method, path):
+        raise WriteDropped(method, path)
+
+
 _GENERIC_REASONS = {
     400: "BadRequest",
     401: "Unauthorized",
@@ -86,8 +102,15 @@ _GENERIC_REASONS = {
 }
 
 
+def user_agent(component: str, version: str, identity: str) -> str:
+    """`component/version (identity)`: what each replica sends, so the API server's audit log tells the
+    replicas of one ServiceAccount apart."""
+    return f"{component}/{version} ({identity})"
+
+
 class KubeClient:
-    """JSON requests and watches to one API server. `qps <= 0` disables the client-side throttle."""
+    """JSON requests and watches to one API server. `qps <= 0` disables the client-side throttle; the
+    throttle runs on `clock`. A write passed a `fence` asks it right before it is sent (fence.py)."""
 
     # Builds the transport of plain requests from the server URL, TLS context and fixed headers. Only
     # bench/bench_autoscaler_transport.py replaces it, to run a daemon on aiohttp for its A/B.
@@ -96,10 +119,17 @@ class KubeClient:
     )
 
     def __init__(
-        self, access: ClusterAccess, *, qps: float = 0.0, burst: int = 1, user_agent: str = "surge"
+        self,
+        access: ClusterAccess,
+        *,
+        qps: float = 0.0,
+        burst: int = 1,
+        user_agent: str = "surge",
+        clock: Clock = LOOP_CLOCK,
     ) -> None:
         self.access = access
-        self._throttle = TokenBucket(qps, max(1, burst)) if qps > 0 else None
+        self._clock = clock
+        self._throttle = TokenBucket(qps, max(1, burst), clock=clock) if qps > 0 else None
         self._http = KubeClient.transport(access.base_url, access.ssl_context, {"User-Agent": user_agent})
         self._session = aiohttp.ClientSession(
             # limit=0: concurrency is bounded by the callers (informers), not by a pool size.
@@ -116,7 +146,7 @@ class KubeClient:
         if self._throttle is not None:
             delay = self._throttle.when()
             if delay > 0:
-                await asyncio.sleep(delay)
+                await sleep(self._clock, delay)
 
     async def _headers(self, accept: str | None, content_type: str | None) -> dict[str, str]:
         headers = {"Accept": accept or JSON}
@@ -142,14 +172,18 @@ class KubeClient:
         content_type: str = JSON,
         accept: str | None = None,
         request_timeout: float | None = 30.0,
+        fence: WriteFence | None = None,
     ) -> Obj:
         """The decoded JSON answer ({} when empty). Raises ApiError on a non-2xx answer, aiohttp.ClientError
-        when the request could not be made, TimeoutError after `request_timeout` seconds."""
+        when the request could not be made, TimeoutError after `request_timeout` seconds, WriteDropped
+        when `fence` does not admit the request at the moment it would be sent."""
         data = None if body is None else json.dumps(body).encode()
         await self._wait_turn()  # the throttle's wait is not part of the request's time
+        before_send = None if fence is None else functools.partial(_admit, fence, method, path)
         async with asyncio.timeout(request_timeout):
             headers = await self._headers(accept, content_type if data is not None else None)
-            status, raw = await self._http.request(method, request_target(path, params), data, headers)
+            target = request_target(path, params)
+            status, raw = await self._http.request(method, target, data, headers, before_send)
         if status >= 300:
             raise self._failed(status, raw.decode("utf-8", "replace"))
         answer: Obj = json.loads(raw) if raw else {}

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import cast
 
 import aiohttp
@@ -239,14 +239,26 @@ class Http11Client:
         self._closed = False
 
     async def request(
-        self, method: str, target: str, body: bytes | None, headers: Mapping[str, str] | None
+        self,
+        method: str,
+        target: str,
+        body: bytes | None,
+        headers: Mapping[str, str] | None,
+        before_send: Callable[[], None] | None = None,
     ) -> tuple[int, bytes]:
-        """Send one request for `target` (escaped path and query) and return status and body."""
-        answer = await self.exchange(method, target, body, headers)
+        """Send one request for `target` (escaped path and query) and return status and body.
+        `before_send` runs right before the request's bytes are written, each time they are (a re-send
+        on a fresh connection too), with no wait in between; what it raises is raised, nothing sent."""
+        answer = await self.exchange(method, target, body, headers, before_send)
         return answer.status, answer.body
 
     async def exchange(
-        self, method: str, target: str, body: bytes | None, headers: Mapping[str, str] | None
+        self,
+        method: str,
+        target: str,
+        body: bytes | None,
+        headers: Mapping[str, str] | None,
+        before_send: Callable[[], None] | None = None,
     ) -> Answer:
         """As `request`, the whole answer (for a proxy, which passes its Content-Type on)."""
         extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
@@ -255,6 +267,12 @@ class Http11Client:
         request = head.encode("latin-1") + body if body is not None else head.encode("latin-1")
         while True:
             conn, reused = await self._acquire()
+            if before_send is not None:
+                try:
+                    before_send()
+                except BaseException:
+                    self._release(conn)  # nothing was sent on it
+                    raise
             try:
                 answer = await conn.send(request, head_only=method == "HEAD")
             except aiohttp.ServerDisconnectedError:
@@ -266,11 +284,17 @@ class Http11Client:
             except BaseException:
                 conn.close()  # cancelled or failed mid-exchange: the connection's state is unknown
                 raise
-            if answer.keep_alive and not self._closed:
-                self._idle.append(conn)
+            if answer.keep_alive:
+                self._release(conn)
             else:
                 conn.close()
             return answer
+
+    def _release(self, conn: _Connection) -> None:
+        if self._closed:
+            conn.close()
+        else:
+            self._idle.append(conn)
 
     async def _acquire(self) -> tuple[_Connection, bool]:
         while self._idle:

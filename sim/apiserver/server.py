@@ -16,6 +16,7 @@ from aiohttp import web
 
 from sim.apiserver import authz, discovery, errors
 from sim.apiserver.aggregator import Aggregator
+from sim.apiserver.audit import AuditLog
 from sim.apiserver.builtins import new_registry
 from sim.apiserver.certs import CertificateAuthority
 from sim.apiserver.crds import CrdSync
@@ -48,7 +49,8 @@ class ApiServer:
     tls=False serves plain HTTP. `ca` lets many servers share one CA (fast test start-up).
     `history_size` is the per-resource watch window; `bookmark_interval` the seconds between watch
     bookmarks for clients that allow them; `probe_interval` the seconds between APIService
-    availability probes (aggregation, see aggregator.py).
+    availability probes (aggregation, see aggregator.py); `audit_log` a file to append the audit log to
+    (audit.py: one audit.k8s.io/v1 Event per request).
     """
 
     def __init__(
@@ -59,6 +61,7 @@ class ApiServer:
         history_size: int = 1000,
         bookmark_interval: float = 1.0,
         probe_interval: float = 5.0,
+        audit_log: Path | None = None,
     ) -> None:
         self.registry = new_registry()
         self.store = Store(self.registry, history_size)
@@ -75,6 +78,8 @@ class ApiServer:
         self.reviews = Reviews(self.tokens, lambda request: request[USER])
         self.add_api_group("authentication.k8s.io", "v1", TOKEN_REVIEW_RESOURCES, self.reviews.token_review)
         self.add_api_group("authorization.k8s.io", "v1", ACCESS_REVIEW_RESOURCES, self.reviews.access_review)
+        self._audit_path = audit_log
+        self.audit: AuditLog | None = None
         self._runner: web.AppRunner | None = None
         self._workdir: Path | None = None
         self._url = ""
@@ -88,9 +93,12 @@ class ApiServer:
         self._workdir = Path(tempfile.mkdtemp(prefix="surge-apiserver-"))
         ssl_context = self._ssl_context(host) if self.ca is not None else None
         await self.aggregator.start(self._workdir)
-        app = web.Application(
-            middlewares=[self._errors, self.faults.middleware, self._authenticate], client_max_size=64 << 20
-        )
+        middlewares = [self._errors, self.faults.middleware, self._authenticate]
+        if self._audit_path is not None:
+            # Outermost: it sees every answer, the refused and the injected ones too.
+            self.audit = AuditLog(self._audit_path, self._caller)
+            middlewares.insert(0, self.audit.middleware)
+        app = web.Application(middlewares=middlewares, client_max_size=64 << 20)
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -124,6 +132,9 @@ class ApiServer:
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
+        if self.audit is not None:
+            self.audit.close()
+            self.audit = None
 
     @property
     def url(self) -> str:
@@ -224,6 +235,15 @@ class ApiServer:
             if not decision.allowed:
                 raise authz.forbidden(user, attrs, decision)
         return await handler(request)
+
+    def _caller(self, request: web.Request) -> UserInfo | None:
+        """Who made a request, for the audit log: None if it could not be authenticated."""
+        if USER in request:
+            return request[USER]
+        try:
+            return self._user(request)
+        except ApiError:
+            return None
 
     def _user(self, request: web.Request) -> UserInfo:
         auth = request.headers.get("Authorization", "")

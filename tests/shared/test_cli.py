@@ -159,6 +159,12 @@ def _demo(argv: Sequence[str]) -> object:
             ["--leader-elect", "--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=10s"],
             "--leader-elect-renew-deadline",
         ),
+        (
+            _autoscaler_options,
+            "surge-autoscaler",
+            ["--leader-elect", "--qps=3", "--leader-elect-retry-period=500ms"],
+            "--leader-elect-retry-period",
+        ),
         (_sim, "surge-sim", ["--kubeconfig=k", "--port=abc"], "--port"),
         (_sim, "surge-sim", ["--port=0"], "--kubeconfig"),
         (_demo, "python -m demo", ["--seconds=0"], "--seconds"),

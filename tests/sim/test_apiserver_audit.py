@@ -1,0 +1,131 @@
+"""The simulated API server's audit log (`--audit-log`): one audit.k8s.io/v1 Event per request at Metadata
+level, written when the answer is complete, for every answer (refused and injected ones too), naming the
+caller (user, User-Agent), the verb and object, the code and the times."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from shared.kube import ApiError, KubeClient, load_access, user_agent
+from sim.__main__ import parse_args
+from sim.apiserver import ApiServer, CertificateAuthority
+from sim.runner import ServerThread
+from tests.autoscaler.harness import deployment
+
+AGENT = user_agent("surge-autoscaler", "1.2.3", "replica-a")
+
+
+@pytest.fixture
+def audited(apiserver_ca: CertificateAuthority, tmp_path: Path) -> Iterator[ServerThread[ApiServer]]:
+    with ServerThread(ApiServer(ca=apiserver_ca, audit_log=tmp_path / "audit.log")) as running:
+        yield running
+
+
+def events(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def stamp(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+async def test_every_request_is_one_event_saying_who_did_what_with_which_answer(
+    audited: ServerThread[ApiServer], tmp_path: Path
+) -> None:
+    kubeconfig = audited.write_kubeconfig(tmp_path / "kubeconfig", user="replica-a")
+    kube = KubeClient(await load_access(str(kubeconfig)), user_agent=AGENT)
+    try:
+        await kube.request("POST", "/apis/apps/v1/namespaces/default/deployments", body=deployment("web", 2))
+        scale_path = "/apis/apps/v1/namespaces/default/deployments/web/scale"
+        scale = await kube.get(scale_path)
+        await kube.request("PUT", scale_path, body={**scale, "spec": {"replicas": 3}})
+        with pytest.raises(ApiError):
+            await kube.get("/api/v1/namespaces/default/configmaps/missing")
+        injected = audited.call(lambda: audited.server.faults.add("/leases", method="GET", error=503))
+        with pytest.raises(ApiError):
+            await kube.get("/apis/coordination.k8s.io/v1/namespaces/default/leases/x")
+        audited.call(lambda: audited.server.faults.remove(injected))
+        await kube.get("/version")
+    finally:
+        await kube.close()
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(
+            audited.url + "/api/v1/pods", ssl=False, headers={"Authorization": "Bearer wrong"}
+        ) as response,
+    ):
+        assert response.status == 401
+
+    log = events(tmp_path / "audit.log")
+    assert [(e["verb"], e["responseStatus"]["code"]) for e in log] == [
+        ("create", 201),
+        ("get", 200),
+        ("update", 200),
+        ("get", 404),
+        ("get", 503),
+        ("get", 200),
+        ("list", 401),
+    ]
+    for event in log:
+        assert event["kind"] == "Event" and event["apiVersion"] == "audit.k8s.io/v1"
+        assert event["level"] == "Metadata" and event["stage"] == "ResponseComplete"
+        assert stamp(event["requestReceivedTimestamp"]) <= stamp(event["stageTimestamp"])
+        assert event["sourceIPs"] == ["127.0.0.1"]
+    assert len({e["auditID"] for e in log}) == len(log)
+    for event in log[:6]:
+        assert event["user"] == {"username": "replica-a", "groups": ["system:authenticated"]}
+        assert event["userAgent"] == "surge-autoscaler/1.2.3 (replica-a)"
+    assert log[6]["user"] == {}  # not authenticated
+    assert log[0]["objectRef"] == {
+        "resource": "deployments",
+        "namespace": "default",
+        "apiGroup": "apps",
+        "apiVersion": "v1",
+    }
+    assert log[2]["objectRef"] == {
+        "resource": "deployments",
+        "namespace": "default",
+        "name": "web",
+        "apiGroup": "apps",
+        "apiVersion": "v1",
+        "subresource": "scale",
+    }
+    assert log[2]["requestURI"] == "/apis/apps/v1/namespaces/default/deployments/web/scale"
+    assert log[3]["objectRef"] == {
+        "resource": "configmaps",
+        "namespace": "default",
+        "name": "missing",
+        "apiVersion": "v1",
+    }
+    assert "objectRef" not in log[5] and log[5]["requestURI"] == "/version"
+
+
+async def test_a_watch_is_logged_when_it_ends(audited: ServerThread[ApiServer], tmp_path: Path) -> None:
+    kubeconfig = audited.write_kubeconfig(tmp_path / "kubeconfig")
+    kube = KubeClient(await load_access(str(kubeconfig)))
+    try:
+        async with kube.stream("/api/v1/namespaces/default/configmaps", {"watch": "true"}) as stream:
+            await kube.request(
+                "POST", "/api/v1/namespaces/default/configmaps", body={"metadata": {"name": "a"}}
+            )
+            await stream.content.readline()  # the ADDED event
+            assert [e["verb"] for e in events(tmp_path / "audit.log")] == ["create"]  # the watch still runs
+            audited.call(audited.server.store.close_watches)
+            assert await stream.content.read() == b""
+    finally:
+        await kube.close()
+    log = events(tmp_path / "audit.log")
+    assert [(e["verb"], e["responseStatus"]["code"]) for e in log] == [("create", 201), ("watch", 200)]
+    assert log[1]["requestURI"] == "/api/v1/namespaces/default/configmaps?watch=true"
+
+
+def test_python_m_sim_takes_audit_log(tmp_path: Path) -> None:
+    args = parse_args(["--kubeconfig", str(tmp_path / "kc"), "--audit-log", str(tmp_path / "audit.log")])
+    assert args.audit_log == tmp_path / "audit.log"
