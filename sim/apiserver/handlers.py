@@ -462,7 +462,6 @@ class ResourceHandlers:
         config = decoded.value
         if not isinstance(config, dict):
             raise errors.bad_request("apply patch must be an object")
-        self._check_kind(rt, config)
         if config.get("apiVersion") != rt.group_version:
             raise errors.bad_request("Incorrect version specified in apply patch. Specified patch version: "
                                      f"{config.get('apiVersion', '')}, expected: {rt.group_version}")

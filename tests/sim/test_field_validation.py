@@ -40,8 +40,8 @@ def test_kubectl_create_with_a_typo_is_refused(kubectl: KubectlRunner) -> None:
     for verb in ("create", "apply"):
         result = kubectl(verb, "-f", "-", input=yaml.safe_dump(TYPO), check=False)
         assert result.returncode == 1
-        action = "creating" if verb == "create" else "creating"
-        assert result.stderr.strip() == f'Error from server (BadRequest): error when {action} "STDIN": {TYPO_ERROR}'
+        expected = f'Error from server (BadRequest): error when creating "STDIN": {TYPO_ERROR}'
+        assert result.stderr.strip() == expected
     assert "No resources found" in kubectl("get", "hza").stderr
 
 
@@ -63,7 +63,8 @@ def test_kubectl_refuses_unknown_fields_of_builtin_kinds(kubectl: KubectlRunner)
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "labelz": {"a": "b"}},
         "spec": {"replica": 2, "selector": {"matchLabels": {"app": "web"}},
                  "template": {"metadata": {"labels": {"app": "web"}},
-                              "spec": {"containers": [{"name": "app", "image": "nginx", "imagePullPolice": "Never"}]}}},
+                              "spec": {"containers": [
+                                  {"name": "app", "image": "nginx", "imagePullPolice": "Never"}]}}},
     }
     result = kubectl("create", "-f", "-", input=yaml.safe_dump(deployment, sort_keys=False), check=False)
     assert result.returncode == 1
@@ -154,16 +155,17 @@ async def test_strict_patches_are_refused_on_the_field_patch(http: aiohttp.Clien
     async with http.patch(CONFIGMAPS + "/cm?force=true", data=b"{}", headers=merge) as response:
         body = await response.json()
     assert response.status == 422
-    assert body["message"] == ('PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified '
-                               "for non-apply patch")
+    assert body["message"] == (
+        'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for non-apply patch'
+    )
 
 
 async def test_custom_resources_list_unknown_fields_sorted_after_metadata(
     apiserver: ServerThread[ApiServer], http: aiohttp.ClientSession,
 ) -> None:
     crd = yaml.safe_load(CRD_FILE.read_text())
-    apiserver.call(lambda: apiserver.server.store.create(("apiextensions.k8s.io", "customresourcedefinitions"),
-                                                           crd))
+    crds = ("apiextensions.k8s.io", "customresourcedefinitions")
+    apiserver.call(lambda: apiserver.server.store.create(crds, crd))
     body = _hza({"scaleTargetRef": {**REF, "nam": "x"}, "zeta": 1, "maxReplicas": 3, "alpha": 2})
     body["metadata"]["colour"] = "red"
     expected = (
