@@ -16,7 +16,7 @@ import copy
 import json
 from typing import Any
 
-from sim.apiserver.typeschema import ANY, KEY_DEFAULTS, SCALAR, Node
+from sim.apiserver.typeschema import ANY, SCALAR, Node
 
 PathElement = tuple[str, Any]
 Path = tuple[PathElement, ...]
@@ -64,7 +64,7 @@ def item_element(node: Node, item: Any, index: int) -> PathElement:
             raise KeyError_(f"element {index}: associative list with keys may not have non-map elements")
         pairs = []
         for key in sorted(node.keys):
-            value = item.get(key, KEY_DEFAULTS.get(key, MISSING))
+            value = item.get(key, node.key_defaults.get(key, MISSING))
             if value is MISSING:
                 raise KeyError_(f'element {index}: associative list with keys has an element that omits key '
                                 f'field "{key}" (and doesn\'t have default value)')
@@ -193,24 +193,42 @@ def merge(live: Any, config: Any, node: Node) -> Any:
 
 
 def _merge_list(live: list[Any], config: list[Any], node: Node) -> list[Any]:
-    """Items of both merge; the live list's order holds, except that config items come in the config's
-    order and a new config item goes just before the next item it shares with the live list."""
+    """Items of both merge (structured-merge-diff's order): the live list's order holds for items the
+    config leaves out; items both have come in the config's order; new config items follow the config."""
     element = node.element or ANY
-    lives = _items(node, live)
-    by_key = dict(lives)
-    pending = _items(node, config)
-    configured = {pe for pe, _ in pending}
+    lives, configs = _items(node, live), _items(node, config)
+    live_items, config_items = dict(lives), dict(configs)
+    shared = [pe for pe, _ in configs if pe in live_items]  # the order shared items take
     out: list[Any] = []
-    emitted: set[PathElement] = set()
-    for pe, item in lives:
-        if pe not in configured:
-            out.append(item)
-            continue
-        while pending and pe not in emitted:  # config items up to this shared one, in config order
-            cpe, citem = pending.pop(0)
-            out.append(merge(by_key.get(cpe, MISSING), citem, element))
-            emitted.add(cpe)
-    out += [merge(by_key.get(cpe, MISSING), citem, element) for cpe, citem in pending]
+    merged: set[PathElement] = set()
+    i = j = 0
+    while i < len(lives) or j < len(configs):
+        if i < len(lives) and j < len(configs):
+            live_pe = lives[i][0]
+            if live_pe == configs[j][0]:
+                out.append(merge(lives[i][1], configs[j][1], element))
+                merged.add(live_pe)
+                shared = shared[1:]
+                i, j = i + 1, j + 1
+                continue
+            if live_pe in config_items and shared and shared[0] != live_pe:
+                i += 1  # a shared item out of the config's order: it comes when the config reaches it
+                continue
+        if i < len(lives):
+            live_pe, item = lives[i]
+            if live_pe not in config_items:
+                out.append(item)
+                i += 1
+                continue
+            if live_pe in merged:
+                i += 1
+        if j < len(configs):
+            config_pe, item = configs[j]
+            out.append(merge(live_items.get(config_pe, MISSING), item, element))
+            merged.add(config_pe)
+            if shared and shared[0] == config_pe:
+                shared = shared[1:]
+            j += 1
     return out
 
 

@@ -37,6 +37,7 @@ class Node:
     atomic: bool = False
     list_type: ListType = "atomic"
     keys: tuple[str, ...] = ()
+    key_defaults: dict[str, Any] = field(default_factory=dict)  # a key field's value when an item omits it
     # Filled on first use (built-in models refer to each other, some recursively).
     resolve: Any = None
 
@@ -85,8 +86,8 @@ _LIST_KEYS: dict[tuple[str, str], tuple[str, ...]] = {
 }
 _SET_LISTS = frozenset({("V1ObjectMeta", "finalizers"), ("V1NamespaceSpec", "finalizers")})
 _ATOMIC_MAPS = frozenset({"V1LabelSelector", "V1LocalObjectReference", "V1ObjectReference", "V1NodeSelector"})
-# Key fields with an OpenAPI default: an item that leaves one out is keyed by the default.
-KEY_DEFAULTS: dict[str, Any] = {"protocol": "TCP"}
+# Key fields with an OpenAPI default (ports' protocol): an item that leaves one out is keyed by it.
+_KEY_DEFAULTS: dict[str, Any] = {"protocol": "TCP"}
 
 _LIST_TYPE = re.compile(r"^list\[(.+)\]$")
 _DICT_TYPE = re.compile(r"^dict\(str, (.+)\)$")
@@ -107,7 +108,8 @@ def _type_node(type_name: str, owner: str, json_name: str) -> Node:
         element = _type_node(match.group(1), owner, json_name)
         keys = _LIST_KEYS.get((owner, json_name), ())
         list_type: ListType = "map" if keys else "set" if (owner, json_name) in _SET_LISTS else "atomic"
-        return Node("list", element=element, list_type=list_type, keys=keys)
+        defaults = {k: _KEY_DEFAULTS[k] for k in keys if k in _KEY_DEFAULTS}
+        return Node("list", element=element, list_type=list_type, keys=keys, key_defaults=defaults)
     if match := _DICT_TYPE.match(type_name):
         return Node("map", element=_type_node(match.group(1), owner, json_name))
     return model_node(type_name)
@@ -142,7 +144,9 @@ def crd_node(schema: Obj, root: bool = True) -> Node:
         item_node = crd_node(items, False) if isinstance(items, dict) else ANY
         list_type = schema.get("x-kubernetes-list-type", "atomic")
         keys = tuple(schema.get("x-kubernetes-list-map-keys") or ()) if list_type == "map" else ()
-        return Node("list", element=item_node, list_type=list_type, keys=keys)
+        properties = (items.get("properties") or {}) if isinstance(items, dict) else {}
+        defaults = {k: properties[k]["default"] for k in keys if "default" in properties.get(k, {})}
+        return Node("list", element=item_node, list_type=list_type, keys=keys, key_defaults=defaults)
     if kind == "object" or "properties" in schema or root:
         fields = {k: crd_node(v, False) for k, v in (schema.get("properties") or {}).items()
                   if isinstance(v, dict)}
