@@ -17,8 +17,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kubernetes_asyncio.client import models
-
 from sim.apiserver.resources import Obj, ResourceType
 
 Kind = Literal["scalar", "map", "list", "any"]
@@ -115,12 +113,19 @@ def _type_node(type_name: str, owner: str, json_name: str) -> Node:
     return model_node(type_name)
 
 
+def _models() -> Any:
+    """kubernetes-asyncio's model classes, imported on first use (a third of a second)."""
+    from kubernetes_asyncio.client import models
+
+    return models
+
+
 @functools.cache
 def model_node(name: str) -> Node:
     """The type of kubernetes-asyncio model class `name` (e.g. "V1Deployment")."""
 
     def resolve(node: Node) -> None:
-        cls = getattr(models, name)
+        cls = getattr(_models(), name)
         node.fields = {cls.attribute_map[attr]: _type_node(type_name, name, cls.attribute_map[attr])
                        for attr, type_name in cls.openapi_types.items()}
 
@@ -130,7 +135,7 @@ def model_node(name: str) -> Node:
 def builtin_model(group: str, version: str, kind: str) -> str | None:
     """The model class name of a built-in kind, or None when kubernetes-asyncio has none."""
     name = _MODEL_NAMES.get((group, version, kind)) or f"{version[:1].upper()}{version[1:]}{kind}"
-    return name if hasattr(models, name) else None
+    return name if hasattr(_models(), name) else None
 
 
 def crd_node(schema: Obj, root: bool = True) -> Node:

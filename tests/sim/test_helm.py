@@ -6,7 +6,6 @@ a HorizontalAutoscaler), release records in Secrets, readiness waits, and what t
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +36,6 @@ def chart(tmp_path: Path) -> Path:
     return target
 
 
-@pytest.fixture
-def helm_config(kubeconfig_path: Path) -> Iterator[helm.Config]:
-    with helm.Config(kubeconfig_path=kubeconfig_path, namespace="default") as config:
-        yield config
-
-
 def _stored(apiserver: ServerThread[ApiServer], gr: tuple[str, str], namespace: str | None, name: str) -> Any:
     return apiserver.call(lambda: apiserver.server.store.get(gr, namespace, name))
 
@@ -54,9 +47,9 @@ def _releases(apiserver: ServerThread[ApiServer]) -> dict[str, str]:
 
 
 def test_install_upgrade_and_prune_through_server_side_apply(
-    apiserver: ServerThread[ApiServer], helm_config: helm.Config, chart: Path,
+    apiserver: ServerThread[ApiServer], helm_client: helm.Config, chart: Path,
 ) -> None:
-    release = helm_config.install(chart, "demo")
+    release = helm_client.install(chart, "demo")
     assert release["revision"] == 1 and release["status"] == "deployed"
     for gr, name in NAMESPACED.items():
         obj = _stored(apiserver, gr, "default", name)
@@ -75,7 +68,7 @@ def test_install_upgrade_and_prune_through_server_side_apply(
 
     # A null value removes the chart's default key (settings.mode), as `--set settings.mode=null` does.
     values = {"replicas": 3, "settings": {"mode": None, "other": "x"}, "maxReplicas": 7}
-    helm_config.upgrade(chart, "demo", values)
+    helm_client.upgrade(chart, "demo", values)
     assert _stored(apiserver, ("apps", "deployments"), "default", "demo")["spec"]["replicas"] == 3
     # The chart no longer sets settings.mode: Helm's apply leaves it out and the server removes it.
     assert _stored(apiserver, ("", "configmaps"), "default", "demo-settings")["data"] == {"other": "x"}
@@ -83,15 +76,15 @@ def test_install_upgrade_and_prune_through_server_side_apply(
     assert hza["spec"]["maxReplicas"] == 7 and hza["spec"]["minReplicas"] == 1
     assert _releases(apiserver) == {"sh.helm.release.v1.demo.v1": "superseded",
                                     "sh.helm.release.v1.demo.v2": "deployed"}
-    status = helm_config.status("demo")
+    status = helm_client.status("demo")
     assert status["revision"] == 2 and status["status"] == "deployed"
 
 
 def test_a_typo_in_a_chart_is_refused_with_the_api_servers_message(
-    apiserver: ServerThread[ApiServer], helm_config: helm.Config, chart: Path,
+    apiserver: ServerThread[ApiServer], helm_client: helm.Config, chart: Path,
 ) -> None:
     with pytest.raises(helm.HelmError) as refused:
-        helm_config.install(chart, "demo", {"minReplicasField": "minReplica"})
+        helm_client.install(chart, "demo", {"minReplicasField": "minReplica"})
     assert str(refused.value).endswith(
         "failed to create typed patch object (default/demo; autoscaling.surge.dev/v1alpha1, "
         "Kind=HorizontalAutoscaler): .spec.minReplica: field not declared in schema"
@@ -102,13 +95,13 @@ def test_a_typo_in_a_chart_is_refused_with_the_api_servers_message(
 
 
 def test_an_upgrade_conflicting_with_another_manager_is_refused(
-    apiserver: ServerThread[ApiServer], helm_config: helm.Config, chart: Path, kubectl: KubectlRunner,
+    apiserver: ServerThread[ApiServer], helm_client: helm.Config, chart: Path, kubectl: KubectlRunner,
 ) -> None:
-    helm_config.install(chart, "demo")
+    helm_client.install(chart, "demo")
     kubectl("scale", "deployment", "demo", "--replicas=4")  # someone else now owns spec.replicas
     # Every upgrade applies the chart's replicas (1): the field is kubectl's now, so Helm is refused.
     with pytest.raises(helm.HelmError) as refused:
-        helm_config.upgrade(chart, "demo", {"image": "nginx:1.28"})
+        helm_client.upgrade(chart, "demo", {"image": "nginx:1.28"})
     assert str(refused.value).endswith(
         'Apply failed with 1 conflict: conflict with "kubectl" with subresource "scale" using apps/v1: '
         ".spec.replicas"
@@ -118,7 +111,7 @@ def test_an_upgrade_conflicting_with_another_manager_is_refused(
     assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.27"
     # At the value Helm applies, the two managers share the field: no conflict.
     kubectl("scale", "deployment", "demo", "--replicas=1")
-    helm_config.upgrade(chart, "demo", {"image": "nginx:1.28"})
+    helm_client.upgrade(chart, "demo", {"image": "nginx:1.28"})
     deployment = _stored(apiserver, ("apps", "deployments"), "default", "demo")
     assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.28"
 
