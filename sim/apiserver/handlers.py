@@ -504,7 +504,9 @@ class ResourceHandlers:
         options: Obj = {}
         if request.can_read_body:
             raw = await read_raw(request)
-            if raw.strip():
+            if request.headers.get("Content-Type", "").split(";")[0].strip() == PROTOBUF:
+                options = protobuf.decode(raw)
+            elif raw.strip():
                 try:
                     options = json.loads(raw)
                 except ValueError as err:

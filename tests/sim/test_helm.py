@@ -126,3 +126,18 @@ def test_install_waits_for_readiness_on_the_simulated_cluster(
     store = sim_cluster.server.apiserver.store
     deployment = sim_cluster.call(lambda: store.get(("apps", "deployments"), "default", "demo"))
     assert deployment["status"]["readyReplicas"] == 1
+
+
+def test_install_into_a_new_namespace_and_uninstall(
+    apiserver: ServerThread[ApiServer], kubeconfig_path: Path, chart: Path,
+) -> None:
+    with helm.Config(kubeconfig_path=kubeconfig_path, namespace="monitoring") as config:
+        assert config.install(chart, "demo", create_namespace=True)["status"] == "deployed"
+        assert _stored(apiserver, ("apps", "deployments"), "monitoring", "demo")["spec"]["replicas"] == 1
+        # Helm deletes what it installed, then its release record (with protobuf DeleteOptions).
+        assert config.uninstall("demo", wait="watcher", timeout=30)["release"]["status"] == "uninstalled"
+    store = apiserver.server.store
+    for gr in NAMESPACED:
+        assert apiserver.call(lambda gr=gr: store.list(gr, "monitoring")) == []
+    crd = ("apiextensions.k8s.io", "customresourcedefinitions")
+    assert _stored(apiserver, crd, None, "horizontalautoscalers.autoscaling.surge.dev")  # crds/ stay
