@@ -156,6 +156,14 @@ def _compare(old: Any, new: Any, node: Node, path: Path, result: Comparison) -> 
         elif old != new:
             result.modified.add(path)
         return
+    # A list item or free-form map added or removed whole is itself a member (the "." of fieldsV1). A
+    # struct field or a list is not: kube-apiserver's typed objects carry those even empty (or null).
+    item = bool(path) and path[-1][0] != "f"
+    if item or (kind == "map" and not (node.kind == "map" and node.ready().fields)):
+        if old is MISSING:
+            result.added.add(path)
+        elif new is MISSING:
+            result.removed.add(path)
     if kind == "list":
         olds = dict(_items(node, old)) if isinstance(old, list) else {}
         news = dict(_items(node, new)) if isinstance(new, list) else {}

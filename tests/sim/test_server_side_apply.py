@@ -108,6 +108,22 @@ def test_updates_take_fields_and_conflict_with_appliers(kubectl: KubectlRunner) 
                                     'subresource "scale" using apps/v1: .spec.replicas\n')
 
 
+def test_create_records_an_update_that_owns_the_defaults(kubectl: KubectlRunner) -> None:
+    kubectl("create", "deployment", "web", "--image=nginx:1.27", "--replicas=2")
+    entry = _managers(_get(kubectl, "deployment", "web"))["kubectl-create/Update"]
+    spec = entry["fieldsV1"]["f:spec"]
+    assert spec["f:progressDeadlineSeconds"] == {} and spec["f:replicas"] == {}  # defaulted, then recorded
+    assert entry["fieldsV1"]["f:metadata"] == {"f:labels": {".": {}, "f:app": {}}}
+    assert spec["f:template"]["f:spec"]["f:containers"]['k:{"name":"nginx"}']["."] == {}
+    # An apply of just the replicas: the creator owns them, the apply is refused.
+    partial = yaml.safe_dump({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                              "spec": {"replicas": 3}})
+    result = kubectl("apply", "--server-side", "-f", "-", input=partial, check=False)
+    assert result.stderr.startswith(
+        'error: Apply failed with 1 conflict: conflict with "kubectl-create" using apps/v1: .spec.replicas\n'
+    )
+
+
 def test_client_side_applied_objects_move_to_server_side_apply(kubectl: KubectlRunner) -> None:
     kubectl("apply", "-f", "-", input=_deployment(1, {"A": "1"}))
     assert set(_managers(_get(kubectl, "deployment", "web"))) == {"kubectl-client-side-apply/Update"}
