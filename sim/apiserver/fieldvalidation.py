@@ -147,14 +147,18 @@ def drop_unknown(value: Any, node: Node | None) -> Any:
     return value
 
 
-def problems(decoded: Decoded, obj: Any, node: Node | None, custom: bool) -> list[str]:
-    """The strict decoding errors of `obj`: duplicates first, then unknown fields (for a custom resource,
-    metadata's then the rest sorted, as apiextensions-apiserver's pruning lists them)."""
+def problems(
+    decoded: Decoded, obj: Any, node: Node | None, custom: bool, duplicates_of: str = ""
+) -> list[str]:
+    """The strict decoding errors of `obj`: the body's duplicates first (prefixed `duplicates_of`), then
+    unknown fields (for a custom resource, metadata's then the rest sorted, as apiextensions-apiserver's
+    pruning lists them)."""
     unknown = unknown_fields(obj, node)
     if custom:
         meta = [p for p in unknown if p.startswith("metadata.")]
         unknown = meta + sorted(p for p in unknown if not p.startswith("metadata."))
-    return [f'duplicate field "{p}"' for p in decoded.duplicates] + [f'unknown field "{p}"' for p in unknown]
+    return [f'{duplicates_of}duplicate field "{p}"' for p in decoded.duplicates] + \
+        [f'unknown field "{p}"' for p in unknown]
 
 
 def strict_error(found: list[str]) -> str:

@@ -273,8 +273,7 @@ class ResourceHandlers:
                                               rt.kind)
         return fieldvalidation.drop_unknown(body, node), warnings
 
-    def _tracker(self, request: web.Request, target: Target,
-                 subresource: str | None = None) -> FieldTracker | None:
+    def _tracker(self, request: web.Request, target: Target) -> FieldTracker | None:
         """The request's field manager; None for views of another resource (they keep what is stored)."""
         rt = target.rt
         if rt.codec is not None:
@@ -282,7 +281,7 @@ class ResourceHandlers:
         manager = managedfields.manager_name(request.query.get("fieldManager"),
                                              request.headers.get("User-Agent", ""))
         return FieldTracker(typeschema.node_for(rt) or typeschema.ANY, manager, rt.group_version,
-                            subresource or target.subresource, rt.status, now_rfc3339())
+                            target.subresource, rt.status, now_rfc3339())
 
     def _check_kind(self, rt: ResourceType, body: Obj) -> None:
         version, kind = body.get("apiVersion"), body.get("kind")
@@ -442,10 +441,9 @@ class ResourceHandlers:
         if not isinstance(patched, dict):
             raise errors.bad_request("the patch did not produce an object")
         node = typeschema.node_for(rt)
-        found = fieldvalidation.problems(decoded, patched, node, rt.custom)
-        if content_type == JSON_PATCH:  # a JSON patch's own strict errors are about its operations
-            found = [f"json patch {p}" for p in found if p.startswith("duplicate")] + \
-                [p for p in found if not p.startswith("duplicate")]
+        # A JSON patch's own repeated keys are in its operations, so they are named as such.
+        found = fieldvalidation.problems(decoded, patched, node, rt.custom,
+                                         "json patch " if content_type == JSON_PATCH else "")
         quoted = fieldvalidation.go_map_text(body) if content_type == STRATEGIC_PATCH else dumps(patched)
         warnings = fieldvalidation.check_patch(found, mode, quoted)
         tracker = self._tracker(request, target)

@@ -152,6 +152,13 @@ async def test_strict_patches_are_refused_on_the_field_patch(http: aiohttp.Clien
         ' "" is invalid: patch: Invalid value: "map[dat:[1] data:map[b:2]]": '
         'strict decoding error: unknown field "dat"'
     )
+    json_patch = {"Content-Type": "application/json-patch+json"}
+    operations = b'[{"op":"add","path":"/data/b","value":"2","value":"3"}]'
+    async with http.patch(CONFIGMAPS + "/cm?fieldValidation=Strict", data=operations,
+                          headers=json_patch) as response:
+        body = await response.json()
+    assert response.status == 422
+    assert body["message"].endswith('": strict decoding error: json patch duplicate field "[0].value"')
     async with http.patch(CONFIGMAPS + "/cm?force=true", data=b"{}", headers=merge) as response:
         body = await response.json()
     assert response.status == 422
