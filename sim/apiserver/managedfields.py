@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,8 @@ class Manager:
     subresource: str
     fields: FieldSet
     time: str
+    # The fieldsV1 `fields` was decoded from: written back as is while they are unchanged.
+    raw: Any = None
 
     @property
     def identity(self) -> Identity:
@@ -73,14 +76,31 @@ class Manager:
         return text
 
     def entry(self) -> Obj:
+        unchanged = self.raw is not None and _decoded(self.raw) == self.fields
+        fields_v1 = self.raw if unchanged else encode_fields(self.fields)
         entry: Obj = {"manager": self.manager, "operation": self.operation, "apiVersion": self.api_version,
-                      "time": self.time, "fieldsType": "FieldsV1", "fieldsV1": encode_fields(self.fields)}
+                      "time": self.time, "fieldsType": "FieldsV1", "fieldsV1": fields_v1}
         if self.subresource:
             entry["subresource"] = self.subresource
         return entry
 
 
 Managers = dict[Identity, Manager]
+_DECODED: OrderedDict[int, tuple[Any, frozenset[Path]]] = OrderedDict()
+DECODED_CACHE = 4096
+
+
+def _decoded(raw: Any) -> frozenset[Path]:
+    """The field set of a stored fieldsV1 tree, decoded once: stored objects are never mutated, so the
+    same tree object always means the same set (holding it keeps its id from being reused)."""
+    cached = _DECODED.get(id(raw))
+    if cached is not None and cached[0] is raw:
+        return cached[1]
+    fields = frozenset(decode_fields(raw))
+    _DECODED[id(raw)] = (raw, fields)
+    if len(_DECODED) > DECODED_CACHE:
+        _DECODED.popitem(last=False)
+    return fields
 
 
 def decode(entries: Any) -> Managers:
@@ -88,9 +108,10 @@ def decode(entries: Any) -> Managers:
     managers: Managers = {}
     for entry in entries or []:
         try:
+            raw = entry.get("fieldsV1", {})
             manager = Manager(str(entry.get("manager", "")), str(entry["operation"]),
                               str(entry.get("apiVersion", "")), str(entry.get("subresource", "")),
-                              decode_fields(entry.get("fieldsV1", {})), str(entry.get("time", "")))
+                              set(_decoded(raw)), str(entry.get("time", "")), raw)
         except (KeyError, ValueError, TypeError, AttributeError) as err:
             raise errors.bad_request(f"failed to decode managed fields: {err}") from err
         managers[manager.identity] = manager
@@ -163,7 +184,7 @@ class FieldTracker:
         manager = Manager(self.manager, operation, self.api_version, self.subresource, fields, self.now)
         previous = managers.get(manager.identity)
         if previous is not None and previous.fields == fields and previous.api_version == self.api_version:
-            manager.time = previous.time  # unchanged ownership keeps its time
+            manager.time, manager.raw = previous.time, previous.raw  # unchanged ownership keeps its time
         managers[manager.identity] = manager
         return manager.identity
 
@@ -208,8 +229,11 @@ class FieldTracker:
         """Remove what this applier set last time and no longer does, unless some manager owns it (or a
         field inside it)."""
         owned = set().union(*(m.fields for m in managers.values()))
+        dropped = last - owned
+        if not dropped:
+            return merged  # it still sets all it set (the usual re-apply): nothing to remove
         kept = owned | ancestors(owned)
-        candidates = {p for p in last | {a for a in ancestors(last) if a[-1][0] == "f"}
+        candidates = {p for p in dropped | {a for a in ancestors(dropped) if a[-1][0] == "f"}
                       if p not in kept and p not in _STRIPPED}
         outermost = {p for p in candidates if not any(p[:i] in candidates for i in range(1, len(p)))}
         return remove(merged, outermost, self.node)

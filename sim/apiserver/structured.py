@@ -145,6 +145,8 @@ def _empty(value: Any) -> bool:
 
 
 def _compare(old: Any, new: Any, node: Node, path: Path, result: Comparison) -> None:
+    if old is not MISSING and new is not MISSING and old == new:
+        return  # an unchanged subtree adds, modifies and removes nothing (dict equality runs in C)
     sample = new if new is not MISSING else old
     kind = _kind(node, sample)
     leaf = kind not in ("map", "list") or _atomic(node, sample) or (_empty(old) and _empty(new))
@@ -183,8 +185,8 @@ def _compare(old: Any, new: Any, node: Node, path: Path, result: Comparison) -> 
 def merge(live: Any, config: Any, node: Node) -> Any:
     """`config` merged over `live` (structured-merge-diff's Merge): the config wins on every field it
     sets; maps merge by field, associative lists by item."""
-    if config is MISSING:
-        return live
+    if config is MISSING or live == config:
+        return live  # merging a value with itself changes nothing
     if live is MISSING or live is None or config is None:
         return copy.deepcopy(config)
     kind = _kind(node, config)
@@ -323,8 +325,9 @@ def encode_fields(paths: FieldSet) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if prefix in members and node:
             out["."] = {}
-        for pe in sorted(node, key=lambda e: (_ORDER[e[0]], _element_text(e))):
-            out[_element_text(pe)] = render(node[pe], (*prefix, pe))
+        texts = sorted((_ORDER[pe[0]], _element_text(pe), pe) for pe in node)
+        for _, text, pe in texts:
+            out[text] = render(node[pe], (*prefix, pe))
         return out
 
     return render(tree, ())
