@@ -53,7 +53,7 @@ def _atomic(node: Node, value: Any) -> bool:
     return node.ready().atomic
 
 
-class KeyError_(ValueError):
+class UnkeyedItem(ValueError):
     """A list item that cannot be keyed (structured-merge-diff's message)."""
 
 
@@ -61,13 +61,13 @@ def item_element(node: Node, item: Any, index: int) -> PathElement:
     """The path element of a list item: by its keys (list-type map), its value (set) or its index."""
     if node.list_type == "map":
         if not isinstance(item, dict):
-            raise KeyError_(f"element {index}: associative list with keys may not have non-map elements")
+            raise UnkeyedItem(f"element {index}: associative list with keys may not have non-map elements")
         pairs = []
         for key in sorted(node.keys):
             value = item.get(key, node.key_defaults.get(key, MISSING))
             if value is MISSING:
-                raise KeyError_(f'element {index}: associative list with keys has an element that omits key '
-                                f'field "{key}" (and doesn\'t have default value)')
+                raise UnkeyedItem(f"element {index}: associative list with keys has an element that omits "
+                                  f'key field "{key}" (and doesn\'t have default value)')
             pairs.append((key, _dumps(value)))
         return ("k", tuple(pairs))
     if node.list_type == "set":
@@ -385,7 +385,7 @@ def apply_errors(value: Any, node: Node, path: Path = ()) -> list[str]:
         for i, item in enumerate(value):
             try:
                 pe = item_element(node, item, i) if node.kind == "list" else ("i", i)
-            except KeyError_ as err:
+            except UnkeyedItem as err:
                 errs.append(f"{path_string(path)}: {err}")
                 return errs
             if pe in seen and pe[0] != "i":
