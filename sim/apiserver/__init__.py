@@ -10,6 +10,12 @@ Public API (details in each module):
 - `Store` (store.py): synchronous, on the server's loop: `get/get_ref/list/select/create/update/patch/
   delete/add_listener/watch/compact/close_watches`, keyed by GroupResource ("apps", "deployments").
 - `sim.runner.ServerThread`: run a server on its own loop in a thread; `call(fn_or_coroutine)`.
+
+Writes through the API are checked and recorded as kube-apiserver does: `fieldValidation` (Strict, Warn
+by default, Ignore) against each kind's fields (typeschema.py: CRD schemas, kubernetes-asyncio's models
+for built-in kinds; fieldvalidation.py), and field ownership in metadata.managedFields with server-side
+apply, conflicts and `force` (managedfields.py over structured.py). Writes made with `Store` directly
+(controllers, seeding) are not recorded.
 """
 
 from sim.apiserver.certs import CertificateAuthority

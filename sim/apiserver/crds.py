@@ -9,6 +9,7 @@ from sim.apiserver.cel import RuleError, compile_schema
 from sim.apiserver.resources import GroupResource, Obj, PrinterColumn, Registry, ResourceType, ScaleSpec
 from sim.apiserver.schema import CrdSchema
 from sim.apiserver.store import Store, now_rfc3339
+from sim.apiserver.typeschema import crd_node
 
 CRDS: GroupResource = ("apiextensions.k8s.io", "customresourcedefinitions")
 _VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
@@ -103,6 +104,7 @@ def resource_types(crd: Obj) -> list[ResourceType]:
                 status_validator=checker.validate_status if checker else None,
                 custom=True,
                 storage_version=storage or version["name"],
+                schema_node=crd_node(schema) if schema else None,
             )
         )
     return types

@@ -32,6 +32,8 @@ class ApiError(Exception):
             "reason": self.reason,
             "code": self.code,
         }
+        if not self.reason:
+            del body["reason"]  # an error kube-apiserver did not classify has none
         if self.details is not None:
             body["details"] = self.details
         return body

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import builtins
 import contextlib
+import copy
 import json
 import time
 from collections import OrderedDict
@@ -12,11 +14,13 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from sim.apiserver import errors, protobuf, tables
+from sim.apiserver import errors, fieldvalidation, managedfields, protobuf, structured, tables, typeschema
 from sim.apiserver.errors import ApiError
+from sim.apiserver.managedfields import FieldTracker
 from sim.apiserver.patch import (
     APPLY_PATCH,
     CUSTOM_PATCH_TYPES,
+    JSON_PATCH,
     MERGE_PATCH,
     PATCH_TYPES,
     STRATEGIC_PATCH,
@@ -25,7 +29,7 @@ from sim.apiserver.patch import (
 from sim.apiserver.resources import Obj, Registry, ResourceType
 from sim.apiserver.scale import apply_scale, to_scale
 from sim.apiserver.selection import Selection
-from sim.apiserver.store import Store
+from sim.apiserver.store import Store, now_rfc3339
 from sim.apiserver.watch import INITIAL_EVENTS_END, Watcher
 
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
@@ -46,6 +50,13 @@ def json_response(body: Any, status: int = 200) -> web.Response:
 
 def error_response(err: ApiError) -> web.Response:
     return json_response(err.status(), err.code)
+
+
+def _warned(response: web.Response, warnings: builtins.list[str]) -> web.Response:
+    """The response with one `Warning` header per text (duplicates once, as kube-apiserver's recorder)."""
+    for text in dict.fromkeys(warnings):
+        response.headers.add("Warning", fieldvalidation.warning_header(text))
+    return response
 
 
 @dataclass(frozen=True)
@@ -116,6 +127,20 @@ async def read_body(request: web.Request) -> Any:
         if content_type == APPLY_PATCH or content_type.endswith("yaml"):
             return yaml.safe_load(raw)
         return json.loads(raw)
+    except (ValueError, yaml.YAMLError) as err:
+        raise errors.bad_request(f"error decoding request body: {err}") from err
+
+
+async def _decode(request: web.Request) -> fieldvalidation.Decoded:
+    """A write's body, noting repeated keys (JSON paths, or YAML lines for an apply patch)."""
+    raw = await read_raw(request)
+    content_type = request.headers.get("Content-Type", "application/json").split(";")[0].strip()
+    if content_type == PROTOBUF:
+        return fieldvalidation.Decoded(protobuf.decode(raw))
+    try:
+        if content_type == APPLY_PATCH or content_type.endswith("yaml"):
+            return fieldvalidation.decode_yaml(raw)
+        return fieldvalidation.decode_json(raw)
     except (ValueError, yaml.YAMLError) as err:
         raise errors.bad_request(f"error decoding request body: {err}") from err
 
@@ -224,14 +249,39 @@ class ResourceHandlers:
         return json_response(body)
 
     async def create(self, request: web.Request, target: Target) -> web.Response:
-        body = await read_body(request)
-        if not isinstance(body, dict):
-            raise errors.bad_request("the request body must be an object")
-        self._check_kind(target.rt, body)
+        mode = fieldvalidation.directive(request.query.get("fieldValidation"), "CreateOptions")
+        body, warnings = self._validated(await _decode(request), mode, target.rt)
         if target.rt.codec is not None:
             body = target.rt.codec.to_storage(body, None)
-        obj = self.store.create_ref(target.rt.storage, body, target.namespace, keep_status=False)
-        return json_response(self._out(target.rt, obj), 201)
+        tracker = self._tracker(request, target)
+        obj = self.store.create_ref(target.rt.storage, body, target.namespace, keep_status=False,
+                                    track=tracker.update if tracker else None)
+        return _warned(json_response(self._out(target.rt, obj), 201), warnings)
+
+    def _validated(
+        self, decoded: fieldvalidation.Decoded, mode: str, rt: ResourceType
+    ) -> tuple[Obj, builtins.list[str]]:
+        """A create or update body after its kind check and field validation: (body, warnings)."""
+        body = decoded.value
+        if not isinstance(body, dict):
+            raise errors.bad_request("the request body must be an object")
+        self._check_kind(rt, body)
+        node = typeschema.node_for(rt)
+        found = fieldvalidation.problems(decoded, body, node, rt.custom)
+        warnings = fieldvalidation.check_body(found, mode, body.get("kind") or rt.kind,
+                                              str(body.get("apiVersion") or rt.version).rpartition("/")[2],
+                                              rt.kind)
+        return fieldvalidation.drop_unknown(body, node), warnings
+
+    def _tracker(self, request: web.Request, target: Target) -> FieldTracker | None:
+        """The request's field manager; None for views of another resource (they keep what is stored)."""
+        rt = target.rt
+        if rt.codec is not None:
+            return None
+        manager = managedfields.manager_name(request.query.get("fieldManager"),
+                                             request.headers.get("User-Agent", ""))
+        return FieldTracker(typeschema.node_for(rt) or typeschema.ANY, manager, rt.group_version,
+                            target.subresource, rt.status, now_rfc3339())
 
     def _check_kind(self, rt: ResourceType, body: Obj) -> None:
         version, kind = body.get("apiVersion"), body.get("kind")
@@ -350,49 +400,101 @@ class ResourceHandlers:
 
     async def update(self, request: web.Request, target: Target) -> web.Response:
         assert target.name is not None
-        body = await read_body(request)
-        if not isinstance(body, dict):
-            raise errors.bad_request("the request body must be an object")
-        self._check_kind(target.rt, body)
+        mode = fieldvalidation.directive(request.query.get("fieldValidation"), "UpdateOptions")
+        body, warnings = self._validated(await _decode(request), mode, target.rt)
         if target.rt.codec is not None:
             stored = self.store.get_ref(target.rt.storage, target.namespace, target.name)
             body = target.rt.codec.to_storage(body, stored)
-        obj = self.store.update_ref(
-            target.rt.storage, target.namespace, target.name, body, target.subresource
-        )
-        return json_response(self._out(target.rt, obj))
+        tracker = self._tracker(request, target)
+        obj = self.store.update_ref(target.rt.storage, target.namespace, target.name, body,
+                                    target.subresource, tracker.update if tracker else None)
+        return _warned(json_response(self._out(target.rt, obj)), warnings)
 
     async def patch(self, request: web.Request, target: Target) -> web.Response:
         assert target.name is not None
+        rt = target.rt
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
-        if content_type not in PATCH_TYPES:
-            raise errors.unsupported_media_type(CUSTOM_PATCH_TYPES if target.rt.custom else PATCH_TYPES)
-        if content_type == APPLY_PATCH and not request.query.get("fieldManager"):
-            raise errors.ApiError(
-                422, "Invalid",
-                'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: '
-                "is required for apply patch",
-            )
-        body = await read_body(request)
-        existed = True
+        accepted = CUSTOM_PATCH_TYPES if rt.custom else PATCH_TYPES
+        if content_type not in accepted:
+            raise errors.unsupported_media_type(accepted)
+        mode = fieldvalidation.directive(request.query.get("fieldValidation"), "PatchOptions")
+        force = request.query.get("force")
         if content_type == APPLY_PATCH:
-            try:
-                self.store.get_ref(target.rt.storage, target.namespace, target.name)
-            except ApiError:
-                existed = False
-        codec = target.rt.codec
-        if codec is not None and existed:
-            # Patch the served form of a view, then store it back.
-            stored = self.store.get_ref(target.rt.storage, target.namespace, target.name)
+            if not request.query.get("fieldManager"):
+                raise errors.invalid("PatchOptions", "meta.k8s.io", "", "fieldManager",
+                                     "Required value: is required for apply patch", "FieldValueRequired")
+            if rt.codec is None:
+                return await self._apply(request, target, mode, _flag(force))
+        elif force is not None:
+            raise errors.invalid("PatchOptions", "meta.k8s.io", "", "force",
+                                 "Forbidden: may not be specified for non-apply patch", "FieldValueForbidden")
+        decoded = await _decode(request)
+        body = decoded.value
+        stored = self.store.get_ref(rt.storage, target.namespace, target.name)
+        if rt.codec is not None:  # patch the served form of a view, then store it back
             patch_type = MERGE_PATCH if content_type == APPLY_PATCH else content_type
-            patched = codec.to_storage(apply_patch(codec.from_storage(stored), body, patch_type), stored)
-            obj = self.store.update_ref(target.rt.storage, target.namespace, target.name, patched)
-        else:
-            if codec is not None:
-                body = codec.to_storage(body, None)
-            obj = self.store.patch_ref(target.rt.storage, target.namespace, target.name, body, content_type,
-                                    target.subresource)
-        return json_response(self._out(target.rt, obj), 200 if existed else 201)
+            served = apply_patch(rt.codec.from_storage(stored), body, patch_type)
+            patched = rt.codec.to_storage(served, stored)
+            obj = self.store.update_ref(rt.storage, target.namespace, target.name, patched)
+            return json_response(self._out(rt, obj))
+        patched = apply_patch(copy.deepcopy(stored), body, content_type)
+        if not isinstance(patched, dict):
+            raise errors.bad_request("the patch did not produce an object")
+        node = typeschema.node_for(rt)
+        # A JSON patch's own repeated keys are in its operations, so they are named as such.
+        found = fieldvalidation.problems(decoded, patched, node, rt.custom,
+                                         "json patch " if content_type == JSON_PATCH else "")
+        quoted = fieldvalidation.go_map_text(body) if content_type == STRATEGIC_PATCH else dumps(patched)
+        warnings = fieldvalidation.check_patch(found, mode, quoted)
+        tracker = self._tracker(request, target)
+        obj = self.store.update_ref(rt.storage, target.namespace, target.name,
+                                    fieldvalidation.drop_unknown(patched, node), target.subresource,
+                                    tracker.update if tracker else None)
+        return _warned(json_response(self._out(rt, obj)), warnings)
+
+    async def _apply(self, request: web.Request, target: Target, mode: str, force: bool) -> web.Response:
+        """Server-side apply: merge the applied configuration under its field manager's ownership."""
+        assert target.name is not None
+        rt = target.rt
+        decoded = await _decode(request)
+        config = decoded.value
+        if not isinstance(config, dict):
+            raise errors.bad_request("apply patch must be an object")
+        if config.get("apiVersion") != rt.group_version:
+            raise errors.bad_request("Incorrect version specified in apply patch. Specified patch version: "
+                                     f"{config.get('apiVersion', '')}, expected: {rt.group_version}")
+        meta = config.get("metadata")
+        if isinstance(meta, dict) and meta.get("managedFields") is not None:
+            raise errors.bad_request("metadata.managedFields must be nil")
+        node = typeschema.node_for(rt) or typeschema.ANY
+        try:
+            live: Obj | None = self.store.get_ref(rt.storage, target.namespace, target.name)
+        except ApiError as err:
+            if err.code != 404:
+                raise
+            live = None
+        problems = structured.apply_errors(config, node)
+        if problems:
+            namespace = (meta or {}).get("namespace") or target.namespace or ""
+            gvk = f"{rt.group_version if rt.group else '/' + rt.version}, Kind={config.get('kind', '')}"
+            # kube-apiserver answers this with a 500 without a reason (kubernetes/kubernetes#122480).
+            raise ApiError(500, "", "failed to create typed patch object "
+                           f"({namespace}/{target.name}; {gvk}): {structured.errors_text(problems)}")
+        tracker = self._tracker(request, target)
+        assert tracker is not None
+        merged = tracker.apply(copy.deepcopy(live) if live is not None else None, config, force)
+        warnings: builtins.list[str] = []
+        if decoded.yaml_lines and mode != fieldvalidation.IGNORE:
+            if mode == fieldvalidation.STRICT:
+                raise errors.bad_request("error strict decoding patch: "
+                                         f"{fieldvalidation.yaml_duplicates_error(decoded.yaml_lines)}")
+            warnings = decoded.yaml_lines
+        if live is None:
+            merged.setdefault("metadata", {})["name"] = target.name
+            obj = self.store.create_ref(rt.storage, merged, target.namespace)
+            return _warned(json_response(self._out(rt, obj), 201), warnings)
+        obj = self.store.update_ref(rt.storage, target.namespace, target.name, merged, target.subresource)
+        return _warned(json_response(self._out(rt, obj)), warnings)
 
     async def delete(self, request: web.Request, target: Target) -> web.Response:
         assert target.name is not None
@@ -400,7 +502,9 @@ class ResourceHandlers:
         options: Obj = {}
         if request.can_read_body:
             raw = await read_raw(request)
-            if raw.strip():
+            if request.headers.get("Content-Type", "").split(";")[0].strip() == PROTOBUF:
+                options = protobuf.decode(raw)
+            elif raw.strip():
                 try:
                     options = json.loads(raw)
                 except ValueError as err:
@@ -458,5 +562,7 @@ class ResourceHandlers:
         if not isinstance(scale, dict):
             raise errors.bad_request("the request body must be a Scale object")
         scaled = apply_scale(rt, obj, scale)
-        updated = self.store.update_ref(rt.storage, target.namespace, target.name, scaled)
+        tracker = self._tracker(request, target)
+        updated = self.store.update_ref(rt.storage, target.namespace, target.name, scaled, None,
+                                        tracker.update if tracker else None)
         return json_response(to_scale(rt, updated))

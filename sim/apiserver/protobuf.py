@@ -1,11 +1,10 @@
 """Decoding of the Kubernetes protobuf request bodies kubectl's typed clients send.
 
 `kubectl create namespace|configmap|secret|serviceaccount|deployment|service`, `kubectl autoscale`
-and `kubectl auth can-i`
-POST `application/vnd.kubernetes.protobuf` bodies: the magic `k8s\\0`, then a runtime.Unknown envelope
-holding the typed message. Only the messages (and fields) those commands write are described below
-(field numbers from k8s.io/api's generated.proto); unknown fields are skipped. Responses stay JSON,
-which those clients accept.
+and `kubectl auth can-i` POST `application/vnd.kubernetes.protobuf` bodies (and Helm sends DeleteOptions
+so): the magic `k8s\\0`, then a runtime.Unknown envelope holding the typed message. Only the messages
+(and fields) those clients write are described below (field numbers from k8s.io/api's generated.proto);
+unknown fields are skipped. Responses stay JSON, which those clients accept.
 """
 
 from __future__ import annotations
@@ -93,14 +92,20 @@ _SCHEMAS: dict[str, dict[int, Field]] = {
         7: ("name", _S, False),
     },
     "NonResourceAttributes": {1: ("path", _S, False), 2: ("verb", _S, False)},
+    # Helm deletes its release records with protobuf DeleteOptions.
+    "DeleteOptions": {1: ("gracePeriodSeconds", _I, False), 2: ("preconditions", "Preconditions", False),
+                      3: ("orphanDependents", _B, False), 4: ("propagationPolicy", _S, False),
+                      5: ("dryRun", _S, True)},
+    "Preconditions": {1: ("uid", _S, False), 2: ("resourceVersion", _S, False)},
 }
 # Optional (pointer) fields, where a zero value is meaningful and kept.
 _POINTERS = frozenset({
     "replicas", "minReplicas", "targetCPUUtilizationPercentage", "revisionHistoryLimit",
     "progressDeadlineSeconds", "terminationGracePeriodSeconds", "automountServiceAccountToken", "immutable",
+    "gracePeriodSeconds",
 })
 _KINDS = {"ConfigMap", "Secret", "Namespace", "ServiceAccount", "Service", "Deployment",
-          "HorizontalPodAutoscaler", "SelfSubjectAccessReview"}
+          "HorizontalPodAutoscaler", "SelfSubjectAccessReview", "DeleteOptions"}
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:

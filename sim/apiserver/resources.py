@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sim.apiserver.typeschema import Node
 
 GroupResource = tuple[str, str]
 """(group, plural), e.g. ("apps", "deployments"); the core group is ""."""
@@ -87,6 +90,8 @@ class ResourceType:
     # A view of another resource's objects (events.k8s.io Events are stored as core Events).
     storage_gr: GroupResource | None = None
     codec: Codec | None = None
+    # A CRD version's schema as typeschema sees it (built-in kinds get theirs from typeschema.node_for).
+    schema_node: Node | None = None
 
     def __post_init__(self) -> None:
         if not self.storage_version:

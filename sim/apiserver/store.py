@@ -29,7 +29,7 @@ import structlog
 
 from sim.apiserver import errors
 from sim.apiserver.errors import ApiError
-from sim.apiserver.patch import APPLY_PATCH, CUSTOM_PATCH_TYPES, MERGE_PATCH, apply_patch, merge_patch
+from sim.apiserver.patch import CUSTOM_PATCH_TYPES, MERGE_PATCH, apply_patch
 from sim.apiserver.resources import GroupResource, Obj, Registry, ResourceType, api_version
 from sim.apiserver.selection import Selection
 from sim.apiserver.watch import INITIAL_EVENTS_END, Change, Watcher
@@ -37,6 +37,8 @@ from sim.apiserver.watch import INITIAL_EVENTS_END, Change, Watcher
 log = structlog.get_logger(__name__)
 
 Listener = Callable[[str, GroupResource, Obj], None]
+# Records a write's field ownership in the new object's metadata.managedFields: (stored or None, new).
+Tracker = Callable[[Obj | None, Obj], None]
 Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped objects
 NAMESPACES: GroupResource = ("", "namespaces")
 _DRY_RUN: contextvars.ContextVar[bool] = contextvars.ContextVar("dry_run", default=False)
@@ -171,7 +173,8 @@ class Store:
         return copy.deepcopy(self.create_ref(gr, copy.deepcopy(obj), namespace, keep_status=keep_status))
 
     def create_ref(
-        self, gr: GroupResource, obj: Obj, namespace: str | None = None, *, keep_status: bool = False
+        self, gr: GroupResource, obj: Obj, namespace: str | None = None, *, keep_status: bool = False,
+        track: Tracker | None = None,
     ) -> Obj:
         rt = self.type_of(gr)
         meta = obj.setdefault("metadata", {})
@@ -204,7 +207,7 @@ class Store:
             raise errors.already_exists(rt.group, rt.plural, name)
         obj["apiVersion"] = api_version(rt.group, rt.storage_version)
         obj["kind"] = rt.kind
-        for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
+        for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(field, None)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
@@ -217,6 +220,8 @@ class Store:
             rt.on_create(obj)
         if rt.defaulter is not None:
             rt.defaulter(obj)
+        if track is not None:
+            track(None, obj)
         _validate_annotations(rt, obj)
         if rt.validator is not None:
             rt.validator(obj, None)
@@ -230,7 +235,8 @@ class Store:
         )
 
     def update_ref(
-        self, gr: GroupResource, namespace: str | None, name: str, new: Obj, subresource: str | None = None
+        self, gr: GroupResource, namespace: str | None, name: str, new: Obj, subresource: str | None = None,
+        track: Tracker | None = None,
     ) -> Obj:
         rt = self.type_of(gr)
         old = self.get_ref(gr, namespace, name)
@@ -262,12 +268,16 @@ class Store:
                     new["status"] = old["status"]
             kept = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                     "generation", "namespace")
-            new_meta = {k: v for k, v in meta.items() if k not in kept and k != "managedFields"}
+            new_meta = {k: v for k, v in meta.items() if k not in kept}
             new_meta.update({k: old["metadata"][k] for k in kept if k in old["metadata"]})
+            if "managedFields" not in meta and "managedFields" in old["metadata"]:
+                new_meta["managedFields"] = old["metadata"]["managedFields"]
             new["metadata"] = new_meta
             new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
             if rt.defaulter is not None:
                 rt.defaulter(new)
+        if track is not None:
+            track(old, new)
         if subresource == "status" and rt.status_validator is not None:
             rt.status_validator(new, old)
         else:
@@ -299,7 +309,8 @@ class Store:
         *,
         subresource: str | None = None,
     ) -> Obj:
-        """PATCH with a content type from sim.apiserver.patch (merge, JSON, strategic, apply)."""
+        """PATCH with a content type from sim.apiserver.patch (merge, JSON, strategic; server-side apply is
+        the API handlers' work: it needs a field manager)."""
         return copy.deepcopy(self.patch_ref(gr, namespace, name, patch, patch_type, subresource))
 
     def patch_ref(
@@ -307,16 +318,6 @@ class Store:
         subresource: str | None = None,
     ) -> Obj:
         rt = self.type_of(gr)
-        if patch_type == APPLY_PATCH:
-            # Server-side apply without field ownership: create, or merge the applied config.
-            if not isinstance(patch, dict):
-                raise errors.bad_request("apply patch must be an object")
-            try:
-                old = self.get_ref(gr, namespace, name)
-            except ApiError:
-                body = {**patch, "metadata": {**patch.get("metadata", {}), "name": name}}
-                return self.create_ref(gr, copy.deepcopy(body), namespace)
-            return self.update_ref(gr, namespace, name, merge_patch(copy.deepcopy(old), patch), subresource)
         old = self.get_ref(gr, namespace, name)
         if rt.custom and patch_type not in CUSTOM_PATCH_TYPES:
             raise errors.unsupported_media_type(CUSTOM_PATCH_TYPES)

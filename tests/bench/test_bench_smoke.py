@@ -75,6 +75,12 @@ EXPECTED: dict[str, list[tuple[str, float, float]]] = {
         (r"^renewals under load: (\d+) lease handovers", 0, 0),
         (r"^takeover after SIGSTOP: median ([\d.]+) s", 1.0, 30),
     ],
+    # Microseconds per write the simulated API server spends on managedFields (replace/patch, apply).
+    "bench_field_manager": [
+        (r"^Deployment 3 containers x 50 env\s+([\d.]+)", 1, 1e6),
+        (r"^Deployment 3 containers x 50 env\s+[\d.]+\s+[\d.]+\s+([\d.]+)", 1, 1e6),
+        (r"^HorizontalAutoscaler status\s+([\d.]+)", 1, 1e6),
+    ],
     "bench_kube_client": [
         (r"^aiohttp\s+([\d.]+) CPU s / 1000 requests", 0.001, 100),
         (r"^http11 \(shared\.kube\)\s+([\d.]+) CPU s / 1000 requests", 0.001, 100),

@@ -1,0 +1,4 @@
+{{- define "sample.labels" -}}
+app.kubernetes.io/name: sample
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
