@@ -457,9 +457,9 @@ class ResourceHandlers:
         assert target.name is not None
         rt = target.rt
         decoded = await _decode(request)
-        config = decoded.value
-        if not isinstance(config, dict):
+        if not isinstance(decoded.value, dict):
             raise errors.bad_request("apply patch must be an object")
+        config = structured.drop_nulls(decoded.value)
         if config.get("apiVersion") != rt.group_version:
             raise errors.bad_request("Incorrect version specified in apply patch. Specified patch version: "
                                      f"{config.get('apiVersion', '')}, expected: {rt.group_version}")

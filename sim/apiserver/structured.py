@@ -364,6 +364,16 @@ def decode_fields(fields: Any, prefix: Path = ()) -> FieldSet:
 # ---- validation of an applied configuration -----------------------------------------------------------
 
 
+def drop_nulls(value: Any) -> Any:
+    """An applied configuration without its null map entries: kube-apiserver reads `key: null` in an apply
+    as the key left out (Helm renders a values `null` that way), never as a value to store."""
+    if isinstance(value, dict):
+        return {k: drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [drop_nulls(v) for v in value]
+    return value
+
+
 def apply_errors(value: Any, node: Node, path: Path = ()) -> list[str]:
     """What structured-merge-diff refuses in an applied configuration: a field the schema does not
     declare (the first one of each map), list items without their keys, and repeated keys."""

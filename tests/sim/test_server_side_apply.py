@@ -57,6 +57,20 @@ def test_apply_records_its_manager_and_owns_what_it_sets(kubectl: KubectlRunner)
     assert _get(kubectl, "deployment", "web")["metadata"]["resourceVersion"] == before
 
 
+def test_a_null_in_an_applied_config_is_a_key_left_out(kubectl: KubectlRunner) -> None:
+    """Helm renders a values `null` as `strategy: null`; kube-apiserver applies it as if the key were absent
+    (defaulted, owned by nobody), on create and on a later apply."""
+    config = yaml.safe_load(_deployment(2, {"A": "1"}))
+    config["spec"]["strategy"] = None
+    kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump(config))
+    deployment = _get(kubectl, "deployment", "web")
+    assert deployment["spec"]["strategy"]["type"] == "RollingUpdate"
+    assert "f:strategy" not in _managers(deployment)["kubectl/Apply"]["fieldsV1"]["f:spec"]
+    config["spec"]["replicas"] = 3
+    kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump(config))
+    assert _get(kubectl, "deployment", "web")["spec"]["replicas"] == 3
+
+
 def test_conflicts_between_managers_and_force(kubectl: KubectlRunner) -> None:
     kubectl("apply", "--server-side", "--field-manager=alice", "-f", "-",
             input=_deployment(2, {"A": "1", "B": "2"}))
