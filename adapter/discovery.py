@@ -1,10 +1,11 @@
 """The relist loop: rediscover series every --metrics-relist-interval.
 
 One `/api/v1/series` call per distinct `seriesQuery` (rules sharing a query share the call), at most
-DISCOVERY_CONCURRENCY at once, each with `start = now - --metrics-max-age`, each answer read as it streams in and kept
-only as its distinct series shapes (adapter.seriesshapes). Unlike prometheus-adapter (all-or-nothing),
-a failing call only keeps *its* rules' previous entries; the others update. The adapter is ready once
-every rule has been listed successfully at least once, so the first answers are never a partial view.
+DISCOVERY_CONCURRENCY at once, each with `start = now - --metrics-max-age`, each answer read as it
+streams in and kept only as its distinct series shapes (adapter.seriesshapes). Unlike
+prometheus-adapter (all-or-nothing), a failing call only keeps *its* rules' previous entries; the
+others update. The adapter is ready once every rule has been listed successfully at least once, so
+the first answers are never a partial view.
 
 A reloaded config's registry is listed by `discover` while the old one is still served, and `adopt`ed
 only once every rule of it has been listed: a reload never serves a partial view either, and never

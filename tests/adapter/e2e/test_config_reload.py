@@ -413,7 +413,7 @@ def largest_config(limit: int) -> str:
     """TEST_CONFIG_YAML plus as many more rules as fit in `limit` bytes: each names the pods' queue_length
     series anew (distinct regexes and templates to compile), and every 20 share a seriesQuery."""
     rule = (
-        "- seriesQuery: 'queue_length{{namespace!=\"\",pod!=\"\",shard!=\"{shard}\"}}'\n"
+        '- seriesQuery: \'queue_length{{namespace!="",pod!="",shard!="{shard}"}}\'\n'
         "  seriesFilters: [{{isNot: '^queue_length_{i}_total$'}}]\n"
         "  resources: {{overrides: {{namespace: {{resource: namespace}}, pod: {{resource: pod}}}}}}\n"
         "  name: {{matches: ^queue_(length)$, as: 'queue_${{1}}_{i}'}}\n"
