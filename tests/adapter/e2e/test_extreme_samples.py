@@ -26,7 +26,7 @@ RESOURCES = "{overrides: {namespace: {resource: namespace}, pod: {resource: pod}
 
 def pod_rule(metric: str, query: str) -> str:
     return (
-        "- seriesQuery: 'queue_length{namespace!=\"\",pod!=\"\"}'\n"
+        '- seriesQuery: \'queue_length{namespace!="",pod!=""}\'\n'
         f"  resources: {RESOURCES}\n"
         f"  name: {{matches: ^queue_length$, as: {metric}}}\n"
         f"  metricsQuery: '{query}'\n"
