@@ -34,6 +34,7 @@ from tests.adapter.e2e.conftest import (
     adapter_argv,
     create_pods,
 )
+from tests.adapter.unit.test_config import alias_bomb
 
 CUSTOM = "/apis/custom.metrics.k8s.io/v1beta2"
 QUEUE_LENGTH = f"{CUSTOM}/namespaces/default/pods/%2A/queue_length"
@@ -182,6 +183,12 @@ async def test_invalid_changes_are_refused_and_the_old_config_keeps_serving(relo
             "rules:\n- seriesQuery: queue_length\n  name: {matches: '^(queue$'}\n  metricsQuery: sum(x)\n",
             3,
             "rules[0].name.matches: invalid RE2 regex",
+        ),
+        (
+            # 9 KB decoding to a million filters through aliases (go-yaml refuses it the same way).
+            alias_bomb(1000),
+            4,
+            "document contains excessive aliasing",
         ),
         (
             TEST_CONFIG_YAML.replace("namespace}}}", "namespace}, w: {resource: widget}}}"),
