@@ -2,7 +2,8 @@
 reloads the largest `--config` file it accepts (`--config-max-bytes`, 1 MiB by default: what a ConfigMap
 holds). Prints, per shape of file and over --repeats reloads each: the reload's duration (SIGHUP until
 the adapter logs "config reloaded", discovery of the new rules included) and the median and worst
-/healthz latency meanwhile, then the worst of all.
+/healthz latency meanwhile, then the worst of all; first the same probe for --idle-seconds without a
+reload (row `idle`), since on a loaded machine the scheduler alone delays answers.
 
 Shapes (each filled with rules up to the limit):
 - `distinct`: every rule its own seriesQuery (one `/api/v1/series` call per rule, the most discovery);
@@ -98,16 +99,13 @@ def reloads_logged(log: Path) -> int:
     return count
 
 
-async def reload_once(
-    adapter: ServerProcess, session: aiohttp.ClientSession, config: Path, text: str
+async def probe_until(
+    adapter: ServerProcess, session: aiohttp.ClientSession, done: Callable[[], bool]
 ) -> tuple[float, list[float]]:
-    """Replace the file, SIGHUP, and probe /healthz until the reload is logged: (seconds, latencies)."""
-    before = reloads_logged(adapter.log)
-    await asyncio.to_thread(config.write_text, text)
+    """Probe /healthz, one request at a time 5 ms apart, until `done`: (seconds, latencies)."""
     started = time.perf_counter()
-    adapter.proc.send_signal(signal.SIGHUP)
     latencies: list[float] = []
-    while reloads_logged(adapter.log) == before:
+    while not done():
         adapter.check_running()
         require(time.perf_counter() - started < 300, "the reload took more than 300 s")
         sent = time.perf_counter()
@@ -117,6 +115,24 @@ async def reload_once(
         latencies.append(time.perf_counter() - sent)
         await asyncio.sleep(0.005)
     return time.perf_counter() - started, latencies
+
+
+async def reload_once(
+    adapter: ServerProcess, session: aiohttp.ClientSession, config: Path, text: str
+) -> tuple[float, list[float]]:
+    """Replace the file, SIGHUP, and probe /healthz until the reload is logged: (seconds, latencies)."""
+    before = reloads_logged(adapter.log)
+    await asyncio.to_thread(config.write_text, text)
+    adapter.proc.send_signal(signal.SIGHUP)
+    return await probe_until(adapter, session, lambda: reloads_logged(adapter.log) > before)
+
+
+async def idle(
+    adapter: ServerProcess, session: aiohttp.ClientSession, seconds: float
+) -> tuple[float, list[float]]:
+    """The same probe with no reload: what the machine's load alone costs."""
+    end = time.perf_counter() + seconds
+    return await probe_until(adapter, session, lambda: time.perf_counter() > end)
 
 
 def start_adapter(kubeconfig: Path, prometheus_url: str, work: Path, max_bytes: int) -> ServerProcess:
@@ -172,6 +188,7 @@ async def bench(args: argparse.Namespace, work: Path) -> dict[str, list[tuple[fl
                 await adapter.wait_until(lambda: ready(adapter), 120, "ready")
                 connector = aiohttp.TCPConnector(ssl=False, limit=1)
                 async with aiohttp.ClientSession(connector=connector) as session:
+                    results["idle"] = [await idle(adapter, session, args.idle_seconds)]
                     for shape in SHAPES:
                         text, _ = filled(shape, args.max_bytes - MARK)
                         results[shape] = []
@@ -192,20 +209,25 @@ async def main() -> None:
     )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--max-bytes", type=int, default=CONFIG_MAX_BYTES, help="--config-max-bytes")
-    args = parse_args(parser, {"repeats": 1, "max_bytes": 64 * 1024})
+    parser.add_argument("--idle-seconds", type=float, default=10.0, help="probe without a reload first")
+    args = parse_args(parser, {"repeats": 1, "max_bytes": 64 * 1024, "idle_seconds": 1.0})
     with tempfile.TemporaryDirectory(prefix="bench-config-reload-") as work:
         results = await bench(args, Path(work))
     print(f"reload of a {args.max_bytes:,}-byte config (--config-max-bytes), {args.repeats} times per shape:")
     print(f"{'shape':<10}{'parts':>8}{'reload s (median)':>20}{'/healthz ms median':>20}{'worst':>10}")
     worst_all = 0.0
     for shape, runs in results.items():
-        _, parts = filled(shape, args.max_bytes - MARK)
         latencies = [latency for _, run in runs for latency in run]
         require(bool(latencies), f"no /healthz answer during the {shape} reloads")
         worst = max(latencies)
-        worst_all = max(worst_all, worst)
+        if shape == "idle":  # the same probe with no reload, first: the machine's own share
+            parts, seconds = "-", "-"
+        else:
+            worst_all = max(worst_all, worst)
+            parts = f"{filled(shape, args.max_bytes - MARK)[1]:,}"
+            seconds = f"{statistics.median(seconds for seconds, _ in runs):.2f}"
         print(
-            f"{shape:<10}{parts:>8,}{statistics.median(seconds for seconds, _ in runs):>20.2f}"
+            f"{shape:<10}{parts:>8}{seconds:>20}"
             f"{statistics.median(latencies) * 1000:>20.1f}{worst * 1000:>10.1f}"
         )
     print(f"worst /healthz latency during the largest allowed reload: {worst_all * 1000:.1f} ms")

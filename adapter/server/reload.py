@@ -16,6 +16,7 @@ included) for 2.6 s on a 1 MiB file. Only the swap runs on the loop.
 from __future__ import annotations
 
 import asyncio
+import gc
 import hashlib
 import time
 from collections.abc import Callable
@@ -128,6 +129,9 @@ class ConfigReloader:
         # The two swaps happen with no await in between: requests and relists see one config or the other.
         previous = self.holder.swap(candidate.rules)
         self.relister.adopt(candidate.rules.registry)
+        # What discovery made for the new rules (entries, per-rule self-metrics: 150,000 objects for
+        # 3,479 rules) lives as long: out of the garbage collector's way too, like the rules (RulesBuilder).
+        gc.freeze()
         self.loaded, self._refused, self._candidate = candidate.digest, None, None
         self.metrics.config_reloads.labels("success").inc()
         self.metrics.config_served(candidate.digest, self.clock())
