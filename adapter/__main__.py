@@ -39,8 +39,8 @@ async def run(options: AdapterOptions, security: Security) -> int:
     reload_requested = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload_requested.set)
     try:
-        text = read_config_text(options.config)
-        config = parse_config(text, str(options.config))
+        # Read and parsed as a reload does it (adapter.server.reload): in a thread, size-limited.
+        text, config = await asyncio.to_thread(_read_config, options)
     except ConfigError as err:
         log.error("cannot start", error=str(err))
         return 1
@@ -59,6 +59,11 @@ async def run(options: AdapterOptions, security: Security) -> int:
         await daemon.stop()
     await security.close()
     return 0
+
+
+def _read_config(options: AdapterOptions) -> tuple[str, AdapterConfig]:
+    text = read_config_text(options.config, options.config_max_bytes)
+    return text, parse_config(text, str(options.config))
 
 
 async def _start(

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapter.config import CONFIG_MAX_BYTES
 from adapter.delegate.options import DelegateOptions, add_delegate_flags, delegate_options_from_namespace
 from adapter.querycache import DEFAULT_MAX_ENTRIES, DEFAULT_TTL
 from adapter.server.tls import openssl_cipher_list
@@ -192,6 +193,13 @@ def add_discovery_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("discovery")
     group.add_argument("--config", default="", help="prometheus-adapter rules file (required)")
     group.add_argument(
+        "--config-max-bytes",
+        type=integer(1),
+        default=CONFIG_MAX_BYTES,
+        help="largest --config file read, at start-up or reload; a larger one is refused (default: 1 MiB,"
+        " what a ConfigMap holds)",
+    )
+    group.add_argument(
         "--metrics-relist-interval",
         type=duration_arg,
         default=600.0,
@@ -295,6 +303,7 @@ def normalize_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 @dataclass(frozen=True)
 class AdapterOptions:
     config: Path
+    config_max_bytes: int
     prometheus_url: str
     prometheus_verb: str
     prometheus_auth_incluster: bool
@@ -364,6 +373,7 @@ def options_from_namespace(ns: argparse.Namespace) -> AdapterOptions:
         raise FlagError(str(err)) from None
     return AdapterOptions(
         config=Path(ns.config),
+        config_max_bytes=ns.config_max_bytes,
         prometheus_url=ns.prometheus_url,
         prometheus_verb=ns.prometheus_verb,
         prometheus_auth_incluster=ns.prometheus_auth_incluster,

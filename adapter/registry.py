@@ -10,12 +10,15 @@ which keeps relisting 1,000,000 series fast and lean.
 
 `update` builds new dictionaries and swaps them in with single assignments, so readers (request
 handlers) never see a half-updated registry; updates may run in worker threads, several at once.
+An update costs what its own rule's entries cost (plus C-level copies of the merged views), not a
+rebuild of every rule's: rebuilding made discovering a 1 MiB config of 3,144 rules take 47 s.
 """
 
 import threading
-from collections.abc import Iterable, Sequence
+from bisect import bisect_left, insort
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from adapter.config import AdapterConfig, DiscoveryRule
 from adapter.naming.errors import MetricNotFoundError, QueryBuildError
@@ -28,6 +31,7 @@ from adapter.seriesshapes import SeriesShapes
 NAMESPACES = GroupResource("", "namespaces")
 _K = TypeVar("_K")
 _V = TypeVar("_V")
+_I = TypeVar("_I")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,12 +102,56 @@ class _ExternalEntry:
     rule: int
 
 
-def _merge(by_rule: dict[int, dict[_K, _V]]) -> dict[_K, _V]:
-    """All rules' entries; a later rule wins a collision, as in prometheus-adapter (rules run in order)."""
-    merged: dict[_K, _V] = {}
-    for index in sorted(by_rule):
-        merged.update(by_rule[index])
-    return merged
+class _Merged(Generic[_K, _V, _I]):
+    """All rules' entries, a later rule winning a collision as in prometheus-adapter (rules run in order),
+    and one listed item per merged entry, sorted. `replace` (under the registry's lock) assigns new
+    `merged` and `items` objects; a reader keeps whole snapshots of either."""
+
+    def __init__(self, item: Callable[[_K, _V], _I], sort_key: Callable[[_I], tuple[str, ...]]) -> None:
+        self._item = item
+        self._sort_key = sort_key  # unique per key: removal finds an item by it
+        self._by_rule: dict[int, dict[_K, _V]] = {}
+        self._holders: dict[_K, set[int]] = {}  # key → the rules with an entry for it
+        self.merged: dict[_K, _V] = {}
+        self.items: list[_I] = []
+
+    def replace(self, rule: int, entries: dict[_K, _V]) -> None:
+        old = self._by_rule.get(rule, {})
+        by_rule = {**self._by_rule, rule: entries}
+        merged, items = dict(self.merged), list(self.items)
+        for key in old.keys() - entries.keys():
+            self._holders[key].discard(rule)
+        for key in entries:
+            self._holders.setdefault(key, set()).add(rule)
+        for key in old.keys() | entries.keys():
+            if key in merged:
+                previous = self._sort_key(self._item(key, merged.pop(key)))
+                del items[bisect_left(items, previous, key=self._sort_key)]
+            holders = self._holders[key]
+            if holders:
+                merged[key] = by_rule[max(holders)][key]
+                insort(items, self._item(key, merged[key]), key=self._sort_key)
+            else:
+                del self._holders[key]
+        self._by_rule, self.merged, self.items = by_rule, merged, items
+
+
+def _custom_info(key: _CustomKey, entry: _CustomEntry) -> CustomMetricInfo:
+    metric, group, resource = key
+    return CustomMetricInfo(GroupResource(group, resource), metric, entry.namespaced)
+
+
+def _custom_order(info: CustomMetricInfo) -> tuple[str, ...]:
+    group_resource = info.group_resource
+    return info.metric, str(group_resource), group_resource.group, group_resource.resource
+
+
+def _external_name(metric: str, _: _ExternalEntry) -> str:
+    return metric
+
+
+def _external_order(metric: str) -> tuple[str, ...]:
+    return (metric,)
 
 
 class SeriesRegistry:
@@ -116,13 +164,9 @@ class SeriesRegistry:
         self.mapper = mapper  # replace after a discovery refresh; applies from each rule's next update
         # PromQL values joined into a regex: as prometheus-adapter (False) or regex-escaped (True).
         self.regex_escape_values = regex_escape_values
-        self._custom_by_rule: dict[int, dict[_CustomKey, _CustomEntry]] = {}
-        self._external_by_rule: dict[int, dict[str, _ExternalEntry]] = {}
         self._stats: dict[RuleId, RuleStats] = {}
-        self._custom: dict[_CustomKey, _CustomEntry] = {}
-        self._external: dict[str, _ExternalEntry] = {}
-        self._custom_list: list[CustomMetricInfo] = []
-        self._external_list: list[str] = []
+        self._custom = _Merged(_custom_info, _custom_order)
+        self._external = _Merged(_external_name, _external_order)
         # Serialises the merge-and-swap step of concurrent updates (the per-series work runs unlocked).
         self._swap_lock = threading.Lock()
 
@@ -138,23 +182,12 @@ class SeriesRegistry:
             rule = self.config.external_rules[rule_id.index]
             external = self._external_entries(rule_id.index, rule, series)
             with self._swap_lock:
-                self._external_by_rule = {**self._external_by_rule, rule_id.index: external}
-                self._external = _merge(self._external_by_rule)
-                self._external_list = sorted(self._external)
-                stats = self._record(rule_id, RuleStats(series.count, len(external)))
-            return stats
+                self._external.replace(rule_id.index, external)
+                return self._record(rule_id, RuleStats(series.count, len(external)))
         rule = self.config.rules[rule_id.index]
         custom = self._custom_entries(rule_id.index, rule, series)
         with self._swap_lock:
-            self._custom_by_rule = {**self._custom_by_rule, rule_id.index: custom}
-            self._custom = _merge(self._custom_by_rule)
-            self._custom_list = sorted(
-                (
-                    CustomMetricInfo(GroupResource(group, resource), metric, entry.namespaced)
-                    for (metric, group, resource), entry in self._custom.items()
-                ),
-                key=lambda info: (info.metric, str(info.group_resource)),
-            )
+            self._custom.replace(rule_id.index, custom)
             return self._record(rule_id, RuleStats(series.count, len(custom)))
 
     def _record(self, rule_id: RuleId, stats: RuleStats) -> RuleStats:
@@ -217,11 +250,11 @@ class SeriesRegistry:
 
     def custom_metrics(self) -> list[CustomMetricInfo]:
         """Every custom metric and the resource it describes, sorted by metric then resource."""
-        return self._custom_list
+        return self._custom.items
 
     def external_metrics(self) -> list[str]:
         """Every external metric name, sorted."""
-        return self._external_list
+        return self._external.items
 
     def rule_stats(self) -> dict[RuleId, RuleStats]:
         """Per rule, what its last update saw."""
@@ -257,7 +290,7 @@ class SeriesRegistry:
         `MetricNotFoundError`, `QueryBuildError` or `InvalidSelectorError`.
         """
         gr = resource.group_resource
-        entry = self._custom.get((metric, gr.group, gr.resource))
+        entry = self._custom.merged.get((metric, gr.group, gr.resource))
         if entry is None or entry.namespaced != (namespace is not None):
             raise MetricNotFoundError(f"the server could not find the metric {metric} for {gr}")
         rule = self.config.rules[entry.rule]
@@ -294,7 +327,7 @@ class SeriesRegistry:
         self, metric: str, namespace: str | None, selector: Iterable[SelectorRequirement] = ()
     ) -> str:
         """The PromQL for external `metric`; the namespace restricts it only for namespaced rules."""
-        entry = self._external.get(metric)
+        entry = self._external.merged.get(metric)
         if entry is None:
             raise MetricNotFoundError(f"the server could not find the metric {metric}")
         rule = self.config.external_rules[entry.rule]
@@ -308,7 +341,7 @@ class SeriesRegistry:
 
     def external_rule(self, metric: str) -> RuleId | None:
         """The rule external `metric` comes from (None when it is not served)."""
-        entry = self._external.get(metric)
+        entry = self._external.merged.get(metric)
         return None if entry is None else RuleId(True, entry.rule)
 
     def _namespace_label(self, rule: DiscoveryRule, rule_id: RuleId) -> str:

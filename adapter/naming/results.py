@@ -1,8 +1,11 @@
 """Mapping Prometheus instant-vector samples back to the objects they describe.
 
 The object's name is the value of the rule's object label (`pod`, `kube_service`, …): samples
-without it are ignored, and when several samples name the same object the last one wins (as in
-prometheus-adapter).
+without it are ignored, and when several samples name the same object the last one in the answer
+wins, as in prometheus-adapter (its `MatchValuesToNames` fills a map in answer order and says nothing).
+Surge keeps that value, so a config moved from prometheus-adapter scales the same, and says which
+objects had several (`repeated_objects`): a metricsQuery that does not aggregate by the object label
+serves an arbitrary one of their values.
 """
 
 from collections.abc import Iterable, Mapping
@@ -36,3 +39,13 @@ def samples_by_object(samples: Iterable[Sample], object_label: str) -> dict[str,
         if name is not None:
             by_name[name] = sample
     return by_name
+
+
+def repeated_objects(samples: Iterable[Sample], object_label: str) -> dict[str, int]:
+    """Objects named by more than one sample → how many samples name each."""
+    counts: dict[str, int] = {}
+    for sample in samples:
+        name = sample.labels.get(object_label)
+        if name is not None:
+            counts[name] = counts.get(name, 0) + 1
+    return {name: count for name, count in counts.items() if count > 1}

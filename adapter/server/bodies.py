@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterable, Mapping
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -20,6 +20,10 @@ import orjson
 from adapter.server.status import CUSTOM_GROUP, EXTERNAL_GROUP
 
 _MILLI = Decimal("0.001")
+# Enough digits to round any float64 (at most 1.8e308) to milli exactly; the default context's 28 made
+# values from 1e25 up raise, a 500 (Go's Quantity holds them, and prints every digit).
+_FLOAT_MILLI = Context(prec=330)
+_FLOAT_MAX_EXPONENT = 308  # adjusted exponent of the largest float64: a larger value is no sample
 # DecimalSI suffixes by power of 1000 (Go stops at E, 10**18, and writes larger values' digits out).
 _SUFFIXES = ("", "k", "M", "G", "T", "P", "E")
 
@@ -41,7 +45,10 @@ def milli_quantity(milli: int) -> str:
 
 
 def sample_quantity(text: str) -> str | None:
-    """Canonical Quantity for a Prometheus sample value, or None for NaN/±Inf (no usable value).
+    """Canonical Quantity for a Prometheus sample value, or None for NaN/±Inf (no usable value). Any
+    float64 is served exactly as Go's Quantity prints it (`-1e308` → `-1` and 308 zeros, as 290 zeros
+    and `E`); prometheus-adapter's `NewMilliQuantity(int64(v*1000))` overflows from 9.2e15 instead
+    (so does the HPA's `MilliValue()` reading it).
 
     Prometheus sends values as decimal text; we round that text (never a float) to milli, the precision
     of prometheus-adapter's `NewMilliQuantity`, so `0.30000000000000004` becomes `300m` and not
@@ -51,10 +58,12 @@ def sample_quantity(text: str) -> str | None:
         value = Decimal(text)
     except InvalidOperation:
         return None
-    if not value.is_finite():
+    if not value.is_finite() or value.adjusted() > _FLOAT_MAX_EXPONENT:
         return None
-    # quantize keeps the default context's 28 digits (and refuses more): the scaling below is exact.
-    return milli_quantity(int(value.quantize(_MILLI, rounding=ROUND_HALF_UP).scaleb(3)))
+    milli = value.quantize(_MILLI, rounding=ROUND_HALF_UP, context=_FLOAT_MILLI).scaleb(
+        3, context=_FLOAT_MILLI
+    )
+    return milli_quantity(int(milli))
 
 
 @lru_cache(maxsize=64)

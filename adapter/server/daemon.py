@@ -182,6 +182,7 @@ class AdapterDaemon:
             self.config_reload_interval,
             self.reload_requested,
             loaded=self._served_digest(),
+            max_bytes=self.options.config_max_bytes,
         )
         health = HealthChecks(
             readiness={
@@ -244,7 +245,7 @@ class AdapterDaemon:
         digest = self.config_digest
         if digest is None:
             try:
-                digest = config_digest(read_config_text(self.options.config))
+                digest = config_digest(read_config_text(self.options.config, self.options.config_max_bytes))
             except ConfigError as err:
                 log.warning("cannot read the config file to watch it", error=str(err))
                 return None

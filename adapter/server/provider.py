@@ -22,7 +22,7 @@ import structlog
 from adapter.naming.errors import InvalidSelectorError, MetricNotFoundError, QueryBuildError
 from adapter.naming.promql import SelectorRequirement
 from adapter.naming.resources import GroupResource, ResourceInfo, ResourceMapper
-from adapter.naming.results import Sample, samples_by_object
+from adapter.naming.results import Sample, repeated_objects, samples_by_object
 from adapter.objects import ObjectCaches
 from adapter.prometheus import PrometheusError, QueryResult
 from adapter.registry import CustomQuery, SeriesRegistry
@@ -99,6 +99,23 @@ def custom_values_of(
             described = DescribedObject(info.kind, api_version(info), name, namespace)
             values.append(CustomValue(described, sample.timestamp, quantity))
     return values
+
+
+def _warn_repeated(
+    samples: Sequence[Sample], object_label: str, names: Sequence[str], request: CustomRequest, promql: str
+) -> None:
+    repeated = repeated_objects(samples, object_label)
+    served = {name: repeated[name] for name in names if name in repeated}
+    if served:
+        log.warning(
+            "several series for one object: the last one in the answer is served, as prometheus-adapter"
+            " does; the metricsQuery should aggregate by the object label",
+            metric=request.metric,
+            resource=request.resource,
+            objects=len(served),
+            series_per_object=dict(sorted(served.items())[:10]),
+            promql=promql,
+        )
 
 
 def external_values_of(result: QueryResult) -> list[ExternalValue] | None:
@@ -192,6 +209,8 @@ class PrometheusMetricsProvider:
             log.warning("custom metric query did not return a vector", promql=promql)
             raise internal_error(FETCH_FAILED)
         values = custom_values_of(result.samples, query.object_label, info, request.namespace, names)
+        if len(result.samples) > len(values):  # (otherwise no object can have had two)
+            _warn_repeated(result.samples, query.object_label, names, request, promql)
         if object_selector is None and not values:
             raise metric_not_found_for(
                 request.metric, str(info.group_resource), request.name, request.metric_selector

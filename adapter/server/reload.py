@@ -7,11 +7,16 @@ swapped (`RulesHolder`). A refused version is logged with its file and line and 
 config keeps serving; it is not retried until the file changes again or SIGHUP asks. A valid version
 whose discovery is incomplete (Prometheus unreachable) is retried at every poll until it completes or
 the file changes again.
+
+The file is read (at most `--config-max-bytes`; a larger one is refused), hashed, parsed and built in a
+worker thread: all of that grows with the file, and on the event loop it stopped every request (/healthz
+included) for 2.6 s on a 1 MiB file. Only the swap runs on the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import hashlib
 import time
 from collections.abc import Callable
@@ -47,13 +52,14 @@ class _Candidate:
 @dataclass
 class ConfigReloader:
     path: Path
-    build: Callable[[AdapterConfig, str], ServedRules]  # parsed config, file name → rules; ConfigError
+    build: Callable[[AdapterConfig, str], ServedRules]  # config, file → rules; ConfigError; in a thread
     holder: RulesHolder
     relister: Relister
     metrics: AdapterMetrics
     interval: float  # between two looks at the file
     requested: asyncio.Event  # set by SIGHUP: reload now, whether the file changed or not
     loaded: str | None  # digest of the version served (None: unreadable at start-up)
+    max_bytes: int  # --config-max-bytes
     clock: Callable[[], float] = time.time
     _refused: str | None = None  # digest (or read error) of the last version refused
     _candidate: _Candidate | None = None
@@ -73,20 +79,19 @@ class ConfigReloader:
         with a pending version's discovery. True when a new version is served from now on."""
         trigger = "signal" if requested else "file change"
         try:
-            text = read_config_text(self.path)
+            text, digest = await asyncio.to_thread(self._read)
         except ConfigError as err:
             self._candidate = None
             if requested or str(err) != self._refused:
                 self._refuse(str(err), err, trigger)
             return False
-        digest = config_digest(text)
         candidate = self._candidate
         if candidate is not None and (requested or candidate.digest != digest):
             candidate = self._candidate = None  # superseded
         if candidate is None:
             if not requested and digest in (self.loaded, self._refused):
                 return False
-            candidate = self._candidate = self._validate(text, digest, trigger)
+            candidate = self._candidate = await self._validate(text, digest, trigger)
             if candidate is None:
                 return False
         if not await self.relister.discover(candidate.rules.registry, candidate.listed):
@@ -99,9 +104,16 @@ class ConfigReloader:
         self._serve(candidate, trigger)
         return True
 
-    def _validate(self, text: str, digest: str, trigger: str) -> _Candidate | None:
+    def _read(self) -> tuple[str, str]:
+        text = read_config_text(self.path, self.max_bytes)
+        return text, config_digest(text)
+
+    def _build(self, text: str) -> ServedRules:
+        return self.build(parse_config(text, str(self.path)), str(self.path))
+
+    async def _validate(self, text: str, digest: str, trigger: str) -> _Candidate | None:
         try:
-            rules = self.build(parse_config(text, str(self.path)), str(self.path))
+            rules = await asyncio.to_thread(self._build, text)
         except ConfigError as err:
             self._refuse(digest, err, trigger)
             return None
@@ -117,6 +129,9 @@ class ConfigReloader:
         # The two swaps happen with no await in between: requests and relists see one config or the other.
         previous = self.holder.swap(candidate.rules)
         self.relister.adopt(candidate.rules.registry)
+        # What discovery made for the new rules (entries, per-rule self-metrics: 150,000 objects for
+        # 3,479 rules) lives as long: out of the garbage collector's way too, like the rules (RulesBuilder).
+        gc.freeze()
         self.loaded, self._refused, self._candidate = candidate.digest, None, None
         self.metrics.config_reloads.labels("success").inc()
         self.metrics.config_served(candidate.digest, self.clock())

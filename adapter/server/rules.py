@@ -8,6 +8,7 @@ started with, and none ever mixes the registry of one config with the providers 
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 
 from adapter.config import AdapterConfig, ConfigError
@@ -82,4 +83,9 @@ class RulesBuilder:
         provider = PrometheusMetricsProvider(
             registry, self.queries, self.mapper, self.objects, self.batch_namespace_queries
         )
+        # These rules live until the next reload: out of the garbage collector's way with everything
+        # older. Each full collection walked them all, 0.15-0.4 s with a 1 MiB config's, and the event
+        # loop waited. Rules form no reference cycles, so replaced ones are still freed (by reference
+        # counting); only cyclic garbage pending at this moment is kept, once per (rare) reload.
+        gc.freeze()
         return ServedRules(config, registry, provider, resource_metrics)

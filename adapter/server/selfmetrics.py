@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from aiohttp import web
@@ -208,5 +209,6 @@ class AdapterMetrics:
         return count_requests
 
     async def handle(self, request: web.Request) -> web.Response:
-        body = generate_latest(self.registry)
+        # In a thread: the per-rule series grow with the config (a 1 MiB one renders 47,000 samples).
+        body = await asyncio.to_thread(generate_latest, self.registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -33,6 +33,11 @@ EXPECTED: dict[str, list[tuple[str, float, float]]] = {
         (r"Prometheus queries: (\d+) cached", 1, 2),
         (r"(\d+) with --metrics-cache-ttl=0", 1, 200),
     ],
+    # Worst /healthz latency (ms) during reloads of the smoke's 64 KiB files; sanity, not the 100 ms target.
+    "bench_config_reload": [
+        (r"^worst /healthz latency during the largest allowed reload: ([\d.]+) ms", 0.01, 5_000),
+        (r"^distinct\s+([\d,]+)", 100, 10_000),
+    ],
     "bench_algorithm": [(r"^\s+100\s+3\s+([\d,]+)", 1, 1e9)],
     "bench_autoscaler_isolation": [
         (r"^reconciles/s\s+([\d.]+)", 0.5, 1_000),

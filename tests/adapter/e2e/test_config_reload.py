@@ -34,6 +34,7 @@ from tests.adapter.e2e.conftest import (
     adapter_argv,
     create_pods,
 )
+from tests.adapter.unit.test_config import alias_bomb
 
 CUSTOM = "/apis/custom.metrics.k8s.io/v1beta2"
 QUEUE_LENGTH = f"{CUSTOM}/namespaces/default/pods/%2A/queue_length"
@@ -182,6 +183,12 @@ async def test_invalid_changes_are_refused_and_the_old_config_keeps_serving(relo
             "rules:\n- seriesQuery: queue_length\n  name: {matches: '^(queue$'}\n  metricsQuery: sum(x)\n",
             3,
             "rules[0].name.matches: invalid RE2 regex",
+        ),
+        (
+            # 9 KB decoding to a million filters through aliases (go-yaml refuses it the same way).
+            alias_bomb(1000),
+            4,
+            "document contains excessive aliasing",
         ),
         (
             TEST_CONFIG_YAML.replace("namespace}}}", "namespace}, w: {resource: widget}}}"),
@@ -407,3 +414,68 @@ async def test_sighup_reloads_python_m_adapter_and_does_not_stop_it(
     events = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
     reloaded = [event for event in events if event["event"] == "config reloaded"]
     assert [event["trigger"] for event in reloaded] == ["signal"], stderr
+
+
+def largest_config(limit: int) -> str:
+    """TEST_CONFIG_YAML plus as many more rules as fit in `limit` bytes: each names the pods' queue_length
+    series anew (distinct regexes and templates to compile), and every 20 share a seriesQuery."""
+    rule = (
+        '- seriesQuery: \'queue_length{{namespace!="",pod!="",shard!="{shard}"}}\'\n'
+        "  seriesFilters: [{{isNot: '^queue_length_{i}_total$'}}]\n"
+        "  resources: {{overrides: {{namespace: {{resource: namespace}}, pod: {{resource: pod}}}}}}\n"
+        "  name: {{matches: ^queue_(length)$, as: 'queue_${{1}}_{i}'}}\n"
+        "  metricsQuery: sum(<<.Series>>{{<<.LabelMatchers>>}}) by (<<.GroupBy>>)\n"
+    )
+    parts, size = [default_config_yaml()], len(TEST_CONFIG_YAML)  # ASCII: characters are bytes
+    for i in range(limit):
+        more = rule.format(shard=i // 20, i=i)
+        if size + len(more) > limit:
+            return "".join(parts) + EXTERNAL_RULES
+        parts.append(more)
+        size += len(more)
+    raise AssertionError("unreachable")
+
+
+async def test_healthz_answers_during_the_largest_reload_and_a_larger_file_is_refused(
+    reloading: Reloading,
+) -> None:
+    adapter, config = reloading.adapter, reloading.config
+    limit = adapter.daemon.options.config_max_bytes
+    assert limit == 1 << 20  # a ConfigMap's most, the default
+    largest = largest_config(limit)
+    latencies: list[float] = []
+    done = asyncio.Event()
+
+    async def probe() -> None:
+        while not done.is_set():
+            started = time.perf_counter()
+            status, _ = await adapter.get("/healthz")
+            latencies.append(time.perf_counter() - started)
+            assert status == 200
+            await asyncio.sleep(0.005)
+
+    served = hashlib.sha256(largest.encode()).hexdigest()
+    probing = asyncio.create_task(probe())
+    await until(lambda: len(latencies) >= 5)
+    replace_file(config, largest)
+    # (Not the self-metrics: collecting them every 20 ms costs as much as the reload.)
+    await until(lambda: adapter.daemon.reloader.loaded == served)
+    done.set()
+    await probing
+    # The new rules are served (so the file was read, parsed, built and discovered in full).
+    assert "pods/queue_length_3000" in await reloading.served_custom()
+    print(f"worst /healthz latency during the reload: {max(latencies) * 1000:.1f} ms")
+    assert max(latencies) < 0.1, sorted(latencies)[-5:]
+    assert reloading.reloads("success") == 1
+
+    with capture_logs() as logs:
+        replace_file(config, largest + "#" * (limit - len(largest.encode()) + 1))
+        await until(lambda: reloading.reloads("failure") == 1)
+    (error,) = [entry["error"] for entry in logs if entry["event"].startswith("config reload refused")]
+    assert error == (
+        f"metrics discovery config file {config} is too large: {limit + 1} bytes,"
+        f" more than --config-max-bytes={limit}"
+    )
+    assert reloading.sample("surge_adapter_config_last_reload_successful") == 0
+    assert reloading.sample("surge_adapter_config_hash") == digest_value(largest)  # still served
+    assert (await adapter.get(QUEUE_LENGTH))[0] == 200

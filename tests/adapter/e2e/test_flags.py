@@ -80,6 +80,7 @@ def test_defaults_match_prometheus_adapter() -> None:
     assert options.prometheus_verb == "GET"
     assert options.insecure_http is False
     assert options.regex_escape_values is False  # prometheus-adapter's rendering
+    assert options.config_max_bytes == 1048576  # (Surge's) a ConfigMap's most
 
 
 def test_go_bool_flags() -> None:
@@ -126,6 +127,7 @@ def test_parse_header_args_like_the_anchor(values: list[str], expected: tuple[tu
         ["--config=c", "--prometheus-url=prometheus:9090"],  # no scheme: not a URL Prometheus answers
         ["--config=c", "--prometheus-verb=PUT"],
         ["--config=c", "--metrics-relist-interval=10"],  # Go durations need a unit
+        ["--config=c", "--config-max-bytes=0"],
         ["--config=c", "--no-such-flag"],
         ["--config=c", "extra-positional"],
     ],

@@ -90,6 +90,31 @@ def test_invalid_config_exits_non_zero(tmp_path: Path) -> None:
     assert "bogusKey" in result.stderr
 
 
+def test_config_larger_than_the_limit_is_not_read_at_start_up(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(TEST_CONFIG_YAML)
+    limit = len(TEST_CONFIG_YAML) - 1
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "adapter",
+            f"--config={config}",
+            f"--config-max-bytes={limit}",
+            "--log-format=json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    (line,) = [json.loads(line) for line in result.stderr.splitlines() if "cannot start" in line]
+    assert line["error"] == (
+        f"metrics discovery config file {config} is too large: {len(TEST_CONFIG_YAML)} bytes,"
+        f" more than --config-max-bytes={limit}"
+    )
+
+
 def test_port_in_use_is_a_clean_startup_error(
     apiserver: ServerThread[ApiServer], kubeconfig_path: Path, tmp_path: Path
 ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,7 +16,8 @@ from shared.quantity import format_quantity
 
 def reference_quantity(text: str) -> str:
     """Go's NewMilliQuantity of the value rounded to milli, through the exact Quantity formatter."""
-    return format_quantity(Decimal(text).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
+    exact = Context(prec=400)  # more digits than any float64's, in milli
+    return format_quantity(Decimal(text).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP, context=exact))
 
 
 @given(st.integers(min_value=-(10**27), max_value=10**27))
@@ -27,6 +28,7 @@ def test_milli_quantity_is_the_canonical_quantity(milli: int) -> None:
 @given(
     st.one_of(
         st.floats(allow_nan=False, allow_infinity=False, min_value=-1e20, max_value=1e20).map(repr),
+        st.floats(allow_nan=False, allow_infinity=False).map(repr),  # up to ±1.8e308 (a 500 from 1e25 once)
         st.decimals(allow_nan=False, allow_infinity=False, min_value=-(10**20), max_value=10**20).map(str),
         st.integers(min_value=-(10**24), max_value=10**24).map(str),
     )
@@ -41,6 +43,9 @@ def test_sample_quantity_edges() -> None:
     assert sample_quantity("NaN") is None
     assert sample_quantity("+Inf") is None
     assert sample_quantity("not a number") is None
+    assert sample_quantity("1e+308") == "1" + "0" * 290 + "E"
+    assert sample_quantity("-1e+308") == "-1" + "0" * 290 + "E"
+    assert sample_quantity("1e+309") is None  # beyond float64: Prometheus would have written +Inf
 
 
 @given(st.floats(min_value=0, max_value=4e9))

@@ -1,12 +1,15 @@
 """Strict loading and validation of prometheus-adapter's config file: rules, resourceRules, default rules."""
 
+import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from adapter.config import (
     DEFAULT_CONFIG_YAML,
     RESOURCE_RULES_CONFIG_YAML,
+    YAML_LOADER,
     ConfigError,
     default_config,
     load_config,
@@ -266,3 +269,47 @@ def test_helm_chart_resource_rules() -> None:
         '  rate(container_cpu_usage_seconds_total{container!="",namespace="shop",pod=~"a|b"}[3m])\n'
         ")\n"
     )
+
+
+def alias_bomb(n: int) -> str:
+    """n rules, each the same rule through an alias, whose seriesFilters are n times one filter."""
+    filters = ", ".join(["&f {isNot: '^x$'}"] + ["*f"] * (n - 1))
+    first = f"- &r\n  seriesQuery: q\n  seriesFilters: [{filters}]\n  metricsQuery: sum(x)\n"
+    return "rules:\n" + first + "- *r\n" * (n - 1)
+
+
+def test_excessive_aliasing_is_refused_as_go_yaml_refuses_it() -> None:
+    assert len(parse_config(alias_bomb(10)).rules) == 10  # 100 filters: under 1,000 nodes, allowed
+    started = time.perf_counter()
+    with pytest.raises(ConfigError, match=r"^<config>:\d+: document contains excessive aliasing$"):
+        parse_config(alias_bomb(1000))  # 9 KB for a million filters (5 s to build before)
+    assert time.perf_counter() - started < 1
+
+
+def test_anchors_shared_by_many_rules_are_read_as_written_out() -> None:
+    shared = (
+        "rules:\n"
+        '- seriesQuery: \'a{namespace!="",pod!=""}\'\n'
+        "  resources: &res {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}\n"
+        "  metricsQuery: &query sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)\n"
+    )
+    rest = "".join(
+        f"- seriesQuery: 'm{i}{{pod!=\"\"}}'\n  resources: *res\n  metricsQuery: *query\n" for i in range(300)
+    )
+    written_out = (shared + rest).replace(
+        "*res", "{overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}"
+    )
+    written_out = written_out.replace("*query", "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)")
+    aliased, plain = parse_config(shared + rest), parse_config(written_out)
+    assert len(aliased.rules) == 301
+    assert [rule.metrics_query.text for rule in aliased.rules] == [
+        rule.metrics_query.text for rule in plain.rules
+    ]
+    assert [rule.association.overrides for rule in aliased.rules] == [
+        rule.association.overrides for rule in plain.rules
+    ]
+
+
+def test_yaml_is_composed_by_libyaml() -> None:
+    # PyYAML's wheels bundle libyaml; without it a 1 MiB config composes 4-5x slower (adapter.config).
+    assert YAML_LOADER is yaml.CSafeLoader

@@ -2,6 +2,8 @@
 worked examples with its default rules, and our per-rule update semantics."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from adapter.config import default_config, parse_config
 from adapter.naming.errors import InvalidSelectorError, MetricNotFoundError, QueryBuildError
@@ -11,7 +13,7 @@ from adapter.naming.resources import (
     StaticResourceMapper,
     resolve_resource,
 )
-from adapter.registry import RuleId, SeriesRegistry, series_query_groups
+from adapter.registry import RuleId, SeriesRegistry, _Merged, series_query_groups
 from tests.adapter.unit.requirements import Req, req
 
 # series_registry_test.go's RESTMapper: core pods, services, nodes, persistentvolumes, namespaces;
@@ -568,3 +570,29 @@ def test_concurrent_updates_of_different_rules_all_land() -> None:
     metrics = {m.metric for m in registry.custom_metrics()}
     assert metrics == {"a", "b", "c", "d_gauge", "e", "f"}
     assert len(registry.rule_stats()) == 6
+
+
+# Rules (by index) → their entries: keys from a small set so that rules collide, values naming the rule.
+_ENTRY_UPDATES = st.lists(
+    st.tuples(
+        st.integers(0, 4),
+        st.dictionaries(st.sampled_from(["a", "b", "c", "d", "e"]), st.integers(0, 3), max_size=5),
+    ),
+    max_size=30,
+)
+
+
+@given(_ENTRY_UPDATES)
+def test_per_rule_merge_equals_a_rebuild_of_every_rule(updates: list[tuple[int, dict[str, int]]]) -> None:
+    merged: _Merged[str, tuple[int, int], tuple[str, int]] = _Merged(
+        lambda key, value: (key, value[1]), lambda item: (item[0],)
+    )
+    by_rule: dict[int, dict[str, int]] = {}
+    for rule, entries in updates:
+        tagged = {key: (rule, value) for key, value in entries.items()}
+        merged.replace(rule, tagged)
+        by_rule[rule] = entries
+        # What a rebuild gives: rules applied in order, the later one winning a collision.
+        rebuilt = {key: (rule, value) for rule in sorted(by_rule) for key, value in by_rule[rule].items()}
+        assert merged.merged == rebuilt
+        assert merged.items == sorted((key, value) for key, (_, value) in rebuilt.items())
