@@ -293,3 +293,33 @@ def test_python_dash_m_surge_runs_the_subcommand(tmp_path: Path, spec: Path, ser
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines()[1].split()[:2] == ["web", "3"]
     assert {p.name for p in out.iterdir()} == {"timeline.csv", "summary.json", "replicas.png"}
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "message"),
+    [
+        (
+            "apiVersion: autoscaling/v2\nmetadata: {name: web\nspec: {}\n",
+            ":3:5",
+            "invalid YAML: expected ',' or '}', but got ':' (while parsing a flow mapping at 2:11)",
+        ),
+        ("kind: HorizontalAutoscaler\n spec: {}\n", ":2:6", "invalid YAML: mapping values are not allowed"),
+        ("metadata:\n  name: 'web\n", ":3:1", "invalid YAML: found unexpected end of stream"),
+    ],
+)
+def test_bad_yaml_is_one_line_naming_file_line_and_column(
+    tmp_path: Path, series: Path, text: str, where: str, message: str
+) -> None:
+    spec = tmp_path / "web.yaml"
+    spec.write_text(text)
+    run = subprocess.run(
+        [sys.executable, "-m", "surge", "simulate", "--series", str(series), "--spec", str(spec),
+         "--capacity-per-pod", "100", "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert run.returncode == 2
+    [line] = run.stderr.splitlines()
+    assert line.startswith(f"surge simulate: error: --spec: {spec}{where}: {message}"), line
