@@ -11,6 +11,11 @@ from pathlib import Path
 import pytest
 
 from surge.__main__ import main
+from surge.simulate.plot import replicas_figure
+from surge.simulate.profiles import load_profile
+from surge.simulate.replay import Workload, replay
+from surge.simulate.series_csv import read_series_csv
+from surge.simulate.summary import summarize
 from tests.surge.specs import FAST_BEHAVIOR, autoscaler, write_series, write_yaml
 
 START = 1_700_000_000
@@ -323,3 +328,21 @@ def test_bad_yaml_is_one_line_naming_file_line_and_column(
     assert run.returncode == 2
     [line] = run.stderr.splitlines()
     assert line.startswith(f"surge simulate: error: --spec: {spec}{where}: {message}"), line
+
+
+@pytest.mark.parametrize(("seconds", "unit"), [(45, "seconds"), (1800, "minutes"), (86400, "hours")])
+def test_the_time_axis_unit_fits_the_replay(tmp_path: Path, spec: Path, seconds: int, unit: str) -> None:
+    step = max(1, seconds // 200)
+    load = [(1_770_000_000 + t, 400.0 if t >= seconds // 3 else 150.0) for t in range(0, seconds, step)]
+    series = write_series(tmp_path / "load.csv", load)
+    out = tmp_path / "out"
+    simulate("--series", series, "--spec", spec, "--capacity-per-pod", "100", "--out", out)
+    assert (out / "replicas.png").stat().st_size > 0
+    # The figure the command drew, for the same replay: its axis is in `unit`, the ticks span the series.
+    profile = load_profile(spec)
+    replayed = replay(read_series_csv(series), profile, Workload(100, 30, 2))
+    figure = replicas_figure([replayed], {profile.name: summarize(replayed, 100)}, 100)
+    axis = figure.axes[-1]
+    assert axis.get_xlabel() == f"time since the series start ({unit})"
+    span = (load[-1][0] - load[0][0]) / {"seconds": 1, "minutes": 60, "hours": 3600}[unit]
+    assert span <= axis.get_xlim()[1] <= 1.2 * span  # the ticks count in that unit
