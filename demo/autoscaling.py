@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import math
 import shlex
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -261,10 +262,15 @@ async def _save_record(
 
 
 async def run(
-    profile: Profile, say: Callable[[str], None], limit: float, record: Path | None = None
+    profile: Profile,
+    say: Callable[[str], None],
+    limit: float,
+    record: Path | None = None,
+    keep_running: bool = False,
 ) -> Outcome:
-    """The whole demo once: world, daemons, scenario, and the record of it to `record` if given;
-    everything is stopped on return."""
+    """The whole demo once: world, daemons, scenario, its summary, and the record of it to `record` if
+    given; with `keep_running`, everything goes on running until SIGINT or SIGTERM, so that the printed
+    commands still work. Everything is stopped on return."""
     async with running_world() as world:
         world.install_crd()
         create_workload(world, profile)
@@ -302,13 +308,33 @@ async def run(
             result = await world.prometheus.wait_for_data(sample, timeout_seconds=30)
             say(f"  {sample}\n    → {describe(result)}\n")
             outcome = await play(world, profile, say, limit)
+            say(f"\n{summary(profile, outcome)}")
             if record is not None:
                 replay = await _save_record(world, profile, outcome, writes, record)
                 say(
                     f"\nRecorded the load, the HorizontalAutoscaler and the scale writes in {record}; replay:"
                 )
                 say(f"  {replay}")
+            if keep_running:
+                say(f"\nStill running (--keep-running): the commands above work. {STOP_HINT}")
+                await until_stopped()
             return outcome
+
+
+STOP_HINT = "Ctrl-C stops everything."
+
+
+async def until_stopped() -> None:
+    """Wait for SIGINT or SIGTERM: the end a --keep-running demo is waiting for, not an interruption."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
 
 
 def describe(result: list[dict[str, Any]]) -> str:

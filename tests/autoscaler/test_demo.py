@@ -99,6 +99,7 @@ class StagedRun:
     out: str  # the demo's stdout
     record: Path  # its --record directory
     explained: Explained
+    explained_after: dict[str, Any]  # `surge explain -o json` once the run was over (--keep-running)
 
 
 def surge(argv: list[str]) -> tuple[int, str]:
@@ -140,9 +141,10 @@ def explain_while_limited(explain: list[str], kubeconfig: str, within: float) ->
 
 @pytest.fixture(scope="module")
 def staged_run(tmp_path_factory: pytest.TempPathFactory) -> StagedRun:
-    """The demo on the staged profile, recording; `surge explain` asked while it runs."""
+    """The demo on the staged profile, recording and kept running; `surge explain` asked while it runs,
+    and again after its summary, before Ctrl-C stops it."""
     record = tmp_path_factory.mktemp("demo") / "record"
-    argv = ["--profile", "staged", "--seconds", "40", "--record", str(record)]
+    argv = ["--profile", "staged", "--seconds", "40", "--record", str(record), "--keep-running"]
     demo = subprocess.Popen(
         [sys.executable, "-m", "demo", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -160,15 +162,24 @@ def staged_run(tmp_path_factory: pytest.TempPathFactory) -> StagedRun:
         command = shlex.split(why.group(1))
         assert command[:3] == [sys.executable, "-m", "surge"], command
         explained = explain_while_limited(command[3:], shown(header, "kubeconfig"), within=40)
-        rest, err = demo.communicate()
+        rest = ""
+        for line in demo.stdout:  # up to the line saying it keeps running
+            rest += line
+            if line.startswith("Still running (--keep-running)"):
+                break
+        code, after = surge([*command[3:], "-o", "json"])
+        assert code == 0, after
+        demo.send_signal(signal.SIGINT)
+        tail, err = demo.communicate()
+        rest += tail
     except BaseException:
         demo.kill()
         demo.communicate()
         raise
     finally:
         watchdog.cancel()
-    assert demo.returncode == 0, err
-    return StagedRun(header + rest, record, explained)
+    assert demo.returncode == 0, err  # Ctrl-C is how a kept-running demo ends, not an interruption
+    return StagedRun(header + rest, record, explained, json.loads(after))
 
 
 @pytest.mark.slow
@@ -191,6 +202,16 @@ def test_demo_scales_out_reports_timings_and_cleans_up(staged_run: StagedRun) ->
 
     assert out.rstrip().endswith("Done: the cluster and Prometheus are stopped.")
     assert_nothing_left(out)
+
+
+@pytest.mark.slow
+def test_keep_running_keeps_the_printed_explain_working_after_the_summary(staged_run: StagedRun) -> None:
+    summary_at = staged_run.out.index("profile staged: after the load step")
+    assert staged_run.out.index("Still running (--keep-running)") > summary_at
+    after = staged_run.explained_after
+    assert after["target"] == f"{NAMESPACE}/{NAME}"
+    # The newest decision, made after the scale-out: at least the needed size.
+    assert after["desiredReplicas"] >= NEEDED and after["time"] > staged_run.explained.record["time"]
 
 
 @pytest.mark.slow
@@ -434,6 +455,7 @@ def test_cpu_surge_default_profile_stages_2_4_8_10_one_step_per_period(first_rec
         (["--scenario=cpu-surge", "--record=record"], "--record"),
         (["--record=/no/such/directory/record"], "--record"),
         ([f"--record={__file__}"], "--record"),
+        (["--scenario=cpu-surge", "--keep-running"], "--keep-running"),
     ],
 )
 def test_flag_errors_are_one_line_naming_the_flag(
