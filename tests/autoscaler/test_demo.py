@@ -54,6 +54,7 @@ from autoscaler.core.types import (
 from demo import autoscaling, cpu_surge
 from demo.__main__ import main as demo_main
 from demo.autoscaling import MAX_REPLICAS, NAME, NAMESPACE, NEEDED, PROFILES, STEP_RPS
+from demo.record import pods_reads
 from demo.world import DEMO_TIMING
 from shared.durations import parse_go_duration
 from shared.quantity import Quantity
@@ -191,6 +192,13 @@ def test_demo_scales_out_reports_timings_and_cleans_up(staged_run: StagedRun) ->
     most_written, most_ready = max(desired for _, _, desired in rows), max(ready for _, ready, _ in rows)
     # The summary reports the largest sizes the timeline shows.
     assert shown(out, "largest size written") == str(most_written), out
+    # Beyond the needed size, the summary says why; at it, it adds nothing.
+    largest = re.search(r"^  largest size written +\d+ replicas(.*)$", out, re.MULTILINE)
+    assert largest, out
+    if most_written > NEEDED:
+        assert largest.group(1).startswith(f" ({most_written - NEEDED} more than needed: it read "), out
+    else:
+        assert largest.group(1) == "", out
     assert shown(out, "largest size ready") == str(most_ready), out
     assert NEEDED <= most_ready <= most_written <= MAX_REPLICAS, out
 
@@ -466,3 +474,44 @@ def test_flag_errors_are_one_line_naming_the_flag(
     err = capsys.readouterr().err
     assert exited.value.code == 2
     assert err.startswith(f"python -m demo: error: {flag}: ") and err.count("\n") == 1, err
+
+
+def decision_line(replicas: int, average: str, pods: int, result: str = "rescaled") -> str:
+    """A decision as the autoscaler logs it (autoscaler.decisionlog), for demo.record.pods_reads."""
+    current = {"averageValue": average}
+    metric = {"type": "Pods", "pods": {"metric": {"name": "http_requests"}, "current": current}}
+    return json.dumps(
+        {"event": "decision", "key": f"{NAMESPACE}/{NAME}", "decided_at": "2026-03-01T12:00:00+00:00",
+         "reported": [pods], "metrics": [metric], "proposal": replicas, "result": result}
+    )
+
+
+@pytest.mark.parametrize(
+    ("decisions", "note"),
+    [
+        # At exactly 8 pods' worth a reading a hair above 100 per pod rounds up to 9.
+        (
+            [decision_line(5, "250", 2), decision_line(9, "400600m", 2)],
+            " (1 more than needed: it read 400.60 rps per pod from 2 pods, 801.2 rps in all, "
+            "and 801.2 / 100 = 8.012, rounded up to 9)",
+        ),
+        # Not yet ready pods count as idle: 3 reporting at 300 is 900 rps, 9 pods' worth.
+        (
+            [decision_line(9, "300", 3), decision_line(9, "300", 3, "unchanged")],
+            " (1 more than needed: it read 300.00 rps per pod from 3 pods, 900.0 rps in all, "
+            "and 900.0 / 100 = 9.000, rounded up to 9)",
+        ),
+        ([decision_line(8, "400", 2)], ""),
+    ],
+)
+def test_the_summary_says_why_more_than_the_needed_size_was_written(
+    tmp_path: Path, decisions: list[str], note: str
+) -> None:
+    log = tmp_path / "autoscaler.log"
+    log.write_text("\n".join(["not json", *decisions]) + "\n")
+    written = max(json.loads(line)["proposal"] for line in decisions)
+    largest = autoscaling.largest_write(pods_reads(log, NAMESPACE, NAME), written)
+    outcome = autoscaling.Outcome(1.0, 1.0, 2.0, 3.0, written, written, 0.0, largest)
+    summary = autoscaling.summary(PROFILES["fast"], outcome)
+    assert f"(needs {NEEDED} pods: {STEP_RPS:g} / 100 per pod)" in summary
+    assert f"\n  largest size written           {written} replicas{note}\n" in summary
