@@ -128,6 +128,7 @@ def walk(tmp_path: Path) -> Iterator[Walk]:
             assert "Traceback" not in stderr and "Unclosed" not in stderr, stderr
 
 
+@pytest.mark.slow
 def test_the_walk_from_apply_to_a_scaling_autoscaler(walk: Walk) -> None:
     start, *rest = section_blocks()
     [sim_command] = list(commands(start))

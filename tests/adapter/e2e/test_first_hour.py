@@ -104,20 +104,31 @@ async def test_outside_a_pod_one_kubeconfig_serves_all_three_clients(
     assert {"group": "custom.metrics.k8s.io", "resource": "pods"}.items() <= attributes[-1].items()
 
 
-def test_no_kubeconfig_outside_a_pod_names_the_flag_that_exists(tmp_path: Path) -> None:
-    config = tmp_path / "config.yaml"
-    config.write_text(TEST_CONFIG_YAML)
+def start_error(config: Path, env: dict[str, str]) -> str:
+    """The one error `python -m adapter` logs when it cannot start (exit status 1)."""
     run = subprocess.run(
         [sys.executable, "-m", "adapter", f"--config={config}", "--insecure-http", "--log-format=json"],
         capture_output=True,
         text=True,
-        env=outside_a_pod(),
+        env=env,
         timeout=60,
     )
     assert run.returncode == 1
-    errors = [json.loads(line)["error"] for line in run.stderr.splitlines() if '"cannot start"' in line]
-    assert len(errors) == 1 and "pass --kubeconfig or set $KUBECONFIG" in errors[0], run.stderr
     assert "Traceback" not in run.stderr
+    errors = [json.loads(line)["error"] for line in run.stderr.splitlines() if '"cannot start"' in line]
+    assert len(errors) == 1, run.stderr
+    return str(errors[0])
+
+
+def test_no_kubeconfig_outside_a_pod_names_the_flag_that_exists(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(TEST_CONFIG_YAML)
+    assert "pass --kubeconfig or set $KUBECONFIG" in start_error(config, outside_a_pod())
+    # $KUBECONFIG as kubectl takes it, a list to merge: one file is needed.
+    listed = outside_a_pod(KUBECONFIG=f"{tmp_path / 'a'}:{tmp_path / 'b'}")
+    assert "a list of files (':'-separated, as kubectl merges them) is not supported" in start_error(
+        config, listed
+    )
     # The flag it names is one the adapter takes.
     help_text = subprocess.run(
         [sys.executable, "-m", "adapter", "--help"], capture_output=True, text=True, timeout=60
