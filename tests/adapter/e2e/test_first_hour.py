@@ -19,6 +19,7 @@ import aiohttp
 import pytest
 import yaml
 
+from adapter.__main__ import main as adapter_main
 from sim.apiserver import ApiServer
 from sim.prometheus import PrometheusProcess, free_port
 from sim.runner import ServerThread
@@ -129,17 +130,13 @@ def test_no_kubeconfig_outside_a_pod_names_the_flag_that_exists(tmp_path: Path) 
     assert "a list of files (':'-separated, as kubectl merges them) is not supported" in start_error(
         config, listed
     )
-    # The flag it names is one the adapter takes.
+
+
+def test_help_says_config_is_required_names_metrics_k8s_io_and_kubeconfig() -> None:
     help_text = subprocess.run(
         [sys.executable, "-m", "adapter", "--help"], capture_output=True, text=True, timeout=60
     ).stdout
-    assert "--kubeconfig KUBECONFIG" in help_text
-
-
-def test_help_says_config_is_required_and_names_metrics_k8s_io() -> None:
-    help_text = subprocess.run(
-        [sys.executable, "-m", "adapter", "--help"], capture_output=True, text=True, timeout=60
-    ).stdout
+    assert "--kubeconfig KUBECONFIG" in help_text  # the flag a start without one names
     flat = " ".join(help_text.split())
     assert "metrics.k8s.io from Prometheus" in flat
     config_help = flat.split("--config CONFIG ", 1)[1]
@@ -204,13 +201,22 @@ def _manifest_rules() -> dict[str, Any]:
     return rules
 
 
-def test_explain_reads_the_configmap_manifests_ship(tmp_path: Path) -> None:
+def explain_in_process(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """`python -m adapter explain` run by its main in this process: exit status, stdout, stderr."""
+    with pytest.raises(SystemExit) as exited:
+        adapter_main(["explain", *args])
+    out, err = capsys.readouterr()
+    return int(exited.value.code or 0), out, err
+
+
+def test_explain_reads_the_configmap_manifests_ship(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     manifest = REPO / "manifests" / "adapter-config.yaml"
-    run = explain(
-        f"--config={manifest}", "-o", "json", f"{CUSTOM}/namespaces/default/pods/web-1/http_requests"
-    )
-    assert run.returncode == 0, run.stderr
-    explained = json.loads(run.stdout)
+    path = f"{CUSTOM}/namespaces/default/pods/web-1/http_requests"
+    code, out, err = explain_in_process(capsys, f"--config={manifest}", "-o", "json", path)
+    assert code == 0, err
+    explained = json.loads(out)
     # The rules inside the ConfigMap, each at its line in the manifest file.
     lines = manifest.read_text().splitlines()
     first = next(n for n, line in enumerate(lines, 1) if line.strip().startswith("- seriesQuery:"))
@@ -220,16 +226,16 @@ def test_explain_reads_the_configmap_manifests_ship(tmp_path: Path) -> None:
 
     empty = tmp_path / "configmap.yaml"
     empty.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {other: y}\n")
-    run = explain(f"--config={empty}", f"{CUSTOM}/namespaces/default/pods/web-1/http_requests")
-    assert run.returncode == 2
-    assert run.stderr.strip().splitlines() == [
+    code, _, err = explain_in_process(capsys, f"--config={empty}", path)
+    assert code == 2
+    assert err.splitlines() == [
         f"surge-adapter explain: error: --config: {empty}: a ConfigMap without data.config.yaml"
     ]
 
     broken = tmp_path / "broken.yaml"
     broken.write_text(manifest.read_text().replace("seriesFilters: []", "seriesFilterz: []", 1))
-    run = explain(f"--config={broken}", f"{CUSTOM}/namespaces/default/pods/web-1/http_requests")
-    assert run.returncode == 2
+    code, _, err = explain_in_process(capsys, f"--config={broken}", path)
+    assert code == 2
     line = 1 + broken.read_text().splitlines().index("      seriesFilterz: []")
-    assert f"--config: {broken} data.config.yaml:{line}: rules[0]: " in run.stderr
-    assert "seriesFilterz" in run.stderr and len(run.stderr.splitlines()) == 1
+    assert f"--config: {broken} data.config.yaml:{line}: rules[0]: " in err
+    assert "seriesFilterz" in err and len(err.splitlines()) == 1
