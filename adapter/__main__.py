@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         explain_main(args[1:])
     options, namespace, warnings = parse_flags(args, (*FLAG_GROUPS, add_auth_flags))
     try:
-        auth_options = auth_options_from_namespace(namespace)
+        auth_options = auth_options_from_namespace(namespace, namespace.kubeconfig)
     except ValueError as err:
         usage_error(PROG, str(err))
     configure_logging(options.log_level, options.log_format)

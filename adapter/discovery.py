@@ -1,11 +1,14 @@
 """The relist loop: rediscover series every --metrics-relist-interval.
 
-One `/api/v1/series` call per distinct `seriesQuery` (rules sharing a query share the call), at most
-DISCOVERY_CONCURRENCY at once, each with `start = now - --metrics-max-age`, each answer read as it
-streams in and kept only as its distinct series shapes (adapter.seriesshapes). Unlike
+One `/api/v1/series` call per distinct `seriesQuery` (rules sharing a query share the call), at
+most DISCOVERY_CONCURRENCY at once, each with `start = now - --metrics-max-age`, each answer read as
+it streams in and kept only as its distinct series shapes (adapter.seriesshapes). Unlike
 prometheus-adapter (all-or-nothing), a failing call only keeps *its* rules' previous entries; the
-others update. The adapter is ready once every rule has been listed successfully at least once, so
-the first answers are never a partial view.
+others update. The adapter is ready once
+every rule has been listed successfully at least once, so the first answers are never a partial view.
+Until then, a round whose every call found Prometheus unreachable says so (`unreachable`, the readiness
+check `prometheus`); once ready, an outage leaves the adapter ready: unready, it would take the
+APIServices down with it, and kubectl's discovery and namespace deletion with them.
 
 A reloaded config's registry is listed by `discover` while the old one is still served, and `adopt`ed
 only once every rule of it has been listed: a reload never serves a partial view either, and never
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from adapter.prometheus import PrometheusClient, PrometheusError
+from adapter.prometheus import PrometheusClient, PrometheusError, PrometheusUnavailable
 from adapter.registry import RuleId, SeriesRegistry, series_query_groups
 from adapter.server.selfmetrics import AdapterMetrics
 
@@ -45,6 +48,8 @@ class Relister:
     max_age: float
     metrics: AdapterMetrics
     clock: Callable[[], float] = time.time
+    # Why the latest round of the served registry reached no Prometheus at all; None when it did.
+    unreachable: str | None = None
     _listed: set[RuleId] = field(default_factory=set)
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -58,8 +63,10 @@ class Relister:
     async def relist_once(self) -> bool:
         """One discovery round of the served registry; True when every series call succeeded."""
         registry, listed = self.registry, self._listed
-        ok = await self._round(registry, listed)
+        errors = await self._round(registry, listed)
+        ok = not errors
         if registry is self.registry:  # (unless a reload replaced it during the round)
+            self._note_reachability(errors, len(series_query_groups(registry.config)))
             if _rules(registry) <= listed:
                 self._set_ready()
             self._publish(registry)
@@ -79,6 +86,14 @@ class Relister:
         self._set_ready()
         self._publish(registry)
 
+    def _note_reachability(self, errors: list[PrometheusError], calls: int) -> None:
+        unreachable = None
+        if errors and len(errors) == calls and all(isinstance(e, PrometheusUnavailable) for e in errors):
+            unreachable = str(errors[0])
+        if unreachable is not None and self.unreachable is None:
+            log.warning("Prometheus unreachable", error=unreachable)
+        self.unreachable = unreachable
+
     def _set_ready(self) -> None:
         if not self._ready.is_set():
             self._ready.set()
@@ -92,21 +107,25 @@ class Relister:
         self.metrics.discovered_metrics.labels("custom").set(len(registry.custom_metrics()))
         self.metrics.discovered_metrics.labels("external").set(len(registry.external_metrics()))
 
-    async def _round(self, registry: SeriesRegistry, listed: set[RuleId]) -> bool:
+    async def _round(self, registry: SeriesRegistry, listed: set[RuleId]) -> list[PrometheusError]:
+        """One series call per distinct seriesQuery, DISCOVERY_CONCURRENCY at a time; the errors of those
+        that failed."""
         pending = iter(series_query_groups(registry.config).items())
         start = self.clock() - self.max_age
-        outcomes: list[bool] = []
+        errors: list[PrometheusError] = []
 
         async def relist_pending() -> None:
             for query, rules in pending:  # shared: each call is taken by one of the workers
-                outcomes.append(await self._relist(registry, listed, query, rules, start))
+                error = await self._relist(registry, listed, query, rules, start)
+                if error is not None:
+                    errors.append(error)
 
         await asyncio.gather(*(relist_pending() for _ in range(DISCOVERY_CONCURRENCY)))
-        return all(outcomes)
+        return errors
 
     async def _relist(
         self, registry: SeriesRegistry, listed: set[RuleId], query: str, rules: list[RuleId], start: float
-    ) -> bool:
+    ) -> PrometheusError | None:
         started = time.perf_counter()
         try:
             # A relist may take as long as the interval; beyond that the next round should start afresh.
@@ -115,7 +134,7 @@ class Relister:
             log.warning("series discovery failed; keeping previous entries", query=query, error=str(err))
             for rule in rules:
                 self.metrics.relist_errors.labels(str(rule)).inc()
-            return False
+            return err
         for rule in rules:
             # The work is per distinct shape, mostly small, but a million series of distinct names make
             # as many shapes: keep the event loop serving meanwhile. (The registry serialises
@@ -130,7 +149,7 @@ class Relister:
             shapes=len(series.shapes),
             seconds=time.perf_counter() - started,
         )
-        return True
+        return None
 
     async def run(self) -> None:
         """Relist now and then every interval, measured from the end of the previous round (sliding)."""

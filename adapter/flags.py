@@ -9,6 +9,7 @@ compatibility, returning a warning for each so the caller can log it once loggin
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,7 +192,11 @@ def add_prometheus_flags(parser: argparse.ArgumentParser) -> None:
 
 def add_discovery_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("discovery")
-    group.add_argument("--config", default="", help="prometheus-adapter rules file (required)")
+    group.add_argument(
+        "--config",
+        default="",
+        help="prometheus-adapter rules file, also its resourceRules for metrics.k8s.io (required)",
+    )
     group.add_argument(
         "--config-max-bytes",
         type=integer(1),
@@ -212,7 +217,15 @@ def add_discovery_flags(parser: argparse.ArgumentParser) -> None:
         help="look-back for series discovery; 0 means the relist interval",
     )
     group.add_argument(
-        "--lister-kubeconfig", default="", help="kubeconfig for the Kubernetes API (default: in-cluster)"
+        "--kubeconfig",
+        default=os.environ.get("KUBECONFIG", ""),
+        help="kubeconfig of the three Kubernetes clients (lister, authentication, authorization) when "
+        "their own flag is not given (Surge extension; default: $KUBECONFIG, else in-cluster)",
+    )
+    group.add_argument(
+        "--lister-kubeconfig",
+        default="",
+        help="kubeconfig for the Kubernetes API (default: --kubeconfig, else in-cluster)",
     )
     group.add_argument(
         "--discovery-interval",
@@ -256,7 +269,8 @@ FLAG_GROUPS: tuple[FlagGroup, ...] = (
 def build_parser(groups: Sequence[FlagGroup] = FLAG_GROUPS) -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
         prog=PROG,
-        description="Serves custom.metrics.k8s.io and external.metrics.k8s.io from Prometheus.",
+        description="Serves custom.metrics.k8s.io, external.metrics.k8s.io and (from the config's "
+        "resourceRules) metrics.k8s.io from Prometheus.",
         allow_abbrev=False,
     )
     add_version_flag(parser)
@@ -387,7 +401,7 @@ def options_from_namespace(ns: argparse.Namespace) -> AdapterOptions:
         batch_namespace_queries=ns.batch_namespace_queries,
         relist_interval=ns.metrics_relist_interval,
         max_age=max_age,
-        lister_kubeconfig=ns.lister_kubeconfig,
+        lister_kubeconfig=ns.lister_kubeconfig or ns.kubeconfig,
         mapper_refresh_interval=ns.discovery_interval or 300.0,
         bind_address=ns.bind_address,
         secure_port=ns.secure_port,

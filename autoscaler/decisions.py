@@ -39,6 +39,7 @@ from autoscaler.core.types import (
     LimitsTrace,
     MetricSpec,
     MetricStatus,
+    Readiness,
     ScalingPolicy,
     Schedule,
     StabilizationTrace,
@@ -70,6 +71,8 @@ class DecisionRecord:
     schedule: Schedule | None  # the active schedule whose minReplicas was the floor
     # Per effective metric, what its forecast said (spec.predictive); () without it.
     predictions: tuple[Prediction | None, ...] = ()
+    # Per effective metric, its readiness correction where it ran (as in the trace); () without a trace.
+    readiness: tuple[Readiness | None, ...] = ()
     burst: BurstTrace | None = None  # what a burst check saw (core/burst.py); None for other decisions
     in_burst: bool = False  # in burst after the decision
 
@@ -145,6 +148,7 @@ class DecisionRecords:
             metric_statuses=status.current_metrics or (),
             ratios=trace.ratios if trace is not None else (),
             proposals=trace.proposals if trace is not None else (),
+            readiness=trace.readiness if trace is not None else (),
             stabilization=_compact(trace.stabilization) if trace is not None else None,
             limits=trace.limits if trace is not None else None,
             conditions=status.conditions,
@@ -163,6 +167,7 @@ class DecisionRecords:
             newest.time = record.time
             newest.metric_statuses = record.metric_statuses
             newest.ratios = record.ratios
+            newest.readiness = record.readiness
             newest.conditions = record.conditions
             newest.last_scale_time = record.last_scale_time
             newest.predictions = record.predictions
@@ -248,12 +253,24 @@ def _metrics_json(
                 "value": metric_value_to_json(current) if current is not None else None,
                 "target": metric_target_to_json(spec.target),
                 "ratio": _finite(record.ratios[i]) if computed else None,
+                "readiness": _readiness_json(record.readiness[i]) if i < len(record.readiness) else None,
                 "proposal": record.proposals[i] if computed else None,
                 "forecast": _prediction_json(record.predictions[i]) if i < len(record.predictions) else None,
                 "query": _query(spec, namespace, render),
             }
         )
     return entries
+
+
+def _readiness_json(readiness: Readiness | None) -> dict[str, Any] | None:
+    if readiness is None:
+        return None
+    return {
+        "ready": readiness.ready,
+        "unready": readiness.unready,
+        "missing": readiness.missing,
+        "ratio": _finite(readiness.ratio),
+    }
 
 
 def _prediction_json(prediction: Prediction | None) -> dict[str, Any] | None:

@@ -97,9 +97,26 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.1,
         help="smallest change of the metric-to-target ratio (from 1.0) that scales (default 0.1; at least 0)",
     )
-    g.add_argument("--downscale-stabilization", type=seconds(), default=300.0)
-    g.add_argument("--cpu-initialization-period", type=seconds(), default=300.0)
-    g.add_argument("--initial-readiness-delay", type=seconds(), default=30.0)
+    g.add_argument(
+        "--downscale-stabilization",
+        type=seconds(),
+        default=300.0,
+        help="scale down no lower than the highest recommendation of this window (default 300s), for "
+        "objects without spec.behavior.scaleDown",
+    )
+    g.add_argument(
+        "--cpu-initialization-period",
+        type=seconds(),
+        default=300.0,
+        help="after a pod starts, its CPU sample counts only once it is ready and sampled after "
+        "readiness (default 300s)",
+    )
+    g.add_argument(
+        "--initial-readiness-delay",
+        type=seconds(),
+        default=30.0,
+        help="after a pod starts, a readiness change in this time is its first readiness (default 30s)",
+    )
     g = p.add_argument_group("metrics APIs")
     g.add_argument(
         "--metrics-url",
@@ -139,15 +156,35 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--leader-elect", action="store_true", help="run as one of several replicas; only the leader writes"
     )
-    g.add_argument("--leader-elect-lease-duration", type=seconds(), default=15.0)
-    g.add_argument("--leader-elect-renew-deadline", type=seconds(), default=10.0)
-    g.add_argument("--leader-elect-retry-period", type=seconds(), default=2.0)
-    g.add_argument("--leader-elect-resource-name", default="surge-autoscaler")
-    g.add_argument("--leader-elect-resource-namespace", default="kube-system")
+    g.add_argument(
+        "--leader-elect-lease-duration",
+        type=seconds(),
+        default=15.0,
+        help="how long others wait after the leader's last renewal before taking over (default 15s)",
+    )
+    g.add_argument(
+        "--leader-elect-renew-deadline",
+        type=seconds(),
+        default=10.0,
+        help="how long the leader keeps trying to renew before it stops writing (default 10s)",
+    )
+    g.add_argument(
+        "--leader-elect-retry-period",
+        type=seconds(),
+        default=2.0,
+        help="time between two tries to acquire or renew the lease (default 2s)",
+    )
+    g.add_argument(
+        "--leader-elect-resource-name", default="surge-autoscaler", help="name of the Lease object"
+    )
+    g.add_argument(
+        "--leader-elect-resource-namespace", default="kube-system", help="namespace of the Lease object"
+    )
     g.add_argument(
         "--leader-elect-identity",
         default=f"{socket.gethostname()}_{uuid.uuid4()}",
-        help="this replica's name in the lease and in its User-Agent (surge-autoscaler/VERSION (IDENTITY))",
+        help="this replica's name in the Lease and in its User-Agent, surge-autoscaler/VERSION (IDENTITY) "
+        "(default: hostname_random-UUID)",
     )
     g = p.add_argument_group("serving")
     g.add_argument("--bind-address", default="0.0.0.0", help="address of /metrics, /healthz, /readyz")

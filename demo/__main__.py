@@ -16,7 +16,8 @@ turn (or the one given), and a PNG chart shows load, ready pods and desired repl
 `--profile default` uses the built-in HPA's settings (15 s period, default behaviour) for comparison;
 `--profile staged` their staging (at most double the replicas per policy period) on a 2 s period.
 `--record DIR` writes what the http-requests scenario ran (load series, HorizontalAutoscaler, scale writes)
-for `surge simulate` to replay.
+for `surge simulate` to replay. `--keep-running` keeps everything running after the summary, until Ctrl-C,
+so that the printed `kubectl` and `surge explain` commands can still be run.
 Everything started is stopped at the end, or on Ctrl-C.
 """
 
@@ -114,6 +115,12 @@ def _demo(argv: list[str] | None) -> int:
         help="http-requests: write the load series, the HorizontalAutoscaler and the scale writes to DIR, "
         "as `surge simulate` replays them, and print the command that does",
     )
+    parser.add_argument(
+        "--keep-running",
+        action="store_true",
+        help="http-requests: after the summary, keep the cluster, Prometheus and the daemons running until "
+        "Ctrl-C, so that the printed commands (kubectl, surge explain) can still be run",
+    )
     add_logging_flags(parser)
     parser.add_argument(
         "--log-level",
@@ -127,6 +134,8 @@ def _demo(argv: list[str] | None) -> int:
     if args.scenario == "cpu-surge":
         if args.record is not None:
             usage_error(parser.prog, "--record: only the http-requests scenario records")
+        if args.keep_running:
+            usage_error(parser.prog, "--keep-running: only the http-requests scenario keeps running")
         if args.profile not in (None, *cpu_surge.CPU_RATES):
             usage_error(
                 parser.prog, f"--profile: the cpu-surge scenario runs {' or '.join(cpu_surge.CPU_RATES)}"
@@ -141,9 +150,7 @@ def _demo(argv: list[str] | None) -> int:
 
     if args.scenario == "http-requests":
         profile = PROFILES[args.profile or "fast"]
-        outcome = asyncio.run(autoscaling.run(profile, say, limit(profile), args.record))
-        print()
-        print(autoscaling.summary(profile, outcome))
+        asyncio.run(autoscaling.run(profile, say, limit(profile), args.record, args.keep_running))
     else:
         # The report's setting first, then Surge's; the chart shows them in that order, top to bottom.
         names = [args.profile] if args.profile else ["default", "fast"]

@@ -13,19 +13,22 @@ from __future__ import annotations
 import asyncio
 import math
 import shlex
+import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from demo.record import (
     LEAD_SECONDS,
     SAMPLE_SECONDS,
+    PodsRead,
     ScaleWrites,
     daemon_reads,
     load_series,
+    pods_reads,
     replay_command,
     write_record,
 )
@@ -143,6 +146,8 @@ class Outcome:
     most_replicas_written: int
     most_pods_ready: int
     stepped_at: float  # unix seconds of the load step
+    # The decision that first wrote the largest size, when that is more than NEEDED (why: `over_needed`).
+    largest_write: PodsRead | None = None
 
 
 def autoscaler(profile: Profile) -> dict[str, Any]:
@@ -230,17 +235,44 @@ async def play(world: World, profile: Profile, say: Callable[[str], None], limit
     return Outcome(visible, first, written, ready, most_replicas, most_ready, stepped_at)
 
 
+def over_needed(read: PodsRead) -> str:
+    """Why a decision wrote more than NEEDED replicas: what it read, and the count that makes. A count is
+    the total over the pods divided by the target, rounded up (pods not ready count as idle, so the total
+    is what the ready ones reported): at exactly NEEDED pods' worth, a reading a hair above the target
+    per pod rounds up to one more."""
+    needs = read.total / CAPACITY_RPS
+    why = (
+        f"it read {read.average:.2f} rps per pod from {read.pods} pods, {read.total:.1f} rps in all, "
+        f"and {read.total:.1f} / {CAPACITY_RPS:g} = {needs:.3f}"
+    )
+    if math.ceil(needs) == read.replicas:
+        return f"{why}, rounded up to {read.replicas}"
+    return f"{why}, and the algorithm's readiness and tolerance rules made it {read.replicas}"
+
+
+def largest_write(reads: list[PodsRead], replicas: int) -> PodsRead | None:
+    """The first decision that wrote `replicas`, when that is more than NEEDED."""
+    if replicas <= NEEDED:
+        return None
+    return next((read for read in reads if read.written and read.replicas == replicas), None)
+
+
 def summary(profile: Profile, outcome: Outcome) -> str:
     def s(v: float | None) -> str:
         return "not reached" if v is None else f"{v:.1f} s"
 
+    largest = f"{outcome.most_replicas_written} replicas"
+    if outcome.largest_write is not None:
+        more = outcome.most_replicas_written - NEEDED
+        largest += f" ({more} more than needed: {over_needed(outcome.largest_write)})"
     return (
-        f"profile {profile.name}: after the load step to {STEP_RPS:g} rps (needs {NEEDED} pods)\n"
+        f"profile {profile.name}: after the load step to {STEP_RPS:g} rps (needs {NEEDED} pods: "
+        f"{STEP_RPS:g} / {CAPACITY_RPS:g} per pod)\n"
         f"  visible in Prometheus          {s(outcome.visible_in_prometheus)}\n"
         f"  first scale write              {s(outcome.first_scale_write)}\n"
         f"  needed size written            {s(outcome.needed_size_written)}\n"
         f"  needed size ready              {s(outcome.needed_size_ready)}\n"
-        f"  largest size written           {outcome.most_replicas_written} replicas\n"
+        f"  largest size written           {largest}\n"
         f"  largest size ready             {outcome.most_pods_ready} pods"
     )
 
@@ -261,10 +293,15 @@ async def _save_record(
 
 
 async def run(
-    profile: Profile, say: Callable[[str], None], limit: float, record: Path | None = None
+    profile: Profile,
+    say: Callable[[str], None],
+    limit: float,
+    record: Path | None = None,
+    keep_running: bool = False,
 ) -> Outcome:
-    """The whole demo once: world, daemons, scenario, and the record of it to `record` if given;
-    everything is stopped on return."""
+    """The whole demo once: world, daemons, scenario, its summary, and the record of it to `record` if
+    given; with `keep_running`, everything goes on running until SIGINT or SIGTERM, so that the printed
+    commands still work. Everything is stopped on return."""
     async with running_world() as world:
         world.install_crd()
         create_workload(world, profile)
@@ -302,13 +339,35 @@ async def run(
             result = await world.prometheus.wait_for_data(sample, timeout_seconds=30)
             say(f"  {sample}\n    → {describe(result)}\n")
             outcome = await play(world, profile, say, limit)
+            reads = pods_reads(workdir / AUTOSCALER_LOG, NAMESPACE, NAME)
+            outcome = replace(outcome, largest_write=largest_write(reads, outcome.most_replicas_written))
+            say(f"\n{summary(profile, outcome)}")
             if record is not None:
                 replay = await _save_record(world, profile, outcome, writes, record)
                 say(
                     f"\nRecorded the load, the HorizontalAutoscaler and the scale writes in {record}; replay:"
                 )
                 say(f"  {replay}")
+            if keep_running:
+                say(f"\nStill running (--keep-running): the commands above work. {STOP_HINT}")
+                await until_stopped()
             return outcome
+
+
+STOP_HINT = "Ctrl-C stops everything."
+
+
+async def until_stopped() -> None:
+    """Wait for SIGINT or SIGTERM: the end a --keep-running demo is waiting for, not an interruption."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
 
 
 def describe(result: list[dict[str, Any]]) -> str:

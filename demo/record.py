@@ -25,6 +25,7 @@ import math
 import shlex
 import sys
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -59,9 +60,25 @@ class ScaleWrites:
             self.writes.append((time.time(), replicas))
 
 
-def daemon_reads(log: Path, namespace: str, name: str) -> list[tuple[float, float]]:
-    """(unix seconds, total over the pods) of each decision on HorizontalAutoscaler `namespace/name` that
-    read its first metric, a Pods metric, from the autoscaler's JSON log (demo.stack), in order."""
+@dataclass(frozen=True)
+class PodsRead:
+    """A decision that read its first metric, a Pods metric: when, the average per pod and from how many
+    pods, and the replica count it decided (`written` when it was written)."""
+
+    at: float  # unix seconds
+    average: float
+    pods: int
+    replicas: int
+    written: bool
+
+    @property
+    def total(self) -> float:
+        return self.average * self.pods
+
+
+def pods_reads(log: Path, namespace: str, name: str) -> list[PodsRead]:
+    """The decisions on HorizontalAutoscaler `namespace/name` that read a Pods metric first, from the
+    autoscaler's JSON log (demo.stack), in order."""
     key = f"{namespace}/{name}"
     reads = []
     for line in log.read_text().splitlines():
@@ -75,8 +92,14 @@ def daemon_reads(log: Path, namespace: str, name: str) -> list[tuple[float, floa
         pods = (entry.get("reported") or [None])[0]
         if "averageValue" in current and pods:
             at = datetime.fromisoformat(entry["decided_at"]).timestamp()
-            reads.append((at, float(parse_quantity(current["averageValue"])) * pods))
+            average = float(parse_quantity(current["averageValue"]))
+            reads.append(PodsRead(at, average, pods, entry["proposal"], entry["result"] == "rescaled"))
     return reads
+
+
+def daemon_reads(log: Path, namespace: str, name: str) -> list[tuple[float, float]]:
+    """(unix seconds, total over the pods) of each decision that read a Pods metric first (pods_reads)."""
+    return [(read.at, read.total) for read in pods_reads(log, namespace, name)]
 
 
 async def _range(world: World, promql: str, start: float, end: float) -> list[float]:

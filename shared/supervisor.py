@@ -5,7 +5,8 @@ exponential back-off; while it is down the daemon is not ready (`/readyz`), so a
 looks healthy. asyncio's TaskGroup does the opposite (one failure cancels the siblings), and aiomisc-
 or kopf-style supervisors would bring a framework for forty lines, hence this module.
 
-A loop that returns normally has finished its job and is not restarted.
+A loop that returns normally has finished its job and is not restarted; at shutdown every worker of a
+pool finishes at once, so that is a debug line each, and `stop` says in one line how many it stopped.
 """
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ class Supervisor:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._tasks.clear()
+        if tasks:
+            log.info("background tasks stopped", tasks=len(tasks))
 
     async def _supervise(self, name: str, loop: Loop) -> None:
         failures = 0
@@ -98,7 +101,7 @@ class Supervisor:
                 log.exception("background task crashed", task=name, restart_in=delay, failures=failures)
                 await self._sleep(delay)
                 continue
-            log.info("background task finished", task=name)
+            log.debug("background task finished", task=name)
             self._up.pop(name, None)
             return
 

@@ -196,6 +196,17 @@ def _burst_line(seen: Record) -> str:
     return f"{head}, {step} (peak {seen['peak']}{', entered burst' if seen['entered'] else ''})"
 
 
+def _readiness_step(readiness: Record) -> str:
+    """The HPA's readiness correction: who counted with what, and the ratio over all of them."""
+    counted = [f"{readiness['ready']} ready"]
+    if readiness["unready"]:
+        counted.append(f"{readiness['unready']} unready as idle")
+    if readiness["missing"]:
+        counted.append(f"{readiness['missing']} without a sample as assumed")
+    ratio = "<unknown>" if readiness["ratio"] is None else f"{readiness['ratio']:.2f}"
+    return f"with {', '.join(counted)}: ratio {ratio}"
+
+
 def _derivation(record: Record) -> list[str]:
     lines = []
     if record.get("burst") is not None:
@@ -209,6 +220,8 @@ def _derivation(record: Record) -> list[str]:
             step = "no value (the metric failed)"
         else:
             ratio = "<unknown>" if metric["ratio"] is None else f"{metric['ratio']:.2f}"
+            readiness = metric.get("readiness")
+            ratio += "" if readiness is None else f" -> {_readiness_step(readiness)}"
             step = f"{_current_and_target(metric)} -> ratio {ratio} -> proposal {metric['proposal']}"
         lines.append(f"metric         {_metric_label(metric)}: {step}")
         if metric.get("forecast") is not None:

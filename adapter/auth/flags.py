@@ -41,7 +41,8 @@ def add_auth_flags(parser: argparse.ArgumentParser) -> None:
     authn.add_argument(
         "--authentication-kubeconfig",
         default="",
-        help="kubeconfig for TokenReviews and the front-proxy ConfigMap (default: in-cluster)",
+        help="kubeconfig for TokenReviews and the front-proxy ConfigMap "
+        "(default: --kubeconfig, else in-cluster)",
     )
     authn.add_argument(
         "--authentication-token-webhook-cache-ttl",
@@ -80,7 +81,7 @@ def add_auth_flags(parser: argparse.ArgumentParser) -> None:
     authz.add_argument(
         "--authorization-kubeconfig",
         default="",
-        help="kubeconfig for SubjectAccessReviews (default: in-cluster)",
+        help="kubeconfig for SubjectAccessReviews (default: --kubeconfig, else in-cluster)",
     )
     authz.add_argument(
         "--authorization-webhook-cache-authorized-ttl",
@@ -132,11 +133,12 @@ class AuthOptions:
     sni_certificates: tuple[SNICertificate, ...]
 
 
-def auth_options_from_namespace(ns: argparse.Namespace) -> AuthOptions:
-    """Validated options; ValueError with a user-facing message for bad values."""
+def auth_options_from_namespace(ns: argparse.Namespace, kubeconfig: str = "") -> AuthOptions:
+    """Validated options; ValueError with a user-facing message for bad values. `kubeconfig` (the
+    adapter's generic `--kubeconfig`) stands in for an authentication or authorization one not given."""
     AlwaysAllowPaths(ns.authorization_always_allow_paths)  # validates the patterns now, not per request
     return AuthOptions(
-        authentication_kubeconfig=ns.authentication_kubeconfig,
+        authentication_kubeconfig=ns.authentication_kubeconfig or kubeconfig,
         token_cache_ttl=ns.authentication_token_webhook_cache_ttl,
         skip_lookup=ns.authentication_skip_lookup,
         tolerate_lookup_failure=ns.authentication_tolerate_lookup_failure,
@@ -147,7 +149,7 @@ def auth_options_from_namespace(ns: argparse.Namespace) -> AuthOptions:
         requestheader_uid_headers=_strings(ns.requestheader_uid_headers),
         requestheader_group_headers=_strings(ns.requestheader_group_headers),
         requestheader_extra_headers_prefix=_strings(ns.requestheader_extra_headers_prefix),
-        authorization_kubeconfig=ns.authorization_kubeconfig,
+        authorization_kubeconfig=ns.authorization_kubeconfig or kubeconfig,
         authorized_ttl=ns.authorization_webhook_cache_authorized_ttl,
         unauthorized_ttl=ns.authorization_webhook_cache_unauthorized_ttl,
         always_allow_paths=_strings(ns.authorization_always_allow_paths),

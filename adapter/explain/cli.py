@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 import uvloop
+import yaml
 
-from adapter.config import AdapterConfig, ConfigError, load_config
+from adapter.config import AdapterConfig, ConfigError, parse_config, read_config_text
 from adapter.explain.explanation import Explanation, assumed_discovery, explain
 from adapter.explain.live import discover, with_result, with_usage
 from adapter.explain.paths import ExplainPathError, MetricRead, ResourceRead, parse_api_path
@@ -34,8 +35,11 @@ from adapter.objects import CachedObject
 from adapter.prometheus import PrometheusClient, PrometheusSettings
 from shared.cli import OneLineErrorParser, go_duration, http_url, usage_error
 from shared.clock import LOOP_CLOCK
+from shared.logging import configure_logging
 
 PROG = f"{ADAPTER_PROG} explain"
+# Where the adapter's ConfigMap keeps the rules file (the Deployment mounts it as config.yaml).
+CONFIGMAP_KEY = "config.yaml"
 # The daemon's default look-back: --metrics-max-age 0 means the relist interval, 10m by default.
 DEFAULT_MAX_AGE = 600.0
 
@@ -52,7 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
         "'/apis/custom.metrics.k8s.io/v1beta1/namespaces/default/pods/*/http_requests?labelSelector=app%%3Dweb'"
         " or '/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/web-1'",
     )
-    parser.add_argument("--config", required=True, help="the adapter's rules file")
+    parser.add_argument(
+        "--config",
+        required=True,
+        help="the adapter's rules file, or a ConfigMap holding it under data.config.yaml "
+        "(manifests/adapter-config.yaml)",
+    )
     parser.add_argument(
         "--prometheus-url", type=http_url, help="list series and run the query here (default: neither)"
     )
@@ -104,12 +113,46 @@ def _explain_resource(
     return explanation, explanation.result is None or explanation.result.answered
 
 
+def load_rules(path: str) -> AdapterConfig:
+    """The rules file the daemon reads, or the ConfigMap it is mounted from (what manifests/ ships): its
+    `data` key CONFIGMAP_KEY, whose rules keep their line numbers in the file. Raises ConfigError."""
+    text = read_config_text(path)
+    try:
+        document = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        document = None  # parse_config says where
+    value = _configmap_rules(document) if isinstance(document, yaml.MappingNode) else None
+    if value is None:
+        return parse_config(text, path)
+    if not isinstance(value, yaml.ScalarNode):
+        raise ConfigError(f"{path}: a ConfigMap without data.{CONFIGMAP_KEY}")
+    # A block scalar's text starts on the line after its `|`: blank lines before it keep the numbers.
+    padding = "\n" * (value.start_mark.line + 1) if value.style in ("|", ">") else ""
+    return parse_config(padding + value.value, f"{path} data.{CONFIGMAP_KEY}")
+
+
+def _configmap_rules(document: yaml.MappingNode) -> yaml.Node | None:
+    """The node of `data.<CONFIGMAP_KEY>` in a ConfigMap (a ScalarNode, or whatever is there; the
+    document itself when that key is missing); None when the document is no ConfigMap."""
+    fields = {key.value: value for key, value in document.value if isinstance(key, yaml.ScalarNode)}
+    kind = fields.get("kind")
+    if not (isinstance(kind, yaml.ScalarNode) and kind.value == "ConfigMap"):
+        return None
+    data = fields.get("data")
+    if isinstance(data, yaml.MappingNode):
+        for key, value in data.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == CONFIGMAP_KEY:
+                return value
+    return document
+
+
 def main(argv: Sequence[str]) -> NoReturn:
     parser = build_parser()
     args = parser.parse_args(explicit_bools(parser, argv))  # `--regex-escape-values PATH`: PATH is the path
+    configure_logging("warning")  # the explanation is the output, not the provider's debug lines
     explanation: Explanation | ResourceExplanation
     try:
-        config = load_config(args.config)
+        config = load_rules(args.config)
         read = parse_api_path(args.path)
         mapper = StaticResourceMapper(BUILTIN_RESOURCES)
         if isinstance(read, ResourceRead):

@@ -35,10 +35,14 @@ class Discovery:
     series: Mapping[RuleId, SeriesShapes]
     errors: Mapping[RuleId, str]
     assumed: bool = False
+    unreachable: str | None = None  # why Prometheus could not be reached, when no series call reached it
 
     @staticmethod
     def listed(
-        config: AdapterConfig, by_query: Mapping[str, SeriesShapes], errors: Mapping[str, str]
+        config: AdapterConfig,
+        by_query: Mapping[str, SeriesShapes],
+        errors: Mapping[str, str],
+        unreachable: str | None = None,
     ) -> Discovery:
         """From the answers to each distinct `seriesQuery` (the daemon's relist calls)."""
         series: dict[RuleId, SeriesShapes] = {}
@@ -49,7 +53,7 @@ class Discovery:
                     series[rule] = by_query[query]
                 else:
                     failed[rule] = errors.get(query, "not listed")
-        return Discovery(series, failed)
+        return Discovery(series, failed, unreachable=unreachable)
 
 
 @dataclass(frozen=True)
@@ -131,7 +135,10 @@ NAMESPACE_WIDE = (
 
 
 def _unknown(discovery: Discovery, external: bool) -> str | None:
-    """Why a metric no rule serves may be served all the same: rules whose series could not be listed."""
+    """Why a metric no rule serves may be served all the same: Prometheus was not reached, or some rules'
+    series could not be listed."""
+    if discovery.unreachable is not None:
+        return f"Prometheus unreachable: {discovery.unreachable}"
     failed = sorted((rule for rule in discovery.errors if rule.external == external), key=lambda r: r.index)
     if not failed:
         return None
@@ -213,7 +220,7 @@ def explain(
     # The later rule wins a metric several rules make, as in the registry, even when it cannot render.
     winner = serving[-1] if serving and not discovery.assumed else None
     unknown = None if serving or reasons else _unknown(discovery, external=False)
-    if not serving and resource is not None and not reasons:
+    if not serving and resource is not None and not reasons and discovery.unreachable is None:
         served_for = sorted({name for v in verdicts for name in v.resources})
         elsewhere = f"; it is served for {', '.join(served_for)}" if served_for else ""
         reasons.append(f"no rule serves {request.metric} for {resource.group_resource}{elsewhere}")
@@ -284,7 +291,7 @@ def _explain_external(
     winner = serving[-1] if serving and not discovery.assumed else None
     reasons: list[str] = []
     unknown = None if serving else _unknown(discovery, external=True)
-    if not serving:
+    if not serving and discovery.unreachable is None:
         reasons.append(f"no external rule serves {request.metric}")
     if unknown is not None:
         reasons.append(unknown)

@@ -11,14 +11,13 @@ from dataclasses import dataclass, replace
 from adapter.config import AdapterConfig
 from adapter.explain.explanation import Discovery, Explanation
 from adapter.explain.paths import ExternalRequest, MetricRead
-from adapter.explain.resource import ResourceExplanation, usage_outcome
+from adapter.explain.resource import ResourceExplanation, UsageOutcome, usage_outcome
 from adapter.explain.results import QueryOutcome, custom_outcome, external_outcome
 from adapter.naming.resources import ResourceMapper, resolve_resource
-from adapter.prometheus import PrometheusClient, PrometheusError
+from adapter.prometheus import PrometheusClient, PrometheusError, PrometheusUnavailable
 from adapter.registry import series_query_groups
-from adapter.resourcemetrics.queries import QueryPair
 from adapter.seriesshapes import SeriesShapes
-from adapter.server.resource_provider import QueryFailure, Samples, pair_samples
+from adapter.server.resource_provider import QueryFailure, pair_samples
 from shared.clock import Clock
 
 
@@ -28,16 +27,21 @@ async def discover(
     """Every rule's series as the relist loop would find them now; a failed call is that rule's error."""
     start = clock.wall().timestamp() - max_age
 
-    async def listed(query: str) -> tuple[str, SeriesShapes | str]:
+    async def listed(query: str) -> SeriesShapes | PrometheusError:
         try:
-            return query, await prometheus.series_shapes([query], start)
+            return await prometheus.series_shapes([query], start)
         except PrometheusError as err:
-            return query, f"Prometheus: {err}"
+            return err
 
-    answers = await asyncio.gather(*(listed(query) for query in series_query_groups(config)))
-    found = {query: answer for query, answer in answers if isinstance(answer, SeriesShapes)}
-    errors = {query: answer for query, answer in answers if isinstance(answer, str)}
-    return Discovery.listed(config, found, errors)
+    queries = list(series_query_groups(config))
+    answers = dict(zip(queries, await asyncio.gather(*(listed(query) for query in queries)), strict=True))
+    found = {query: answer for query, answer in answers.items() if isinstance(answer, SeriesShapes)}
+    failed = {query: answer for query, answer in answers.items() if isinstance(answer, PrometheusError)}
+    if failed and not found and all(isinstance(err, PrometheusUnavailable) for err in failed.values()):
+        # One cause, said once: not every rule's line repeats it.
+        reason = str(next(iter(failed.values())))
+        return Discovery.listed(config, {}, dict.fromkeys(failed, "no answer (see Why not)"), reason)
+    return Discovery.listed(config, found, {query: f"Prometheus: {err}" for query, err in failed.items()})
 
 
 # How long one listing answers the explanations asked after it: a listing may read ~1M series (~1.4 s),
@@ -112,9 +116,12 @@ async def with_usage(
     if not explanation.queries:
         return explanation
 
-    async def answered(pair: QueryPair) -> tuple[Samples, Samples] | str:
-        found = await pair_samples(prometheus, pair, now)
-        return f"Prometheus: {found.error}" if isinstance(found, QueryFailure) else found
-
-    answers = await asyncio.gather(*(answered(pair) for pair in explanation.queries))
+    found = await asyncio.gather(*(pair_samples(prometheus, pair, now) for pair in explanation.queries))
+    failures = [answer.error for answer in found if isinstance(answer, QueryFailure)]
+    if len(failures) == len(found) and all(isinstance(err, PrometheusUnavailable) for err in failures):
+        unreachable = f"Prometheus unreachable: {failures[0]}"  # once, not for every object left out
+        return replace(explanation, result=UsageOutcome(error=unreachable, answered=False))
+    answers = [
+        f"Prometheus: {answer.error}" if isinstance(answer, QueryFailure) else answer for answer in found
+    ]
     return replace(explanation, result=usage_outcome(explanation, answers, now))

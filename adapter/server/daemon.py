@@ -187,6 +187,8 @@ class AdapterDaemon:
         health = HealthChecks(
             readiness={
                 "metrics-discovery": lambda: self.relister.ready,
+                # Why discovery is not done yet, when that is the cause (adapter/discovery.py).
+                "prometheus": lambda: self.relister.ready or self.relister.unreachable is None,
                 "background-tasks": lambda: not self.supervisor.down(),
             }
         )

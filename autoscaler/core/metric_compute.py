@@ -27,6 +27,7 @@ from autoscaler.core.types import (
     MetricValueStatus,
     MilliQuantity,
     Pod,
+    Readiness,
 )
 
 INVALID_RESOURCE_SOURCE = (
@@ -53,6 +54,7 @@ class MetricOutcome(NamedTuple):
     timestamp: datetime
     status: MetricStatus
     ratio: float | None  # the calculator's usage ratio (current / target)
+    readiness: Readiness | None = None  # its readiness correction, when it ran
 
 
 class MetricFailure(Exception):
@@ -127,7 +129,7 @@ def _resource(
         kind = "container resource" if is_container else "resource"
         name = f"{resource} {kind} utilization (percentage of request)"
     status = MetricStatus(type=spec.type, current=current, name=resource, container=container)
-    return MetricOutcome(p.replicas, name, p.timestamp, status, p.ratio)
+    return MetricOutcome(p.replicas, name, p.timestamp, status, p.ratio, p.readiness)
 
 
 def _pods(
@@ -146,7 +148,9 @@ def _pods(
     status = MetricStatus(
         type=PODS, current=MetricValueStatus(average_value=MilliQuantity(p.usage)), metric=spec.metric
     )
-    return MetricOutcome(p.replicas, f"pods metric {spec.metric.name}", p.timestamp, status, p.ratio)
+    return MetricOutcome(
+        p.replicas, f"pods metric {spec.metric.name}", p.timestamp, status, p.ratio, p.readiness
+    )
 
 
 def _selector_name(spec: MetricSpec) -> str:
@@ -250,6 +254,7 @@ class MetricsResult(NamedTuple):
     failures: tuple[MetricFailure, ...]  # in spec order; each one is also a Warning event
     proposals: tuple[int | None, ...]  # per spec, None where it failed (for the monitor)
     ratios: tuple[float | None, ...]  # per spec, the usage ratio; None where it failed
+    readiness: tuple[Readiness | None, ...] = ()  # per spec, the readiness correction where it ran
 
 
 def compute_replicas_for_metrics(
@@ -271,6 +276,7 @@ def compute_replicas_for_metrics(
     failures: list[MetricFailure] = []
     proposals: list[int | None] = []
     ratios: list[float | None] = []
+    readiness: list[Readiness | None] = []
     for spec, answer in zip(specs, answers, strict=True):
         try:
             outcome = compute_replicas_for_metric(
@@ -281,10 +287,12 @@ def compute_replicas_for_metrics(
             statuses.append(MetricStatus())
             proposals.append(None)
             ratios.append(None)
+            readiness.append(None)
             continue
         statuses.append(outcome.status)
         proposals.append(outcome.replicas)
         ratios.append(outcome.ratio)
+        readiness.append(outcome.readiness)
         if replicas == 0 or outcome.replicas > replicas:
             replicas, metric_name, timestamp = outcome.replicas, outcome.metric_name, outcome.timestamp
     error = None
@@ -295,7 +303,15 @@ def compute_replicas_for_metrics(
         )
     if len(failures) >= len(specs) or (failures and replicas < spec_replicas):
         return MetricsResult(
-            -1, "", tuple(statuses), ZERO_TIME, error, tuple(failures), tuple(proposals), tuple(ratios)
+            -1,
+            "",
+            tuple(statuses),
+            ZERO_TIME,
+            error,
+            tuple(failures),
+            tuple(proposals),
+            tuple(ratios),
+            tuple(readiness),
         )
     return MetricsResult(
         replicas,
@@ -306,4 +322,5 @@ def compute_replicas_for_metrics(
         tuple(failures),
         tuple(proposals),
         tuple(ratios),
+        tuple(readiness),
     )

@@ -449,7 +449,7 @@ def decide(snapshot: Snapshot) -> Decision:
                 result.error or "",
                 observed_generation,
                 computations,
-                Trace(ctx.tolerances, result.ratios, result.proposals),
+                Trace(ctx.tolerances, result.ratios, result.proposals, readiness=result.readiness),
                 schedules.next_change,
             )
         conditions = set_condition(
@@ -593,6 +593,7 @@ def decide(snapshot: Snapshot) -> Decision:
                 limited.replicas,
                 limited.reason,
             ),
+            result.readiness,
         )
 
         if current == 0 and min_replicas != 0 and scaled_to_zero and desired < min_replicas:

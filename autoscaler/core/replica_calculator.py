@@ -30,6 +30,7 @@ from autoscaler.core.types import (
     MetricAnswer,
     Pod,
     PodSample,
+    Readiness,
     Tolerances,
 )
 from autoscaler.core.utilization import (
@@ -64,6 +65,7 @@ class Proposal(NamedTuple):
     utilization: int | None = None  # percent, utilization targets only
     # The usage ratio (current / target) of the first pass, before tolerance and readiness corrections.
     ratio: float | None = None
+    readiness: Readiness | None = None  # the second pass, when it ran
 
 
 def get_resource_replicas(
@@ -96,13 +98,15 @@ def get_resource_replicas(
 
     # Scaling down, a pod without a sample is assumed to use at least its whole request.
     fallback = max(100, target_utilization)
+    read = len(metrics)
     _fill_in_assumptions(
         metrics, groups, ratio, scale_up_with_unready, lambda name: div_trunc(requests[name] * fallback, 100)
     )
 
     new_ratio, _, _ = resource_utilization_ratio(metrics, requests, target_utilization)
     replicas = _rebalanced_replicas(tolerances, current_replicas, ratio, new_ratio, len(metrics))
-    return Proposal(replicas, raw, timestamp, utilization, ratio)
+    readiness = _readiness(groups, read, len(metrics), scale_up_with_unready, new_ratio)
+    return Proposal(replicas, raw, timestamp, utilization, ratio, readiness)
 
 
 def get_raw_resource_replicas(
@@ -119,10 +123,10 @@ def get_raw_resource_replicas(
         metrics, timestamp = resource_samples(answer, resource, container)
     except MetricsClientError as err:
         raise ReplicaCalcError(f"unable to get metrics for resource {resource}: {err}") from None
-    replicas, usage, ratio = calc_plain_metric_replicas(
+    replicas, usage, ratio, readiness = calc_plain_metric_replicas(
         ctx, metrics, current_replicas, target_usage, resource, pods
     )
-    return Proposal(replicas, usage, timestamp, ratio=ratio)
+    return Proposal(replicas, usage, timestamp, ratio=ratio, readiness=readiness)
 
 
 def get_metric_replicas(
@@ -138,10 +142,10 @@ def get_metric_replicas(
         metrics, timestamp = pods_metric_samples(answer)
     except MetricsClientError as err:
         raise ReplicaCalcError(f"unable to get metric {metric_name}: {err}") from None
-    replicas, usage, ratio = calc_plain_metric_replicas(
+    replicas, usage, ratio, readiness = calc_plain_metric_replicas(
         ctx, metrics, current_replicas, target_usage, "", pods
     )
-    return Proposal(replicas, usage, timestamp, ratio=ratio)
+    return Proposal(replicas, usage, timestamp, ratio=ratio, readiness=readiness)
 
 
 def calc_plain_metric_replicas(
@@ -151,10 +155,11 @@ def calc_plain_metric_replicas(
     target_usage: int,
     resource: str,
     pods: Sequence[Pod],
-) -> tuple[int, int, float]:
+) -> tuple[int, int, float, Readiness | None]:
     """calcPlainMetricReplicas: GetResourceReplicas' shape for average-value targets.
 
-    No requests are involved; missing pods count as the target. Returns (replicas, usage, first-pass ratio).
+    No requests are involved; missing pods count as the target. Returns (replicas, usage, first-pass ratio,
+    the readiness correction when it ran).
     """
     groups = _group_and_filter(ctx, metrics, resource, pods)
     ratio, usage = metric_usage_ratio(metrics, target_usage)
@@ -163,13 +168,23 @@ def calc_plain_metric_replicas(
     scale_up_with_unready = bool(groups.unready) and ratio > 1.0
     if not scale_up_with_unready and not groups.missing:
         if tolerances.is_within(ratio):
-            return current_replicas, usage, ratio
-        return ceil_int32(ratio * groups.ready_count), usage, ratio
+            return current_replicas, usage, ratio, None
+        return ceil_int32(ratio * groups.ready_count), usage, ratio, None
 
+    read = len(metrics)
     _fill_in_assumptions(metrics, groups, ratio, scale_up_with_unready, lambda _: target_usage)
 
     new_ratio, _ = metric_usage_ratio(metrics, target_usage)
-    return _rebalanced_replicas(tolerances, current_replicas, ratio, new_ratio, len(metrics)), usage, ratio
+    replicas = _rebalanced_replicas(tolerances, current_replicas, ratio, new_ratio, len(metrics))
+    return replicas, usage, ratio, _readiness(groups, read, len(metrics), scale_up_with_unready, new_ratio)
+
+
+def _readiness(
+    groups: PodGroups, read: int, counted: int, scale_up_with_unready: bool, ratio: float
+) -> Readiness:
+    """The second pass's accounting: `read` samples, `counted` after the assumed values were filled in."""
+    unready = len(groups.unready) if scale_up_with_unready else 0
+    return Readiness(read, unready, counted - read - unready, ratio)
 
 
 def _fill_in_assumptions(

@@ -495,13 +495,27 @@ class BurstTrace(NamedTuple):
     left: bool = False  # the burst ended at this check
 
 
+class Readiness(NamedTuple):
+    """The readiness correction of a Pods or Resource metric (the HPA's second pass), when it ran: pods
+    without a usable sample get an assumed value, and the ratio is taken again over all of them. Scaling
+    up, unready and missing pods count as idle; scaling down, missing pods count as using the target (a
+    Resource utilization: their whole request)."""
+
+    ready: int  # pods whose samples counted as read
+    unready: int  # unready pods counted as idle (scaling up only)
+    missing: int  # pods without a sample, counted at the assumed value
+    ratio: float  # the usage ratio over all of them
+
+
 class Trace(NamedTuple):
     """The derivation of a decision. Per effective metric: its usage ratio (current / target, before the
-    tolerance and the readiness corrections) and the count it proposed, both None when it failed. Then
-    stabilization and limits, None when no replica count could be computed."""
+    tolerance and the readiness corrections), the readiness correction when it ran, and the count it
+    proposed, None when it failed. Then stabilization and limits, None when no replica count could be
+    computed."""
 
     tolerances: Tolerances
     ratios: tuple[float | None, ...]
     proposals: tuple[int | None, ...]
     stabilization: StabilizationTrace | None = None
     limits: LimitsTrace | None = None
+    readiness: tuple[Readiness | None, ...] = ()

@@ -103,7 +103,7 @@ async def _load(kubeconfig: str | None) -> _Loaded:
     else:
         raise KubeConfigError(
             "no kubeconfig given and not running in a cluster "
-            "(KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT unset); pass --kubeconfig"
+            "(KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT unset); pass --kubeconfig or set $KUBECONFIG"
         )
     try:
         context = read_kubeconfig(kubeconfig) if kubeconfig is not None else _in_cluster_context()

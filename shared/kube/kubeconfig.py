@@ -93,6 +93,11 @@ def read_kubeconfig(path: str) -> Context:
         with open(path, "rb") as handle:
             text = handle.read()
     except FileNotFoundError as err:
+        if os.pathsep in path:  # a $KUBECONFIG list, which kubectl merges
+            raise KubeConfigError(
+                f"no such file; a list of files ({os.pathsep!r}-separated, as kubectl merges them) is not "
+                "supported: give one"
+            ) from err
         raise KubeConfigError("the file does not exist") from err
     except OSError as err:
         raise KubeConfigError(f"cannot read it: {err}") from err

@@ -17,8 +17,14 @@ from matplotlib.figure import Figure
 from surge.simulate.replay import Replay
 from surge.simulate.summary import Summary
 
-# (upper bound of the span in seconds, unit name, seconds per unit): the first that fits the series.
-_UNITS = ((2 * 3600, "minutes", 60.0), (3 * 86400, "hours", 3600.0), (float("inf"), "days", 86400.0))
+# (upper bound of the span in seconds, unit name, seconds per unit): the first that fits the series. A
+# replay of a few minutes (a demo's --record) reads in seconds, as its scale writes were timed.
+_UNITS = (
+    (300, "seconds", 1.0),
+    (2 * 3600, "minutes", 60.0),
+    (3 * 86400, "hours", 3600.0),
+    (float("inf"), "days", 86400.0),
+)
 LOAD_COLOR, READY_COLOR, DESIRED_COLOR, SHORTFALL_COLOR = "#c8c8c8", "#1f77b4", "#ff7f0e", "#d62728"
 FORECAST_COLOR = "#2ca02c"
 FORECAST_LABEL = "pods the forecast expects (where used)"
@@ -29,6 +35,8 @@ def _unit(span: float) -> tuple[str, float]:
 
 
 def _duration(seconds: float) -> str:
+    if seconds < 300:
+        return f"{seconds:.1f} s"
     return f"{seconds / 60:.1f} min" if seconds < 2 * 3600 else f"{seconds / 3600:.1f} h"
 
 

@@ -25,12 +25,29 @@ DEFAULT_PROFILE = "default"
 
 
 class SpecError(ValueError):
-    """The file is no usable autoscaler: the message says why."""
+    """The file is no usable autoscaler: the message says why, `position` (`:line:column`) where."""
+
+    def __init__(self, message: str, position: str = "") -> None:
+        super().__init__(message)
+        self.position = position
+
+
+def _yaml_error(err: yaml.MarkedYAMLError) -> SpecError:
+    """One line: where the parser stopped, what it found, and where what it was parsing began."""
+    mark = err.problem_mark or err.context_mark
+    position = "" if mark is None else f":{mark.line + 1}:{mark.column + 1}"
+    message = f"invalid YAML: {err.problem or err.context}"
+    if err.problem and err.context and err.context_mark is not None and err.context_mark is not mark:
+        started = err.context_mark
+        message += f" ({err.context} at {started.line + 1}:{started.column + 1})"
+    return SpecError(message, position)
 
 
 def _one_object(path: Path) -> dict[str, Any]:
     try:
         documents = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    except yaml.MarkedYAMLError as err:
+        raise _yaml_error(err) from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
         raise SpecError(f"cannot read: {err}") from None
     if len(documents) != 1:

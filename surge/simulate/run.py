@@ -58,7 +58,7 @@ def _profiles(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list
         try:
             return load_profile(path)
         except SpecError as err:
-            parser.error(f"{flag}: {path}: {err}")
+            parser.error(f"{flag}: {path}{err.position}: {err}")
 
     first = load("--spec", args.spec)
     profiles = [first]

@@ -134,6 +134,7 @@ def test_a_record_renders_the_issue_fields() -> None:
         "value": {"averageValue": "10m", "averageUtilization": 10},
         "target": {"type": "Utilization", "averageUtilization": 50},
         "ratio": 0.2,
+        "readiness": None,  # every pod reported a sample, none unready: no second pass
         "proposal": 2,
         "forecast": None,  # no spec.predictive
         "query": None,

@@ -54,6 +54,7 @@ from autoscaler.core.types import (
 from demo import autoscaling, cpu_surge
 from demo.__main__ import main as demo_main
 from demo.autoscaling import MAX_REPLICAS, NAME, NAMESPACE, NEEDED, PROFILES, STEP_RPS
+from demo.record import pods_reads
 from demo.world import DEMO_TIMING
 from shared.durations import parse_go_duration
 from shared.quantity import Quantity
@@ -99,6 +100,7 @@ class StagedRun:
     out: str  # the demo's stdout
     record: Path  # its --record directory
     explained: Explained
+    explained_after: dict[str, Any]  # `surge explain -o json` once the run was over (--keep-running)
 
 
 def surge(argv: list[str]) -> tuple[int, str]:
@@ -140,9 +142,10 @@ def explain_while_limited(explain: list[str], kubeconfig: str, within: float) ->
 
 @pytest.fixture(scope="module")
 def staged_run(tmp_path_factory: pytest.TempPathFactory) -> StagedRun:
-    """The demo on the staged profile, recording; `surge explain` asked while it runs."""
+    """The demo on the staged profile, recording and kept running; `surge explain` asked while it runs,
+    and again after its summary, before Ctrl-C stops it."""
     record = tmp_path_factory.mktemp("demo") / "record"
-    argv = ["--profile", "staged", "--seconds", "40", "--record", str(record)]
+    argv = ["--profile", "staged", "--seconds", "40", "--record", str(record), "--keep-running"]
     demo = subprocess.Popen(
         [sys.executable, "-m", "demo", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -160,15 +163,24 @@ def staged_run(tmp_path_factory: pytest.TempPathFactory) -> StagedRun:
         command = shlex.split(why.group(1))
         assert command[:3] == [sys.executable, "-m", "surge"], command
         explained = explain_while_limited(command[3:], shown(header, "kubeconfig"), within=40)
-        rest, err = demo.communicate()
+        rest = ""
+        for line in demo.stdout:  # up to the line saying it keeps running
+            rest += line
+            if line.startswith("Still running (--keep-running)"):
+                break
+        code, after = surge([*command[3:], "-o", "json"])
+        assert code == 0, after
+        demo.send_signal(signal.SIGINT)
+        tail, err = demo.communicate()
+        rest += tail
     except BaseException:
         demo.kill()
         demo.communicate()
         raise
     finally:
         watchdog.cancel()
-    assert demo.returncode == 0, err
-    return StagedRun(header + rest, record, explained)
+    assert demo.returncode == 0, err  # Ctrl-C is how a kept-running demo ends, not an interruption
+    return StagedRun(header + rest, record, explained, json.loads(after))
 
 
 @pytest.mark.slow
@@ -180,6 +192,13 @@ def test_demo_scales_out_reports_timings_and_cleans_up(staged_run: StagedRun) ->
     most_written, most_ready = max(desired for _, _, desired in rows), max(ready for _, ready, _ in rows)
     # The summary reports the largest sizes the timeline shows.
     assert shown(out, "largest size written") == str(most_written), out
+    # Beyond the needed size, the summary says why; at it, it adds nothing.
+    largest = re.search(r"^  largest size written +\d+ replicas(.*)$", out, re.MULTILINE)
+    assert largest, out
+    if most_written > NEEDED:
+        assert largest.group(1).startswith(f" ({most_written - NEEDED} more than needed: it read "), out
+    else:
+        assert largest.group(1) == "", out
     assert shown(out, "largest size ready") == str(most_ready), out
     assert NEEDED <= most_ready <= most_written <= MAX_REPLICAS, out
 
@@ -191,6 +210,16 @@ def test_demo_scales_out_reports_timings_and_cleans_up(staged_run: StagedRun) ->
 
     assert out.rstrip().endswith("Done: the cluster and Prometheus are stopped.")
     assert_nothing_left(out)
+
+
+@pytest.mark.slow
+def test_keep_running_keeps_the_printed_explain_working_after_the_summary(staged_run: StagedRun) -> None:
+    summary_at = staged_run.out.index("profile staged: after the load step")
+    assert staged_run.out.index("Still running (--keep-running)") > summary_at
+    after = staged_run.explained_after
+    assert after["target"] == f"{NAMESPACE}/{NAME}"
+    # The newest decision, made after the scale-out: at least the needed size.
+    assert after["desiredReplicas"] >= NEEDED and after["time"] > staged_run.explained.record["time"]
 
 
 @pytest.mark.slow
@@ -434,6 +463,7 @@ def test_cpu_surge_default_profile_stages_2_4_8_10_one_step_per_period(first_rec
         (["--scenario=cpu-surge", "--record=record"], "--record"),
         (["--record=/no/such/directory/record"], "--record"),
         ([f"--record={__file__}"], "--record"),
+        (["--scenario=cpu-surge", "--keep-running"], "--keep-running"),
     ],
 )
 def test_flag_errors_are_one_line_naming_the_flag(
@@ -444,3 +474,44 @@ def test_flag_errors_are_one_line_naming_the_flag(
     err = capsys.readouterr().err
     assert exited.value.code == 2
     assert err.startswith(f"python -m demo: error: {flag}: ") and err.count("\n") == 1, err
+
+
+def decision_line(replicas: int, average: str, pods: int, result: str = "rescaled") -> str:
+    """A decision as the autoscaler logs it (autoscaler.decisionlog), for demo.record.pods_reads."""
+    current = {"averageValue": average}
+    metric = {"type": "Pods", "pods": {"metric": {"name": "http_requests"}, "current": current}}
+    return json.dumps(
+        {"event": "decision", "key": f"{NAMESPACE}/{NAME}", "decided_at": "2026-03-01T12:00:00+00:00",
+         "reported": [pods], "metrics": [metric], "proposal": replicas, "result": result}
+    )
+
+
+@pytest.mark.parametrize(
+    ("decisions", "note"),
+    [
+        # At exactly 8 pods' worth a reading a hair above 100 per pod rounds up to 9.
+        (
+            [decision_line(5, "250", 2), decision_line(9, "400600m", 2)],
+            " (1 more than needed: it read 400.60 rps per pod from 2 pods, 801.2 rps in all, "
+            "and 801.2 / 100 = 8.012, rounded up to 9)",
+        ),
+        # Not yet ready pods count as idle: 3 reporting at 300 is 900 rps, 9 pods' worth.
+        (
+            [decision_line(9, "300", 3), decision_line(9, "300", 3, "unchanged")],
+            " (1 more than needed: it read 300.00 rps per pod from 3 pods, 900.0 rps in all, "
+            "and 900.0 / 100 = 9.000, rounded up to 9)",
+        ),
+        ([decision_line(8, "400", 2)], ""),
+    ],
+)
+def test_the_summary_says_why_more_than_the_needed_size_was_written(
+    tmp_path: Path, decisions: list[str], note: str
+) -> None:
+    log = tmp_path / "autoscaler.log"
+    log.write_text("\n".join(["not json", *decisions]) + "\n")
+    written = max(json.loads(line)["proposal"] for line in decisions)
+    largest = autoscaling.largest_write(pods_reads(log, NAMESPACE, NAME), written)
+    outcome = autoscaling.Outcome(1.0, 1.0, 2.0, 3.0, written, written, 0.0, largest)
+    summary = autoscaling.summary(PROFILES["fast"], outcome)
+    assert f"(needs {NEEDED} pods: {STEP_RPS:g} / 100 per pod)" in summary
+    assert f"\n  largest size written           {written} replicas{note}\n" in summary

@@ -22,7 +22,16 @@ from autoscaler.decisions import instant
 from shared.clock import FakeClock
 from shared.kube import KubeClient
 from sim.runner import ServerThread
-from tests.autoscaler.harness import autoscaler_spec, create_hza, install_crd, running_daemon, workload
+from tests.autoscaler.harness import (
+    autoscaler_spec,
+    create_hza,
+    deployment,
+    install_crd,
+    ready_pod,
+    running_daemon,
+    seed,
+    workload,
+)
 from tests.autoscaler.helpers import advance, eventually, reconciles
 from tests.autoscaler.metrics_backend import MetricsBackend
 from tests.surge.test_explain_command import explain
@@ -49,7 +58,7 @@ RECORD_FIELDS = {
     "inBurst",
     "conditions",
 }
-METRIC_FIELDS = {"type", "name", "value", "target", "ratio", "proposal", "forecast", "query"}
+METRIC_FIELDS = {"type", "name", "value", "target", "ratio", "readiness", "proposal", "forecast", "query"}
 
 
 def url(daemon: AutoscalerDaemon) -> str:
@@ -211,3 +220,40 @@ async def test_steady_decisions_are_one_record_with_the_latest_time_and_values(
     assert record["reason"] == "within tolerance 0.10 of target"
     assert record["metrics"][0]["value"] == {"averageValue": "97"}
     assert record["time"] == instant(fake_clock.wall().timestamp())
+
+
+async def test_the_derivation_shows_the_readiness_correction(
+    kube: KubeClient,
+    apiserver: ServerThread,
+    kubeconfig_path: Path,
+    backend: MetricsBackend,
+    fake_clock: FakeClock,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """4 pods: 2 report 600 against 100, one reports nothing, one is Pending. The first pass reads ratio
+    6.00 over the 2; scaling up, the HPA counts the other two as idle: 1200 over 4 pods is ratio 3.00, 12."""
+    await install_crd(kube)
+    seed(apiserver, ("apps", "deployments"), deployment("web", 4))
+    for pod in ("web-0", "web-1", "web-2"):
+        seed(apiserver, ("", "pods"), ready_pod(pod, "web"))
+    pending = ready_pod("web-3", "web")
+    pending["status"] = {"phase": "Pending"}
+    seed(apiserver, ("", "pods"), pending)
+    backend.pod_values[("default", "http_requests")] = {"web-0": 600.0, "web-1": 600.0}
+    spec = autoscaler_spec("web", "http_requests", "100", syncPeriodSeconds=600, maxReplicas=20)
+    await create_hza(kube, "web", spec)
+    async with running_daemon(kubeconfig_path, backend.url, clock=fake_clock) as daemon:
+        await eventually(lambda: reconciles(daemon.controller) == 1)
+        ask = ("default/web", "--autoscaler-url", url(daemon))
+        assert await asyncio.to_thread(explain, *ask) == 0
+        text = capsys.readouterr().out
+        assert await asyncio.to_thread(explain, *ask, "-o", "json") == 0
+        record = json.loads(capsys.readouterr().out)
+    step = (
+        "600 / 100 -> ratio 6.00 -> with 2 ready, 1 unready as idle, 1 without a sample as assumed: "
+        "ratio 3.00"
+    )
+    assert f"{step} -> proposal 12" in text.split("Derivation:")[1], text
+    (metric,) = record["metrics"]
+    assert metric["readiness"] == {"ready": 2, "unready": 1, "missing": 1, "ratio": 3.0}
+    assert (metric["ratio"], metric["proposal"]) == (6.0, 12)

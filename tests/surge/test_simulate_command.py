@@ -11,6 +11,11 @@ from pathlib import Path
 import pytest
 
 from surge.__main__ import main
+from surge.simulate.plot import replicas_figure
+from surge.simulate.profiles import load_profile
+from surge.simulate.replay import Workload, replay
+from surge.simulate.series_csv import read_series_csv
+from surge.simulate.summary import summarize
 from tests.surge.specs import FAST_BEHAVIOR, autoscaler, write_series, write_yaml
 
 START = 1_700_000_000
@@ -293,3 +298,51 @@ def test_python_dash_m_surge_runs_the_subcommand(tmp_path: Path, spec: Path, ser
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines()[1].split()[:2] == ["web", "3"]
     assert {p.name for p in out.iterdir()} == {"timeline.csv", "summary.json", "replicas.png"}
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "message"),
+    [
+        (
+            "apiVersion: autoscaling/v2\nmetadata: {name: web\nspec: {}\n",
+            ":3:5",
+            "invalid YAML: expected ',' or '}', but got ':' (while parsing a flow mapping at 2:11)",
+        ),
+        ("kind: HorizontalAutoscaler\n spec: {}\n", ":2:6", "invalid YAML: mapping values are not allowed"),
+        ("metadata:\n  name: 'web\n", ":3:1", "invalid YAML: found unexpected end of stream"),
+    ],
+)
+def test_bad_yaml_is_one_line_naming_file_line_and_column(
+    tmp_path: Path, series: Path, text: str, where: str, message: str
+) -> None:
+    spec = tmp_path / "web.yaml"
+    spec.write_text(text)
+    run = subprocess.run(
+        [sys.executable, "-m", "surge", "simulate", "--series", str(series), "--spec", str(spec),
+         "--capacity-per-pod", "100", "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert run.returncode == 2
+    [line] = run.stderr.splitlines()
+    assert line.startswith(f"surge simulate: error: --spec: {spec}{where}: {message}"), line
+
+
+@pytest.mark.parametrize(("seconds", "unit"), [(45, "seconds"), (1800, "minutes"), (86400, "hours")])
+def test_the_time_axis_unit_fits_the_replay(tmp_path: Path, spec: Path, seconds: int, unit: str) -> None:
+    step = max(1, seconds // 200)
+    load = [(1_770_000_000 + t, 400.0 if t >= seconds // 3 else 150.0) for t in range(0, seconds, step)]
+    series = write_series(tmp_path / "load.csv", load)
+    out = tmp_path / "out"
+    simulate("--series", series, "--spec", spec, "--capacity-per-pod", "100", "--out", out)
+    assert (out / "replicas.png").stat().st_size > 0
+    # The figure the command drew, for the same replay: its axis is in `unit`, the ticks span the series.
+    profile = load_profile(spec)
+    replayed = replay(read_series_csv(series), profile, Workload(100, 30, 2))
+    figure = replicas_figure([replayed], {profile.name: summarize(replayed, 100)}, 100)
+    axis = figure.axes[-1]
+    assert axis.get_xlabel() == f"time since the series start ({unit})"
+    span = (load[-1][0] - load[0][0]) / {"seconds": 1, "minutes": 60, "hours": 3600}[unit]
+    assert span <= axis.get_xlim()[1] <= 1.2 * span  # the ticks count in that unit

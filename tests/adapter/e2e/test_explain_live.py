@@ -56,7 +56,8 @@ def test_cli_explains_a_served_and_an_unserved_metric(
     assert code == 1  # Prometheus unreachable: explained as far as it goes
     unreachable = json.loads(out)
     assert unreachable["served"] is None
-    assert unreachable["rules"][0]["reasons"][0].startswith("its seriesQuery failed: Prometheus")
+    assert unreachable["rules"][0]["reasons"] == ["its seriesQuery failed: no answer (see Why not)"]
+    assert unreachable["reasons"][0].startswith("Prometheus unreachable: /api/v1/series: ")
 
 
 async def test_debug_explain_endpoint(static_prometheus: PrometheusProcess, start_adapter: Any) -> None:

@@ -122,6 +122,8 @@ def test_bad_clusters(cluster: dict[str, Any], message: str) -> None:
 def test_files_that_are_not_kubeconfigs(tmp_path: Path) -> None:
     with pytest.raises(KubeConfigError, match="does not exist"):
         read_kubeconfig(str(tmp_path / "absent"))
+    with pytest.raises(KubeConfigError, match=r"a list of files .* is not supported: give one"):
+        read_kubeconfig(f"{tmp_path / 'a'}:{tmp_path / 'b'}")  # $KUBECONFIG as kubectl merges it
     path = tmp_path / "config"
     path.write_text("clusters: [unclosed\n")
     with pytest.raises(KubeConfigError, match="not valid YAML"):
