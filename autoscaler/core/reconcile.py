@@ -487,8 +487,9 @@ def decide(snapshot: Snapshot) -> Decision:
 
     scaled_to_zero = gates.hpa_scale_to_zero and has_true_condition(conditions, SCALED_TO_ZERO)
     has_object_or_external = any(m.type in (OBJECT, EXTERNAL) for m in spec.metrics)
-    # Activation thresholds (activation.py) decide between zero and the metrics' count themselves.
-    activation = gates.hpa_scale_to_zero and min_replicas == 0 and uses_activation(spec.metrics)
+    # Activation thresholds (activation.py) decide between zero and the metrics' count themselves; the
+    # spec's own minimum counts (an open schedule's floor then lifts the target off zero).
+    activation = gates.hpa_scale_to_zero and spec.min_replicas == 0 and uses_activation(spec.metrics)
     if spec.pause is not None:
         return _paused(
             hpa, spec.pause, current, conditions, history, recommendations, now, observed_generation

@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from autoscaler.core import Decision, decide
+from autoscaler.core import Decision, burst, decide
 from autoscaler.core.fallback import fallback_replicas
 from autoscaler.core.types import (
     HPA,
     Behavior,
+    Burst,
     ExternalMetricAnswer,
     Fallback,
     History,
@@ -24,6 +25,7 @@ from autoscaler.core.types import (
     MetricTarget,
     Pause,
     ScalingRules,
+    Schedule,
 )
 
 from . import builders as b
@@ -160,3 +162,24 @@ def test_the_paused_scale_write_can_fail_like_any_other() -> None:
         "False",
         "FailedUpdateScale",
     )
+
+
+def test_an_open_schedule_lifts_an_activation_target_off_zero() -> None:
+    """A converted cron-only ScaledObject: an idle metric that is never active, and a schedule whose window
+    holds 4 replicas; created at zero (no ScaledToZero condition), the window still takes it to 4."""
+    idle = replace(QUEUE, metric=MetricIdentifier("idle"), activation_threshold=0)
+    window = Schedule(cron="0 12 * * *", duration_seconds=3600, min_replicas=4)  # b.T0 is 12:00 UTC
+    the_hpa = _worker(metrics=(idle,), schedules=(window,))
+    opened = _step(the_hpa, 0, queue(0, 60), 60, History())
+    assert opened.rescale and opened.desired_replicas == 4
+    closed = _step(the_hpa, 4, queue(0, 7200), 7200, opened.history)  # an hour later, window shut
+    assert closed.desired_replicas == 0
+
+
+def test_a_paused_target_gets_no_burst_scale_up() -> None:
+    the_hpa = _worker(pause=Pause(), burst=Burst(window_seconds=6, threshold=2.0))
+    pods = b.pods(2, 100, b.STARTED)
+    snapshot = b.snapshot(the_hpa, 2, pods, (queue(20_000, 0),), b.T0)
+    assert not burst.check(snapshot, (queue(90_000, 0),)).rescale
+    unpaused = replace(snapshot, hpa=replace(the_hpa, spec=replace(the_hpa.spec, pause=None)))
+    assert burst.check(unpaused, (queue(90_000, 0),)).rescale  # the same surge, not paused
