@@ -262,6 +262,7 @@ def _burst_violations(burst: Burst, where: str) -> list[Violation]:
 
 FALLBACK_ABOVE_MAX = "fallback replicas must be less than or equal to maxReplicas"
 ACTIVATION_SOURCES = "activationThreshold is for Object and External metrics only"
+ACTIVATION_NEGATIVE = "activationThreshold must not be negative"
 
 
 def _fallback_violations(fallback: Fallback, max_replicas: int, where: str) -> list[Violation]:
@@ -286,7 +287,7 @@ def _activation_violations(metrics: Sequence[MetricSpec], where: str) -> list[Vi
         if metric.type not in (OBJECT, EXTERNAL):
             out.append(Violation(here, ACTIVATION_SOURCES))
         elif metric.activation_threshold < 0:
-            out.append(Violation(here, "must be greater than or equal to 0"))
+            out.append(Violation(here, ACTIVATION_NEGATIVE))
     return out
 
 

@@ -342,6 +342,7 @@ def test_every_cel_message_of_the_crd_is_covered() -> None:
     covered |= {f"{s} must be set if and only if type is {s[0].upper()}{s[1:]}" for s in sources}
     covered |= {"averageValue must be set when type is AverageValue"}
     covered |= {message for _, _, message in WHOLE_SPEC_CEL_CASES}
+    covered |= {"activationThreshold must not be negative"}  # test_zero_minimum_and_activation_...
     assert messages == covered
 
 
@@ -375,9 +376,9 @@ def test_zero_minimum_and_activation_with_an_object_metric_are_valid(api: Any) -
     with api.dry_run():
         assert api.create(GR, {"metadata": {"name": "web", "namespace": "default"}, "spec": spec})
     spec["metrics"][3]["object"]["activationThreshold"] = "-1"
-    assert _violations(spec, scale_to_zero=True) == [
-        ("spec.metrics[3].object.activationThreshold", "must be greater than or equal to 0")
-    ]
+    refusal = ("spec.metrics[3].object.activationThreshold", "activationThreshold must not be negative")
+    assert _violations(spec, scale_to_zero=True) == [refusal]
+    assert _api_details(api, spec) == [refusal]
 
 
 @pytest.mark.parametrize(
