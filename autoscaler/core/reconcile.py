@@ -556,10 +556,13 @@ def decide(snapshot: Snapshot) -> Decision:
         events.extend(Event("Warning", f.reason, f.detail) for f in result.failures)
         statuses = result.statuses
         computations = _metric_computations(spec, result, original.current_replicas)
-        history = replace(history, failed_reads=history.failed_reads + 1 if result.failures else 0)
+        failed_reads = history.failed_reads + 1 if result.failures else 0
+        if failed_reads != history.failed_reads:
+            history = replace(history, failed_reads=failed_reads)
         fallback_count: int | None = None
         if spec.fallback is None:
-            conditions = remove_condition(conditions, FALLBACK)
+            if any(c.type == FALLBACK for c in conditions):  # spec.fallback removed
+                conditions = remove_condition(conditions, FALLBACK)
         else:
             fallback_count, conditions = _fallback(
                 spec.fallback, history.failed_reads, current, spec.max_replicas, conditions, events, now
