@@ -442,7 +442,7 @@ class Controller:
         cached = self._parsed.get(key)
         if cached is not None and version and cached[0] == version:
             return cached[1], cached[2]
-        hpa, violations = self.source.read(obj)
+        hpa, violations = self.source.read(obj, scale_to_zero=self.options.config.features.hpa_scale_to_zero)
         if version:
             self._parsed[key] = (version, hpa, violations)
         return hpa, violations

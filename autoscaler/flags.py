@@ -6,7 +6,9 @@ import argparse
 import os
 import socket
 import uuid
+from dataclasses import replace
 
+from autoscaler.core.types import FEATURE_GATE_NAMES, FeatureGates
 from autoscaler.sources import SOURCES
 from shared.cli import (
     OneLineErrorParser,
@@ -20,6 +22,20 @@ from shared.cli import (
 )
 from shared.logging import add_logging_flags
 from shared.prometheus_flags import add_prometheus_credential_flags
+
+
+def feature_gates(text: str) -> FeatureGates:
+    """argparse type: `Name=true,Other=false` as Kubernetes' --feature-gates, over the v1.37 defaults."""
+    gates = FeatureGates()
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        if name not in FEATURE_GATE_NAMES:
+            known = ", ".join(FEATURE_GATE_NAMES)
+            raise argparse.ArgumentTypeError(f"unrecognized feature gate {name!r} (known: {known})")
+        if not sep or value.lower() not in ("true", "false"):
+            raise argparse.ArgumentTypeError(f"invalid value of {name}: {value!r}, want true or false")
+        gates = replace(gates, **{FEATURE_GATE_NAMES[name]: value.lower() == "true"})
+    return gates
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -96,6 +112,16 @@ def build_parser() -> argparse.ArgumentParser:
         type=number(0),
         default=0.1,
         help="smallest change of the metric-to-target ratio (from 1.0) that scales (default 0.1; at least 0)",
+    )
+    g.add_argument(
+        "--feature-gates",
+        type=feature_gates,
+        default=FeatureGates(),
+        metavar="NAME=BOOL,...",
+        help="kube-controller-manager's gates the algorithm reads, defaulted as v1.37: "
+        + ", ".join(
+            f"{name}={str(getattr(FeatureGates(), f)).lower()}" for name, f in FEATURE_GATE_NAMES.items()
+        ),
     )
     g.add_argument(
         "--downscale-stabilization",

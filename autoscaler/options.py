@@ -104,6 +104,7 @@ def options_from_namespace(ns: argparse.Namespace) -> AutoscalerOptions:
             downscale_stabilization_window_s=ns.downscale_stabilization,
             cpu_initialization_period_s=ns.cpu_initialization_period,
             initial_readiness_delay_s=ns.initial_readiness_delay,
+            features=ns.feature_gates,
         ),
         metrics=MetricsAccess(
             url=ns.metrics_url or "",

@@ -13,7 +13,7 @@ from autoscaler.core.normalization import (
     TOO_FEW_REPLICAS,
     TOO_MANY_REPLICAS,
 )
-from autoscaler.core.reconcile import Decision
+from autoscaler.core.reconcile import FALLBACK, SCALING_PAUSED, Decision
 from autoscaler.core.schedules import describe
 from autoscaler.core.types import (
     ABLE_TO_SCALE,
@@ -97,6 +97,13 @@ def _without_count(decision: Decision) -> str:
     """No replica count was computed: the condition that says why."""
     current = decision.status.current_replicas
     conditions = {c.type: c for c in decision.status.conditions}
+    active = conditions.get(SCALING_ACTIVE)
+    if active is not None and active.reason == SCALING_PAUSED:
+        # The pause annotations: the count is theirs, the metrics were not read.
+        return f"paused: {active.message}"
+    fallback = conditions.get(FALLBACK)
+    if fallback is not None and fallback.status == "True":
+        return f"fallback: {fallback.message}"
     for kind in (ABLE_TO_SCALE, SCALING_ACTIVE):
         condition = conditions.get(kind)
         if condition is not None and condition.status == "False":

@@ -6,7 +6,13 @@ annotations of an HPA (`autoscaling.surge.dev/schedules` holds the same list as 
 `autoscaling.surge.dev/predictive` and `autoscaling.surge.dev/burst` the same objects). The queries of
 direct PromQL metrics are the CRD's
 `external.query` fields, and an HPA's `autoscaling.surge.dev/queries` annotation: a JSON object from
-metric name (`surge-promql:<name>`) to query.
+metric name (`surge-promql:<name>`) to query. Likewise `autoscaling.surge.dev/fallback` holds the CRD's
+`spec.fallback` object and `autoscaling.surge.dev/activation-thresholds` a JSON object from External or
+Object metric name to its activation threshold (a quantity).
+
+The pause annotations are the same on both: `autoscaling.surge.dev/paused: "true"` stops acting on the
+target, `autoscaling.surge.dev/paused-replicas: "N"` scales it to N and holds it there (the latter wins when
+both are set, as in KEDA).
 """
 
 from __future__ import annotations
@@ -18,11 +24,21 @@ from typing import Any, TypeVar
 
 from autoscaler.core.kube_json import (
     burst_from_json,
+    fallback_from_json,
     hpa_from_json,
+    milli,
     predictive_from_json,
     schedules_from_json,
 )
-from autoscaler.core.types import EXTERNAL, HPA, MetricSpec
+from autoscaler.core.types import (
+    EXTERNAL,
+    HPA,
+    OBJECT,
+    PAUSED_ANNOTATION,
+    PAUSED_REPLICAS_ANNOTATION,
+    MetricSpec,
+    Pause,
+)
 from autoscaler.core.validation import Violation, metric_source_violations, spec_violations
 from shared.kube import Obj
 
@@ -33,6 +49,8 @@ SCHEDULES_ANNOTATION = "autoscaling.surge.dev/schedules"
 PREDICTIVE_ANNOTATION = "autoscaling.surge.dev/predictive"
 QUERIES_ANNOTATION = "autoscaling.surge.dev/queries"
 BURST_ANNOTATION = "autoscaling.surge.dev/burst"
+FALLBACK_ANNOTATION = "autoscaling.surge.dev/fallback"
+ACTIVATION_ANNOTATION = "autoscaling.surge.dev/activation-thresholds"
 
 
 @dataclass(frozen=True)
@@ -60,42 +78,66 @@ class Source:
         path = f"/apis/{self.group}/{self.version}/namespaces/{namespace}/{self.plural}/{name}"
         return f"{path}/{subresource}" if subresource else path
 
-    def read(self, obj: Obj) -> tuple[HPA | None, tuple[Violation, ...]]:
+    def read(self, obj: Obj, *, scale_to_zero: bool = True) -> tuple[HPA | None, tuple[Violation, ...]]:
         """The parsed autoscaler and the API rules it breaks. A spec whose metric sources do not match their
         types is not parsed (None): it would read as some other spec. Raises ValueError for a spec that
-        cannot be read at all (a required field missing)."""
+        cannot be read at all (a required field missing). `scale_to_zero` is the HPAScaleToZero gate."""
         violations = metric_source_violations(obj.get("spec") or {})
         if violations:
             return None, violations
         hpa = hpa_from_json(obj)
+        pause = _pause(obj)
+        if isinstance(pause, Violation):
+            return hpa, (*spec_violations(hpa.spec, scale_to_zero=scale_to_zero), pause)
+        hpa = replace(hpa, spec=replace(hpa.spec, pause=pause))
         if not self.settings_in_annotations:
-            return hpa, spec_violations(hpa.spec)
+            return hpa, spec_violations(hpa.spec, scale_to_zero=scale_to_zero)
         schedules = _annotation(obj, SCHEDULES_ANNOTATION, schedules_from_json)
         predictive = _annotation(obj, PREDICTIVE_ANNOTATION, predictive_from_json)
         queries = _annotation(obj, QUERIES_ANNOTATION, _queries_from_json)
         burst = _annotation(obj, BURST_ANNOTATION, burst_from_json)
+        fallback = _annotation(obj, FALLBACK_ANNOTATION, fallback_from_json)
+        activation = _annotation(obj, ACTIVATION_ANNOTATION, _thresholds_from_json)
         # Ignoring an unreadable annotation would silently drop a floor or a forecast: refuse the autoscaler.
-        unreadable = tuple(v for v in (schedules, predictive, queries, burst) if isinstance(v, Violation))
+        read = (schedules, predictive, queries, burst, fallback, activation)
+        unreadable = tuple(v for v in read if isinstance(v, Violation))
         queries_where = _annotation_field(QUERIES_ANNOTATION)
         if unreadable:
-            return hpa, (*spec_violations(hpa.spec, queries_where=queries_where), *unreadable)
+            spec_problems = spec_violations(
+                hpa.spec, scale_to_zero=scale_to_zero, queries_where=queries_where
+            )
+            return hpa, (*spec_problems, *unreadable)
         assert not isinstance(schedules, Violation) and not isinstance(predictive, Violation)
         assert not isinstance(queries, Violation) and not isinstance(burst, Violation)
+        assert not isinstance(fallback, Violation) and not isinstance(activation, Violation)
         metrics, unused = _with_queries(hpa.spec.metrics, queries)
+        metrics, unthresholded = _with_thresholds(metrics, activation)
         hpa = replace(
             hpa,
             spec=replace(
-                hpa.spec, schedules=schedules, predictive=predictive, metrics=metrics, burst=burst
+                hpa.spec,
+                schedules=schedules,
+                predictive=predictive,
+                metrics=metrics,
+                burst=burst,
+                fallback=fallback,
             ),
         )
-        return hpa, spec_violations(
-            hpa.spec,
-            schedules_where=_annotation_field(SCHEDULES_ANNOTATION),
-            predictive_where=_annotation_field(PREDICTIVE_ANNOTATION),
-            queries_where=queries_where,
-            burst_where=_annotation_field(BURST_ANNOTATION),
-        ) + tuple(
-            Violation(f"{queries_where}[{name}]", "no External metric has this name") for name in unused
+        activation_where = _annotation_field(ACTIVATION_ANNOTATION)
+        unnamed = [(queries_where, name, "External metric") for name in unused] + [
+            (activation_where, name, "Object or External metric") for name in unthresholded
+        ]
+        return hpa, (
+            spec_violations(
+                hpa.spec,
+                scale_to_zero=scale_to_zero,
+                schedules_where=_annotation_field(SCHEDULES_ANNOTATION),
+                predictive_where=_annotation_field(PREDICTIVE_ANNOTATION),
+                queries_where=queries_where,
+                burst_where=_annotation_field(BURST_ANNOTATION),
+                fallback_where=_annotation_field(FALLBACK_ANNOTATION),
+            )
+            + tuple(Violation(f"{at}[{name}]", f"no {kind} has this name") for at, name, kind in unnamed)
         )
 
 
@@ -116,6 +158,46 @@ def _annotation(obj: Obj, name: str, parse: Callable[[Any, str], T]) -> T | Viol
     except ValueError as err:
         field, _, problem = str(err).partition(": ")  # kube_json's errors start with the field's path
         return Violation(field, problem)
+
+
+def _pause(obj: Obj) -> Pause | Violation | None:
+    """The pause annotations (both sources): paused-replicas wins over paused, as in KEDA."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    replicas = annotations.get(PAUSED_REPLICAS_ANNOTATION)
+    if replicas is not None:
+        if not replicas.strip().isdigit():
+            where = _annotation_field(PAUSED_REPLICAS_ANNOTATION)
+            return Violation(where, f"not a replica count (0 or more): {replicas!r}")
+        return Pause(int(replicas))
+    paused = annotations.get(PAUSED_ANNOTATION)
+    if paused is None or paused.strip().lower() == "false":
+        return None
+    if paused.strip().lower() != "true":
+        return Violation(_annotation_field(PAUSED_ANNOTATION), f'not "true" or "false": {paused!r}')
+    return Pause()
+
+
+def _thresholds_from_json(items: Any, where: str) -> dict[str, int]:
+    """The activation thresholds annotation: a JSON object of metric name -> quantity (milli here)."""
+    if items is None:
+        return {}
+    if not isinstance(items, dict):
+        raise ValueError(f"{where}: not an object of metric names to thresholds: {items!r}")
+    return {name: milli(value, f"{where}[{name}]") for name, value in items.items()}
+
+
+def _with_thresholds(
+    metrics: tuple[MetricSpec, ...], thresholds: dict[str, int]
+) -> tuple[tuple[MetricSpec, ...], list[str]]:
+    """The Object and External metrics given their activation threshold by name, and the names none has."""
+    named = {m.metric.name for m in metrics if m.type in (OBJECT, EXTERNAL) and m.metric is not None}
+    given = tuple(
+        replace(m, activation_threshold=thresholds[m.metric.name])
+        if m.type in (OBJECT, EXTERNAL) and m.metric is not None and m.metric.name in thresholds
+        else m
+        for m in metrics
+    )
+    return given, sorted(set(thresholds) - named)
 
 
 def _queries_from_json(items: Any, where: str) -> dict[str, str]:

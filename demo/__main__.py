@@ -1,12 +1,16 @@
 """`python -m demo` (`make demo`): Surge end to end on one machine, finishing by itself.
 
 A simulated Kubernetes cluster, a real Prometheus scraping its pods and kubelets every second, the adapter
-over HTTPS and the autoscaler. Two scenarios:
+over HTTPS and the autoscaler. Three scenarios:
 
 http-requests (the default): a Deployment at 2 replicas (100 rps capacity per pod) gets a load step to 4x
 what 2 pods serve; a HorizontalAutoscaler on `http_requests` per pod scales it out. A live timeline shows
 offered load, ready pods, desired replicas and the metric; the summary gives the seconds from the load
 step to the first scale write and to the needed size, and the largest size reached.
+
+queue: a worker Deployment at 0 replicas scales out on a queue-depth metric read straight from
+Prometheus once it passes its activation threshold, and back to 0 after its scale-down window when the
+queue drains; a PNG chart shows the queue, ready and desired workers.
 
 cpu-surge: the slow-HPA experiment of the field report "Why Is HPA Scaling Slow". A Deployment `nginx`
 (2 replicas, CPU request 20m) under a HorizontalAutoscaler on CPU utilization 20% (2 to 10 replicas)
@@ -47,9 +51,9 @@ def _demo(argv: list[str] | None) -> int:
         import asyncio
         from pathlib import Path
 
-        from demo import autoscaling, cpu_surge
+        from demo import autoscaling, cpu_surge, queue
         from demo.autoscaling import PROFILES
-        from demo.chart import write_chart
+        from demo.chart import write_chart, write_queue_chart
         from shared.cli import OneLineErrorParser, number, usage_error
         from shared.logging import LEVELS, add_logging_flags, configure_logging
     finally:
@@ -82,9 +86,10 @@ def _demo(argv: list[str] | None) -> int:
     )
     parser.add_argument(
         "--scenario",
-        choices=["http-requests", "cpu-surge"],
+        choices=["http-requests", "cpu-surge", "queue"],
         default="http-requests",
-        help="http-requests: a custom metric (default); cpu-surge: CPU, the slow-HPA experiment, charted",
+        help="http-requests: a custom metric (default); cpu-surge: CPU, the slow-HPA experiment, charted; "
+        "queue: scale from and to zero on a queue metric, charted",
     )
     parser.add_argument(
         "--profile",
@@ -105,7 +110,7 @@ def _demo(argv: list[str] | None) -> int:
         "--chart",
         type=png_path,
         default=None,
-        help="the PNG cpu-surge draws (default: cpu-surge.png in the current directory)",
+        help="the PNG cpu-surge or queue draws (default: <scenario>.png in the current directory)",
     )
     parser.add_argument(
         "--record",
@@ -129,8 +134,13 @@ def _demo(argv: list[str] | None) -> int:
         help="minimum level to log (default: warning, so that the timeline stays readable)",
     )
     args = parser.parse_args(argv)
-    if args.chart is not None and args.scenario != "cpu-surge":
-        usage_error(parser.prog, "--chart: only the cpu-surge scenario draws a chart")
+    if args.chart is not None and args.scenario == "http-requests":
+        usage_error(parser.prog, "--chart: only the cpu-surge and queue scenarios draw a chart")
+    if args.scenario == "queue":
+        if args.record is not None:
+            usage_error(parser.prog, "--record: only the http-requests scenario records")
+        if args.profile not in (None, "fast"):
+            usage_error(parser.prog, "--profile: the queue scenario runs fast")
     if args.scenario == "cpu-surge":
         if args.record is not None:
             usage_error(parser.prog, "--record: only the http-requests scenario records")
@@ -151,6 +161,13 @@ def _demo(argv: list[str] | None) -> int:
     if args.scenario == "http-requests":
         profile = PROFILES[args.profile or "fast"]
         asyncio.run(autoscaling.run(profile, say, limit(profile), args.record, args.keep_running))
+    elif args.scenario == "queue":
+        ran = asyncio.run(queue.run(PROFILES["fast"], say, limit(PROFILES["fast"])))
+        print()
+        print(queue.summary(ran))
+        chart = (args.chart or Path("queue.png")).resolve()
+        write_queue_chart(ran, chart)
+        print(f"Chart of the queue, ready and desired workers over time: {chart}")
     else:
         # The report's setting first, then Surge's; the chart shows them in that order, top to bottom.
         names = [args.profile] if args.profile else ["default", "fast"]
@@ -167,7 +184,11 @@ def _demo(argv: list[str] | None) -> int:
             "The report, on a real cluster with the built-in HPA: first scale-up about 26 s after the surge, "
             "10 replicas after about 57 s."
         )
-    print("\nThe adapter and the autoscaler are stopped.")
+    print(
+        "\nThe autoscaler is stopped."
+        if args.scenario == "queue"
+        else "\nThe adapter and the autoscaler are stopped."
+    )
     print("Done: the cluster and Prometheus are stopped.")
     return 0
 

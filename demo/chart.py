@@ -1,5 +1,6 @@
-"""The cpu-surge scenario's chart: offered load, ready pods and desired replicas over time, one panel per
-profile on a shared time axis, written as a PNG (matplotlib's Agg renderer, no display needed)."""
+"""The scenarios' charts, written as PNGs (matplotlib's Agg renderer, no display needed): cpu-surge's
+offered load, ready pods and desired replicas over time, one panel per profile on a shared time axis; the
+queue scenario's queue metric, ready and desired workers."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from demo import queue
 from demo.autoscaling import Profile
 from demo.cpu_surge import (
     CPU_RATES,
@@ -22,6 +24,7 @@ from demo.cpu_surge import (
     TARGET_UTILIZATION,
     Run,
 )
+from demo.queue import Run as QueueRun
 
 # The colours of `surge simulate`'s chart, so that the two read alike.
 LOAD_COLOR, READY_COLOR, DESIRED_COLOR = "#c8c8c8", "#1f77b4", "#ff7f0e"
@@ -94,5 +97,59 @@ def write_chart(runs: Sequence[Run], path: Path) -> None:
     figure.suptitle(
         f"cpu-surge: Deployment {NAME}, CPU request {CPU_REQUEST}, target {TARGET_UTILIZATION}% CPU, "
         f"{MIN_REPLICAS}-{MAX_REPLICAS} replicas; load 0 → {STEP_RPS:g} requests/s"
+    )
+    FigureCanvasAgg(figure).print_png(str(path))
+
+
+def write_queue_chart(run: QueueRun, path: Path) -> None:
+    """The queue scenario: the queue metric (area, right axis), ready and desired workers over time."""
+    figure = Figure(figsize=(10, 4.6), dpi=110, layout="constrained")
+    ax = figure.subplots()
+    seconds = [p.seconds for p in run.points]
+    depth = ax.twinx()
+    depth.fill_between(seconds, [p.queue for p in run.points], step="post", color=LOAD_COLOR, lw=0)
+    depth.axhline(queue.ACTIVATION, color="#52606d", lw=1, ls=":")
+    depth.annotate(
+        "activation threshold",
+        (seconds[0], queue.ACTIVATION),
+        xytext=(2, 3),
+        textcoords="offset points",
+        color="#52606d",
+        fontsize=9,
+    )
+    depth.set_ylim(0, queue.QUEUE_DEPTH * 1.3)
+    depth.set_ylabel("queue metric (jobs/s)", color="#52606d")
+    ax.set_zorder(depth.get_zorder() + 1)
+    ax.patch.set_visible(False)
+    ax.step(seconds, [p.ready_pods for p in run.points], where="post", color=READY_COLOR, lw=2)
+    ax.step(
+        seconds, [p.desired_replicas for p in run.points], where="post", color=DESIRED_COLOR, lw=1.6, ls="--"
+    )
+    for t, replicas in run.writes:
+        ax.annotate(
+            f"{replicas} at {t:.1f} s",
+            (t, replicas),
+            xytext=(4, 4),
+            textcoords="offset points",
+            color="#b35900",
+            fontsize=9,
+        )
+    top = max(p.desired_replicas for p in run.points) + 1.5
+    ax.set_ylim(0, top)
+    ax.set_ylabel("worker pods")
+    ax.set_xlabel("seconds")
+    ax.grid(True, color="#e6e6e6")
+    latency = run.scale_out_latency
+    said = "no scale-out" if latency is None else f"scale-out {latency:.1f} s after the threshold"
+    ax.set_title(f"{run.profile.name} profile ({run.profile.sync_period:g} s period): {said}", loc="left")
+    legend = [
+        Patch(color=LOAD_COLOR, label="queue metric in Prometheus (right axis)"),
+        Line2D([], [], color=READY_COLOR, lw=2, label="ready workers"),
+        Line2D([], [], color=DESIRED_COLOR, lw=1.6, ls="--", label="desired replicas"),
+    ]
+    figure.legend(handles=legend, loc="outside lower center", ncols=3, frameon=False)
+    figure.suptitle(
+        f"queue: Deployment {queue.WORKER} from 0, {queue.PER_WORKER} jobs/s per worker, activation "
+        f"threshold {queue.ACTIVATION}, scale-down window {queue.SCALE_DOWN_WINDOW} s"
     )
     FigureCanvasAgg(figure).print_png(str(path))

@@ -10,10 +10,10 @@ import sys
 from collections.abc import Sequence
 
 from shared.cli import OneLineErrorParser, add_version_flag
-from surge import explain
+from surge import convert, explain
 from surge.simulate import command as simulate
 
-SUBCOMMANDS = (simulate, explain)
+SUBCOMMANDS = (simulate, explain, convert)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -24,6 +24,10 @@ HPA_VECTOR_COUNTS = {
 }
 
 
+# The controller-level vectors (whole reconciles through decide()), per file.
+CONTROLLER_VECTOR_COUNTS = {"controller_scale_to_zero": 20}
+
+
 class ConformanceDataError(RuntimeError):
     """The repo's conformance data is missing or incomplete."""
 
@@ -43,4 +47,15 @@ def hpa_vectors() -> list[tuple[str, dict[str, Any]]]:
         if len(found) != expected:
             raise ConformanceDataError(f"hpa/{stem}.json holds {len(found)} vectors, expected {expected}")
         vectors.extend((stem, vector) for vector in found)
+    return vectors
+
+
+def controller_vectors() -> list[dict[str, Any]]:
+    """Every controller-level vector, after checking each file holds all of its vectors."""
+    vectors = []
+    for stem, expected in CONTROLLER_VECTOR_COUNTS.items():
+        found = load_conformance(f"hpa/{stem}.json")["vectors"]
+        if len(found) != expected:
+            raise ConformanceDataError(f"hpa/{stem}.json holds {len(found)} vectors, expected {expected}")
+        vectors.extend(found)
     return vectors

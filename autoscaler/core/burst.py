@@ -102,8 +102,9 @@ def check(snapshot: Snapshot, short_answers: Sequence[MetricAnswer | None]) -> D
     current = snapshot.scale.spec_replicas
     metrics = effective_metrics(spec)
     chosen = [i for i, answer in enumerate(short_answers) if answer is not None]
-    if current == 0 or current > spec.max_replicas or not chosen:
-        return _quiet(snapshot, None)  # scaling disabled, or above maxReplicas: decide's business
+    if current == 0 or current > spec.max_replicas or not chosen or spec.pause is not None:
+        # Scaling disabled, above maxReplicas or paused (the pause annotations): decide's business.
+        return _quiet(snapshot, None)
     short = _compute(snapshot, [metrics[i] for i in chosen], [short_answers[i] for i in chosen])
     normal = _compute(snapshot, [metrics[i] for i in chosen], [snapshot.metric_answers[i] for i in chosen])
     ratios = [(r, i) for i, r in enumerate(short.ratios) if r is not None]

@@ -31,6 +31,7 @@ from autoscaler.core.types import (
     ControllerConfig,
     CrossVersionObjectReference,
     ExternalMetricAnswer,
+    Fallback,
     History,
     HPASpec,
     HPAStatus,
@@ -206,7 +207,16 @@ def metric_spec_from_json(obj: Json, where: str = "metric") -> MetricSpec:
     )
     # Surge's own `query` (a direct PromQL metric) is read on External metrics only.
     query = _typed(source, "query", str, here) if kind == EXTERNAL and source.get("query") is not None else ""
-    return MetricSpec(type=kind, target=target, metric=metric, described_object=described, query=query)
+    # Surge's own activationThreshold (KEDA's, core/activation.py): Object and External metrics.
+    activation = source.get("activationThreshold")
+    return MetricSpec(
+        type=kind,
+        target=target,
+        metric=metric,
+        described_object=described,
+        query=query,
+        activation_threshold=None if activation is None else milli(activation, f"{here}.activationThreshold"),
+    )
 
 
 def scaling_rules_from_json(obj: Json | None, where: str) -> ScalingRules | None:
@@ -292,6 +302,19 @@ def burst_from_json(item: Any, where: str) -> Burst | None:
     return Burst(window_seconds=_typed(item, "windowSeconds", int, where), threshold=float(threshold))
 
 
+def fallback_from_json(item: Any, where: str) -> Fallback | None:
+    """``spec.fallback`` (or the fallback annotation's JSON); None is none."""
+    if item is None:
+        return None
+    if not isinstance(item, Mapping):
+        raise ValueError(f"{where}: not a fallback object: {item!r}")
+    return Fallback(
+        failure_threshold=_typed(item, "failureThreshold", int, where),
+        replicas=_typed(item, "replicas", int, where),
+        behavior="static" if item.get("behavior") is None else _typed(item, "behavior", str, where),
+    )
+
+
 def hpa_spec_from_json(obj: Json, where: str = "spec") -> HPASpec:
     behavior = obj.get("behavior")
     return HPASpec(
@@ -312,6 +335,7 @@ def hpa_spec_from_json(obj: Json, where: str = "spec") -> HPASpec:
         schedules=schedules_from_json(obj.get("schedules"), f"{where}.schedules"),
         predictive=predictive_from_json(obj.get("predictive"), f"{where}.predictive"),
         burst=burst_from_json(obj.get("burst"), f"{where}.burst"),
+        fallback=fallback_from_json(obj.get("fallback"), f"{where}.fallback"),
     )
 
 

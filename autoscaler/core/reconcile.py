@@ -12,8 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from autoscaler.core.activation import is_active, uses_activation
 from autoscaler.core.conditions import has_true_condition, remove_condition, set_condition
 from autoscaler.core.defaults import DEFAULT_SCALE_UP, with_defaults
+from autoscaler.core.fallback import fallback_replicas
 from autoscaler.core.metric_compute import MetricsResult, compute_replicas_for_metrics
 from autoscaler.core.normalization import (
     SCALE_DOWN_STABILIZED,
@@ -34,6 +36,8 @@ from autoscaler.core.types import (
     EXTERNAL,
     HPA,
     OBJECT,
+    PAUSED_ANNOTATION,
+    PAUSED_REPLICAS_ANNOTATION,
     SCALED_TO_ZERO,
     SCALING_ACTIVE,
     SCALING_LIMITED,
@@ -41,11 +45,13 @@ from autoscaler.core.types import (
     Condition,
     ControllerConfig,
     Event,
+    Fallback,
     History,
     HPASpec,
     HPAStatus,
     LimitsTrace,
     MetricStatus,
+    Pause,
     Pod,
     Recommendation,
     ScalingPolicy,
@@ -63,7 +69,17 @@ INVALID_SPEC = "InvalidSpec"
 ABOVE_MAX = "Current number of replicas above Spec.MaxReplicas"
 BELOW_MIN = "Current number of replicas below Spec.MinReplicas"
 ALL_BELOW_TARGET = "All metrics below target"
-# The scale-up policies without a behavior (100 % or 4 pods per 15 s), for burst mode's rate limit.
+# Surge's own conditions: fallback in force (fallback.py), activation (activation.py), paused.
+FALLBACK = "Fallback"
+ACTIVE = "Active"
+SCALING_PAUSED = "ScalingPaused"
+
+
+def fallback_reason(failed_reads: int) -> str:
+    """The rescale reason while the fallback holds (Surge's own, worded like upstream's reasons)."""
+    return f"fallback after {failed_reads} consecutive failed metric reads"
+
+
 def below_schedule(schedule: Schedule) -> str:
     """The rescale reason when an active schedule's minReplicas is above the current count (Surge's own,
     worded like upstream's BELOW_MIN)."""
@@ -322,6 +338,111 @@ def _metric_computations(
     return tuple(computations)
 
 
+def _fallback(
+    fallback: Fallback,
+    failed_reads: int,
+    current: int,
+    max_replicas: int,
+    conditions: tuple[Condition, ...],
+    events: list[Event],
+    now: datetime,
+) -> tuple[int | None, tuple[Condition, ...]]:
+    """The fallback count (None: not in force) and the Fallback condition; an event when it starts or ends."""
+    was = has_true_condition(conditions, FALLBACK)
+    if failed_reads >= fallback.failure_threshold:
+        count = fallback_replicas(fallback, current, max_replicas)
+        message = (
+            f"{failed_reads} consecutive reconciles failed to read a metric (failureThreshold "
+            f"{fallback.failure_threshold}): holding the fallback's {count} replicas ({fallback.behavior})"
+        )
+        if not was:
+            events.append(Event("Warning", "FallbackActive", message))
+        return count, set_condition(conditions, FALLBACK, "True", "FallbackActive", message, now)
+    if was:
+        events.append(Event("Normal", "FallbackEnded", "the metrics were read again: the fallback ended"))
+    message = f"{failed_reads} consecutive failed metric reads, failureThreshold {fallback.failure_threshold}"
+    return None, set_condition(conditions, FALLBACK, "False", "NoFallback", message, now)
+
+
+def _activation_condition(
+    conditions: tuple[Condition, ...], active: bool | None, now: datetime
+) -> tuple[Condition, ...]:
+    if active is None:
+        message = "a metric with an activation threshold could not be read"
+        return set_condition(conditions, ACTIVE, "Unknown", "ActivationUnknown", message, now)
+    if active:
+        message = "a metric is above its activation threshold: at least one replica"
+        return set_condition(conditions, ACTIVE, "True", "ActivationThresholdExceeded", message, now)
+    message = "every metric is at or below its activation threshold: the target may scale to zero"
+    return set_condition(conditions, ACTIVE, "False", "BelowActivationThreshold", message, now)
+
+
+def _paused(
+    hpa: HPA,
+    pause: Pause,
+    current: int,
+    conditions: tuple[Condition, ...],
+    history: History,
+    recommendations: tuple[Recommendation, ...],
+    now: datetime,
+    observed_generation: int | None,
+) -> Decision:
+    """The pause annotations: hold `pause.replicas` (scale there first), or the current count; read no
+    metric. Status keeps its metrics and says why nothing scales (ScalingActive False, ScalingPaused)."""
+    target = current if pause.replicas is None else pause.replicas
+    if pause.replicas is None:
+        message = f"scaling is paused by the annotation {PAUSED_ANNOTATION}"
+    else:
+        message = f"scaling is paused at {target} replicas by the annotation {PAUSED_REPLICAS_ANNOTATION}"
+    conditions = set_condition(conditions, SCALING_ACTIVE, "False", SCALING_PAUSED, message, now)
+    history = replace(history, recommendations=recommendations)
+    rescale = target != current
+    reason = f"paused at {target} replicas"
+    events: tuple[Event, ...] = ()
+    before = _BeforeRescale(
+        hpa=hpa,
+        current_replicas=current,
+        desired_replicas=target,
+        reason=reason,
+        conditions=conditions,
+        statuses=hpa.status.current_metrics,
+        events=events,
+        history=history,
+        reference=reference_of(hpa),
+        now=now,
+        observed_generation=observed_generation,
+    )
+    if rescale:
+        conditions = set_condition(
+            conditions,
+            ABLE_TO_SCALE,
+            "True",
+            "SucceededRescale",
+            f"the HPA controller was able to update the target scale to {target}",
+            now,
+        )
+        events = (Event("Normal", "SuccessfulRescale", f"New size: {target}; reason: {reason}"),)
+    status = HPAStatus(
+        current_replicas=current,
+        desired_replicas=target,
+        last_scale_time=now if rescale else hpa.status.last_scale_time,
+        current_metrics=hpa.status.current_metrics,
+        conditions=conditions,
+        observed_generation=observed_generation,
+    )
+    return Decision(
+        desired_replicas=target,
+        rescale=rescale,
+        reason=reason if rescale else "",
+        status=status,
+        status_changed=not _status_equal(status, hpa.status),
+        events=events,
+        history=history,
+        error=None,
+        _before_rescale=before if rescale else None,
+    )
+
+
 def decide(snapshot: Snapshot) -> Decision:
     """One reconcile pass of one HPA: see the module docstring and docs/algorithm.md."""
     hpa, scale, now, config = snapshot.hpa, snapshot.scale, snapshot.now, snapshot.config
@@ -366,9 +487,17 @@ def decide(snapshot: Snapshot) -> Decision:
 
     scaled_to_zero = gates.hpa_scale_to_zero and has_true_condition(conditions, SCALED_TO_ZERO)
     has_object_or_external = any(m.type in (OBJECT, EXTERNAL) for m in spec.metrics)
+    # Activation thresholds (activation.py) decide between zero and the metrics' count themselves; the
+    # spec's own minimum counts (an open schedule's floor then lifts the target off zero).
+    activation = gates.hpa_scale_to_zero and spec.min_replicas == 0 and uses_activation(spec.metrics)
+    if spec.pause is not None:
+        return _paused(
+            hpa, spec.pause, current, conditions, history, recommendations, now, observed_generation
+        )
 
     if current == 0:
-        if not ((min_replicas != 0 and scaled_to_zero) or (scaled_to_zero and has_object_or_external)):
+        from_zero = (min_replicas != 0 and scaled_to_zero) or (scaled_to_zero and has_object_or_external)
+        if not (from_zero or activation):
             rescale = False
             need_metrics = False
             conditions = set_condition(
@@ -427,6 +556,17 @@ def decide(snapshot: Snapshot) -> Decision:
         events.extend(Event("Warning", f.reason, f.detail) for f in result.failures)
         statuses = result.statuses
         computations = _metric_computations(spec, result, original.current_replicas)
+        failed_reads = history.failed_reads + 1 if result.failures else 0
+        if failed_reads != history.failed_reads:
+            history = replace(history, failed_reads=failed_reads)
+        fallback_count: int | None = None
+        if spec.fallback is None:
+            if any(c.type == FALLBACK for c in conditions):  # spec.fallback removed
+                conditions = remove_condition(conditions, FALLBACK)
+        else:
+            fallback_count, conditions = _fallback(
+                spec.fallback, history.failed_reads, current, spec.max_replicas, conditions, events, now
+            )
         # Upstream's `err != nil && replicas == -1`: a negative metric can propose -1 without failing.
         if result.replicas == -1 and result.failures:
             first = result.failures[0]
@@ -438,6 +578,7 @@ def decide(snapshot: Snapshot) -> Decision:
                 f"the HPA was unable to compute the replica count: {first.detail}",
                 now,
             )
+        if result.replicas == -1 and result.failures and fallback_count is None:
             return _metrics_failed(
                 hpa,
                 current,
@@ -452,153 +593,163 @@ def decide(snapshot: Snapshot) -> Decision:
                 Trace(ctx.tolerances, result.ratios, result.proposals, readiness=result.readiness),
                 schedules.next_change,
             )
-        conditions = set_condition(
-            conditions,
-            SCALING_ACTIVE,
-            "True",
-            "ValidMetricFound",
-            f"the HPA was able to successfully calculate a replica count from {result.metric_name}",
-            now,
-        )
-        error = result.error
-        # Upstream wraps metric errors with %v, so even a spec error counts as internal here.
-        error_label = "internal" if error else "none"
-        metric_name, metric_timestamp = result.metric_name, result.timestamp
-
-        rescale_metric = ""
-        if result.replicas > desired:
-            desired, rescale_metric = result.replicas, result.metric_name
-        raised_by: Schedule | None = None
-        if floor_schedule is not None and desired < min_replicas:
-            # The schedule's floor is the proposal: stabilization records it, so when the window closes
-            # the count falls as after a drop in load (held by the scale-down window), not at once.
-            desired, raised_by = min_replicas, floor_schedule
-        if history.burst is not None and spec.burst is not None and desired < current:
-            # In burst (core/burst.py): no scale-down until the burst ends (or spec.burst is removed).
-            desired = current
-        if desired > current:
-            # Raised above the current count only from zero replicas (with HPAScaleToZero).
-            reason = below_schedule(raised_by) if raised_by else f"{rescale_metric} above target"
-        if desired < current:
-            reason = ALL_BELOW_TARGET
-        proposal = desired
-
-        if spec.behavior is None:
-            stabilized = stabilize_recommendation(
-                recommendations, desired, timedelta(seconds=config.downscale_stabilization_window_s), now
-            )
-            stabilized_replicas = stabilized.replicas
-            stabilized_reason = SCALE_DOWN_STABILIZED
-            recommendations = stabilized.recommendations
-            stabilization = StabilizationTrace(
-                proposal,
-                stabilized_replicas,
-                None,
-                config.downscale_stabilization_window_s,
-                (),
-                stabilized.window,
-            )
-            policies: tuple[ScalingPolicy, ...] = ()
-            select_policy: str | None = None
-            limited = convert_desired_replicas_with_rules(
-                current,
-                stabilized_replicas,
-                min_replicas,
-                spec.max_replicas,
-                config.scale_up_limit_factor,
-                config.scale_up_limit_minimum,
-            )
-            if spec.burst is not None and limited.replicas > current:
-                # Burst checks scale up between periods under the default scale-up policies: decide's
-                # scale-ups count against the same rate (and are recorded below), so the two never add up.
-                rate = scale_up_rate_limit(
-                    current, history.scale_up_events, history.scale_down_events, DEFAULT_SCALE_UP, now
-                )
-                if rate.limit < limited.replicas:
-                    limited = Limited(max(current, rate.limit), *SCALE_UP_LIMIT, rate.limit, rate.policy)
-        else:
-            scale_up = spec.behavior.scale_up
-            scale_down = spec.behavior.scale_down
-            assert scale_up is not None and scale_down is not None  # completed by with_defaults
-            if scale_down.stabilization_window_seconds is None:
-                scale_down = replace(
-                    scale_down, stabilization_window_seconds=int(config.downscale_stabilization_window_s)
-                )
-            stabilized_b = stabilize_recommendation_with_behaviors(
-                recommendations,
-                current,
-                desired,
-                scale_up.stabilization_window_seconds or 0,
-                scale_down.stabilization_window_seconds or 0,
-                now,
-            )
-            stabilized_replicas = stabilized_b.replicas
-            stabilized_reason = stabilized_b.reason, stabilized_b.message
-            recommendations = stabilized_b.recommendations
-            stabilization = StabilizationTrace(
-                proposal,
-                stabilized_replicas,
-                scale_up.stabilization_window_seconds or 0,
-                scale_down.stabilization_window_seconds or 0,
-                stabilized_b.scale_up_window,
-                stabilized_b.scale_down_window,
-            )
-            rules = scale_up if stabilized_replicas > current else scale_down
-            changing = stabilized_replicas != current
-            policies = (rules.policies or ()) if changing else ()
-            select_policy = rules.select_policy if changing else None
-            limited = convert_desired_replicas_with_behavior_rate(
-                current,
-                stabilized_replicas,
-                min_replicas,
-                spec.max_replicas,
-                scale_up,
-                scale_down,
-                history.scale_up_events,
-                history.scale_down_events,
-                now,
-            )
-        if stabilized_replicas != desired:
-            conditions = set_condition(conditions, ABLE_TO_SCALE, "True", *stabilized_reason, now)
+        if fallback_count is not None:
+            desired, reason = fallback_count, fallback_reason(history.failed_reads)
         else:
             conditions = set_condition(
                 conditions,
-                ABLE_TO_SCALE,
+                SCALING_ACTIVE,
                 "True",
-                "ReadyForNewScale",
-                "recommended size matches current size",
+                "ValidMetricFound",
+                f"the HPA was able to successfully calculate a replica count from {result.metric_name}",
                 now,
             )
-        conditions = set_condition(
-            conditions,
-            SCALING_LIMITED,
-            "False" if limited.replicas == stabilized_replicas else "True",
-            limited.reason,
-            limited.message,
-            now,
-        )
-        desired = limited.replicas
-        trace = Trace(
-            ctx.tolerances,
-            result.ratios,
-            result.proposals,
-            stabilization,
-            LimitsTrace(
-                min_replicas,
-                spec.max_replicas,
-                policies,
-                select_policy,
-                limited.rate_limit,
-                limited.policy,
-                limited.replicas,
-                limited.reason,
-            ),
-            result.readiness,
-        )
+            error = result.error
+            # Upstream wraps metric errors with %v, so even a spec error counts as internal here.
+            error_label = "internal" if error else "none"
+            metric_name, metric_timestamp = result.metric_name, result.timestamp
 
-        if current == 0 and min_replicas != 0 and scaled_to_zero and desired < min_replicas:
-            desired = min_replicas
-            reason = reason or BELOW_MIN
+            rescale_metric = ""
+            if result.replicas > desired:
+                desired, rescale_metric = result.replicas, result.metric_name
+            if activation:
+                active = is_active(spec.metrics, snapshot.metric_answers)
+                conditions = _activation_condition(conditions, active, now)
+                if active is False:
+                    desired = 0
+                elif active and desired < 1:
+                    desired, rescale_metric = 1, result.metric_name
+            raised_by: Schedule | None = None
+            if floor_schedule is not None and desired < min_replicas:
+                # The schedule's floor is the proposal: stabilization records it, so when the window closes
+                # the count falls as after a drop in load (held by the scale-down window), not at once.
+                desired, raised_by = min_replicas, floor_schedule
+            if history.burst is not None and spec.burst is not None and desired < current:
+                # In burst (core/burst.py): no scale-down until the burst ends (or spec.burst is removed).
+                desired = current
+            if desired > current:
+                # Raised above the current count only from zero replicas (with HPAScaleToZero).
+                reason = below_schedule(raised_by) if raised_by else f"{rescale_metric} above target"
+            if desired < current:
+                reason = ALL_BELOW_TARGET
+            proposal = desired
+
+            if spec.behavior is None:
+                stabilized = stabilize_recommendation(
+                    recommendations, desired, timedelta(seconds=config.downscale_stabilization_window_s), now
+                )
+                stabilized_replicas = stabilized.replicas
+                stabilized_reason = SCALE_DOWN_STABILIZED
+                recommendations = stabilized.recommendations
+                stabilization = StabilizationTrace(
+                    proposal,
+                    stabilized_replicas,
+                    None,
+                    config.downscale_stabilization_window_s,
+                    (),
+                    stabilized.window,
+                )
+                policies: tuple[ScalingPolicy, ...] = ()
+                select_policy: str | None = None
+                limited = convert_desired_replicas_with_rules(
+                    current,
+                    stabilized_replicas,
+                    min_replicas,
+                    spec.max_replicas,
+                    config.scale_up_limit_factor,
+                    config.scale_up_limit_minimum,
+                )
+                if spec.burst is not None and limited.replicas > current:
+                    # Burst checks scale up between periods under the default scale-up policies: decide's
+                    # scale-ups count against the same rate (and are recorded below), so the two never add up.
+                    rate = scale_up_rate_limit(
+                        current, history.scale_up_events, history.scale_down_events, DEFAULT_SCALE_UP, now
+                    )
+                    if rate.limit < limited.replicas:
+                        limited = Limited(max(current, rate.limit), *SCALE_UP_LIMIT, rate.limit, rate.policy)
+            else:
+                scale_up = spec.behavior.scale_up
+                scale_down = spec.behavior.scale_down
+                assert scale_up is not None and scale_down is not None  # completed by with_defaults
+                if scale_down.stabilization_window_seconds is None:
+                    scale_down = replace(
+                        scale_down, stabilization_window_seconds=int(config.downscale_stabilization_window_s)
+                    )
+                stabilized_b = stabilize_recommendation_with_behaviors(
+                    recommendations,
+                    current,
+                    desired,
+                    scale_up.stabilization_window_seconds or 0,
+                    scale_down.stabilization_window_seconds or 0,
+                    now,
+                )
+                stabilized_replicas = stabilized_b.replicas
+                stabilized_reason = stabilized_b.reason, stabilized_b.message
+                recommendations = stabilized_b.recommendations
+                stabilization = StabilizationTrace(
+                    proposal,
+                    stabilized_replicas,
+                    scale_up.stabilization_window_seconds or 0,
+                    scale_down.stabilization_window_seconds or 0,
+                    stabilized_b.scale_up_window,
+                    stabilized_b.scale_down_window,
+                )
+                rules = scale_up if stabilized_replicas > current else scale_down
+                changing = stabilized_replicas != current
+                policies = (rules.policies or ()) if changing else ()
+                select_policy = rules.select_policy if changing else None
+                limited = convert_desired_replicas_with_behavior_rate(
+                    current,
+                    stabilized_replicas,
+                    min_replicas,
+                    spec.max_replicas,
+                    scale_up,
+                    scale_down,
+                    history.scale_up_events,
+                    history.scale_down_events,
+                    now,
+                )
+            if stabilized_replicas != desired:
+                conditions = set_condition(conditions, ABLE_TO_SCALE, "True", *stabilized_reason, now)
+            else:
+                conditions = set_condition(
+                    conditions,
+                    ABLE_TO_SCALE,
+                    "True",
+                    "ReadyForNewScale",
+                    "recommended size matches current size",
+                    now,
+                )
+            conditions = set_condition(
+                conditions,
+                SCALING_LIMITED,
+                "False" if limited.replicas == stabilized_replicas else "True",
+                limited.reason,
+                limited.message,
+                now,
+            )
+            desired = limited.replicas
+            trace = Trace(
+                ctx.tolerances,
+                result.ratios,
+                result.proposals,
+                stabilization,
+                LimitsTrace(
+                    min_replicas,
+                    spec.max_replicas,
+                    policies,
+                    select_policy,
+                    limited.rate_limit,
+                    limited.policy,
+                    limited.replicas,
+                    limited.reason,
+                ),
+                result.readiness,
+            )
+
+            if current == 0 and min_replicas != 0 and scaled_to_zero and desired < min_replicas:
+                desired = min_replicas
+                reason = reason or BELOW_MIN
         rescale = desired != current
 
     history = replace(history, recommendations=recommendations)

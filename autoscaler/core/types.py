@@ -31,6 +31,9 @@ ABLE_TO_SCALE = "AbleToScale"
 SCALING_ACTIVE = "ScalingActive"
 SCALING_LIMITED = "ScalingLimited"
 SCALED_TO_ZERO = "ScaledToZero"
+# The pause annotations (both sources): stop acting, or scale to a count and hold it.
+PAUSED_ANNOTATION = "autoscaling.surge.dev/paused"
+PAUSED_REPLICAS_ANNOTATION = "autoscaling.surge.dev/paused-replicas"
 
 
 # --- controller configuration -------------------------------------------------------------------
@@ -38,12 +41,22 @@ SCALED_TO_ZERO = "ScaledToZero"
 
 @dataclass(frozen=True, slots=True)
 class FeatureGates:
-    """Feature switches the algorithm reads, defaulted as kube-controller-manager v1.37."""
+    """Feature switches the algorithm reads, defaulted as kube-controller-manager v1.37 (HPAScaleToZero
+    turned beta and on by default there)."""
 
     hpa_configurable_tolerance: bool = True
-    hpa_scale_to_zero: bool = False
+    hpa_scale_to_zero: bool = True
     pod_level_resources: bool = True
     hpa_generation: bool = False
+
+
+# kube-controller-manager's --feature-gates names of the FeatureGates fields.
+FEATURE_GATE_NAMES = {
+    "HPAConfigurableTolerance": "hpa_configurable_tolerance",
+    "HPAScaleToZero": "hpa_scale_to_zero",
+    "PodLevelResources": "pod_level_resources",
+    "HPAGeneration": "hpa_generation",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +243,8 @@ class MetricSpec:
     metric: MetricIdentifier | None = None
     described_object: CrossVersionObjectReference | None = None
     query: str = ""
+    # KEDA's activationThreshold (Surge's own, core/activation.py), milli; Object and External metrics only.
+    activation_threshold: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +301,27 @@ class Burst:
     threshold: float
 
 
+FALLBACK_BEHAVIORS = ("static", "currentReplicas", "currentReplicasIfHigher", "currentReplicasIfLower")
+
+
+@dataclass(frozen=True, slots=True)
+class Fallback:
+    """KEDA's fallback (Surge's own, core/fallback.py): after `failure_threshold` consecutive reconciles with
+    a failed metric read, the target goes to the count `behavior` makes of `replicas`."""
+
+    failure_threshold: int
+    replicas: int
+    behavior: str = "static"
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """The pause annotations (Surge's own, KEDA's semantics): stop acting (`replicas` None), or scale the
+    target to `replicas` and hold it there."""
+
+    replicas: int | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class HPASpec:
     scale_target_ref: CrossVersionObjectReference
@@ -296,6 +332,8 @@ class HPASpec:
     schedules: tuple[Schedule, ...] = ()  # Surge's own: spec.schedules, or the schedules annotation
     predictive: Predictive | None = None  # Surge's own: spec.predictive, or the predictive annotation
     burst: Burst | None = None  # Surge's own: spec.burst, or the burst annotation
+    fallback: Fallback | None = None  # Surge's own: spec.fallback, or the fallback annotation
+    pause: Pause | None = None  # Surge's own: the pause annotations
 
 
 # --- HPA status ---------------------------------------------------------------------------------
@@ -398,6 +436,8 @@ class History:
     scale_up_events: tuple[ScaleEvent, ...] = ()
     scale_down_events: tuple[ScaleEvent, ...] = ()
     burst: BurstState | None = None  # Surge's own: the burst mode's state (core/burst.py); None: not in one
+    # Surge's own: consecutive reconciles with a failed metric read (core/fallback.py).
+    failed_reads: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,8 @@ checks them, and what no CEL rule can check: that the cron expression parses and
 So is `predictive` (predictive.py): a horizon of at least a second, at least one season, every season at
 least the horizon (a season's forecast reads the samples a season back) and the lookback at least the
 longest season.
+So are `fallback` (fallback.py: a threshold of at least 1, replicas from 0 to maxReplicas, one of KEDA's
+behaviors) and activation thresholds (activation.py: Object and External metrics only, not negative).
 So is `burst` (burst.py): a window of 1 to MAX_BURST_WINDOW_SECONDS - 1 seconds and a threshold above 1.
 Direct PromQL metrics (an External metric named `surge-promql:<name>` with Surge's own `query`): the
 query is set exactly when the name has the prefix, and no metric selector beside it.
@@ -35,10 +37,12 @@ from autoscaler.core.types import (
     CONTAINER_RESOURCE,
     DIRECT_METRIC_PREFIX,
     EXTERNAL,
+    FALLBACK_BEHAVIORS,
     OBJECT,
     PODS,
     RESOURCE,
     Burst,
+    Fallback,
     HPASpec,
     MetricIdentifier,
     MetricSpec,
@@ -256,6 +260,37 @@ def _burst_violations(burst: Burst, where: str) -> list[Violation]:
     return out
 
 
+FALLBACK_ABOVE_MAX = "fallback replicas must be less than or equal to maxReplicas"
+ACTIVATION_SOURCES = "activationThreshold is for Object and External metrics only"
+ACTIVATION_NEGATIVE = "activationThreshold must not be negative"
+
+
+def _fallback_violations(fallback: Fallback, max_replicas: int, where: str) -> list[Violation]:
+    out = []
+    if fallback.failure_threshold < 1:
+        out.append(Violation(f"{where}.failureThreshold", "must be greater than or equal to 1"))
+    if fallback.replicas < 0:
+        out.append(Violation(f"{where}.replicas", "must be greater than or equal to 0"))
+    elif fallback.replicas > max_replicas:
+        out.append(Violation(f"{where}.replicas", FALLBACK_ABOVE_MAX))
+    if fallback.behavior not in FALLBACK_BEHAVIORS:
+        out.append(Violation(f"{where}.behavior", _unsupported(fallback.behavior, FALLBACK_BEHAVIORS)))
+    return out
+
+
+def _activation_violations(metrics: Sequence[MetricSpec], where: str) -> list[Violation]:
+    out = []
+    for i, metric in enumerate(metrics):
+        if metric.activation_threshold is None:
+            continue
+        here = f"{where}.metrics[{i}].{SOURCE_FIELDS.get(metric.type, 'type')}.activationThreshold"
+        if metric.type not in (OBJECT, EXTERNAL):
+            out.append(Violation(here, ACTIVATION_SOURCES))
+        elif metric.activation_threshold < 0:
+            out.append(Violation(here, ACTIVATION_NEGATIVE))
+    return out
+
+
 def spec_violations(
     spec: HPASpec,
     *,
@@ -265,6 +300,7 @@ def spec_violations(
     predictive_where: str = "",
     queries_where: str = "",
     burst_where: str = "",
+    fallback_where: str = "",
 ) -> tuple[Violation, ...]:
     """Every rule `spec` breaks, in field order; empty when the API would accept it.
 
@@ -273,7 +309,7 @@ def spec_violations(
     ``schedules_where`` is where the schedules were written (``<where>.schedules`` unless given: an HPA
     carries them in an annotation); ``predictive_where`` likewise for ``predictive``, and
     ``queries_where`` for the queries of direct metrics (``<metric>.external.query`` unless given), and
-    ``burst_where`` for ``burst``.
+    ``burst_where`` for ``burst``, ``fallback_where`` for ``fallback``.
     """
     out: list[Violation] = []
     _non_empty(spec.scale_target_ref.kind, f"{where}.scaleTargetRef.kind", out)
@@ -303,6 +339,9 @@ def spec_violations(
         out.append(Violation(schedules_where, SCHEDULE_ABOVE_MAX))
     if spec.predictive is not None:
         out += _predictive_violations(spec.predictive, predictive_where or f"{where}.predictive")
+    out += _activation_violations(spec.metrics, where)
+    if spec.fallback is not None:
+        out += _fallback_violations(spec.fallback, spec.max_replicas, fallback_where or f"{where}.fallback")
     if spec.burst is not None:
         out += _burst_violations(spec.burst, burst_where or f"{where}.burst")
         if not any(m.type in (PODS, OBJECT, EXTERNAL) and not m.query for m in spec.metrics):

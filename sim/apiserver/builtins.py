@@ -8,6 +8,7 @@ from typing import Any
 
 from sim.apiserver.events import events_v1_type
 from sim.apiserver.hpa_v1 import hpa_v1_type
+from sim.apiserver.hpa_validation import FeatureGates, HpaValidator
 from sim.apiserver.resources import Obj, Registry, ResourceType, ScaleSpec
 
 
@@ -199,7 +200,7 @@ PDB_INITIAL_STATUS: Obj = {
 }
 
 
-def builtin_types() -> list[ResourceType]:
+def builtin_types(gates: FeatureGates) -> list[ResourceType]:
     return [
         ResourceType("", "v1", "namespaces", "Namespace", False, ("ns",), status=True,
                      fields=frozenset({"status.phase"}), defaulter=default_namespace,
@@ -223,7 +224,8 @@ def builtin_types() -> list[ResourceType]:
                      scale=WORKLOAD_SCALE, defaulter=default_statefulset,
                      on_create=initial_status({"replicas": 0, "availableReplicas": 0})),
         ResourceType("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True,
-                     ("hpa",), ("all",), status=True, defaulter=default_hpa,
+                     ("hpa",), ("all",), status=True, defaulter=default_hpa, validator=HpaValidator(gates),
+                     status_validator=HpaValidator.status,
                      on_create=initial_status({"desiredReplicas": 0, "currentMetrics": None})),
         hpa_v1_type(),
         ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
@@ -242,8 +244,8 @@ def builtin_types() -> list[ResourceType]:
     ]
 
 
-def new_registry() -> Registry:
+def new_registry(gates: FeatureGates | None = None) -> Registry:
     registry = Registry()
-    for rt in builtin_types():
+    for rt in builtin_types(gates or FeatureGates()):
         registry.add(rt)
     return registry

@@ -23,6 +23,7 @@ from sim.apiserver.crds import CrdSync
 from sim.apiserver.errors import ApiError
 from sim.apiserver.faults import Faults
 from sim.apiserver.handlers import ResourceHandlers, dumps, error_response, json_response
+from sim.apiserver.hpa_validation import FeatureGates
 from sim.apiserver.resources import Obj, ResourceType
 from sim.apiserver.reviews import (
     ACCESS_REVIEW_RESOURCES,
@@ -63,7 +64,9 @@ class ApiServer:
         probe_interval: float = 5.0,
         audit_log: Path | None = None,
     ) -> None:
-        self.registry = new_registry()
+        # kube-apiserver's --feature-gates that validation reads (v1.37 defaults); a test may flip them.
+        self.feature_gates = FeatureGates()
+        self.registry = new_registry(self.feature_gates)
         self.store = Store(self.registry, history_size)
         self.store.add_listener(CrdSync(self.registry, self.store))
         self.tls = tls

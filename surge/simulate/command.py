@@ -101,7 +101,7 @@ def register(subcommands: Any) -> None:
         help="from a scale-up write until its pods are ready (default 30)",
     )
     p.add_argument(
-        "--initial-replicas", type=integer(1), metavar="N", help="pods at the start (default: minReplicas)"
+        "--initial-replicas", type=integer(0), metavar="N", help="pods at the start (default: minReplicas)"
     )
     p.add_argument(
         "--out", type=Path, required=True, metavar="DIR", help=f"where to write {', '.join(OUTPUTS)}"

@@ -16,6 +16,10 @@ The model, per profile:
   (Pods, Resource, ContainerResource) each ready pod reports load ÷ ready pods, and pods that are not
   ready report nothing (the core then counts them as unready, as upstream); an Object or External metric
   is the load itself.
+- While the current sample is one of the series' `unread` ones, the metric read fails (MetricFetchError):
+  a failed read as the daemon sees one with Prometheus down, for `spec.fallback`. A workload may start at
+  zero replicas (`initial_replicas` 0): activation thresholds and scale to zero replay as the daemon runs
+  them.
 - With `spec.predictive`, the history of each reconcile is the series up to it (sampled on a grid of the
   series' median spacing), and the autoscaler reads max(load, forecast) when the forecast is used
   (autoscaler.core.predictive); the forecasts of the whole series are computed once, each from the
@@ -62,6 +66,7 @@ from autoscaler.core.types import (
     ExternalMetricAnswer,
     History,
     MetricAnswer,
+    MetricFetchError,
     MetricSpec,
     ObjectMetricAnswer,
     Pod,
@@ -92,11 +97,14 @@ _SELECTOR = "app=replay"
 
 @dataclass(frozen=True, slots=True)
 class Series:
-    """A load series: `times` in seconds from `start` (unix seconds), strictly increasing from 0."""
+    """A load series: `times` in seconds from `start` (unix seconds), strictly increasing from 0. `unread`
+    holds the indices of samples whose metric could not be read: the load holds its previous value, the
+    autoscaler's read of the metric fails (fallback, autoscaler.core.fallback)."""
 
     start: float
     times: tuple[float, ...]
     values: tuple[float, ...]
+    unread: frozenset[int] = frozenset()
 
     def __post_init__(self) -> None:
         if len(self.times) < 2 or len(self.times) != len(self.values) or self.times[0] != 0:
@@ -389,13 +397,16 @@ def replay(
 
     def snapshot_at(time: float, now: datetime) -> Snapshot:
         """What the daemon would read at `time` (its metric over the normal window)."""
+        answer = (
+            MetricFetchError("the series has no value here")
+            if sample - 1 in series.unread
+            else _answer(metric, _read_load(_prediction(found, profile, time), load), fleet.ready_pods(), now)
+        )
         return Snapshot(
             hpa=hpa,
             scale=Scale(spec_replicas=len(fleet), status_replicas=len(fleet), selector=_SELECTOR),
             pods=fleet.pods(),
-            metric_answers=(
-                _answer(metric, _read_load(_prediction(found, profile, time), load), fleet.ready_pods(), now),
-            ),
+            metric_answers=(answer,),
             now=now,
             history=history,
             config=config,

@@ -70,6 +70,13 @@ def _profiles(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list
     return profiles
 
 
+def _initial_replicas(given: int | None, min_replicas: int | None) -> int:
+    """--initial-replicas, else minReplicas (0 starts at zero), else the API's default of 1."""
+    if given is not None:
+        return given
+    return 1 if min_replicas is None else min_replicas
+
+
 def simulate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     _check_source_flags(parser, args)
     if args.out.exists() and not args.out.is_dir():
@@ -80,7 +87,7 @@ def simulate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     workload = Workload(
         capacity_per_pod=args.capacity_per_pod,
         pod_startup_seconds=args.pod_startup_seconds,
-        initial_replicas=args.initial_replicas or profiles[0].hpa.spec.min_replicas or 1,
+        initial_replicas=_initial_replicas(args.initial_replicas, profiles[0].hpa.spec.min_replicas),
     )
     replays = replay_profiles(series, profiles, workload)
     summaries = {r.profile: summarize(r, workload.capacity_per_pod) for r in replays}

@@ -1,4 +1,6 @@
-"""Read a load series from CSV: the header `timestamp,value`, then one sample a row (unix seconds, number)."""
+"""Read a load series from CSV: the header `timestamp,value`, then one sample a row (unix seconds, number).
+
+An empty value is a sample whose metric could not be read (the load holds; the autoscaler's read fails)."""
 
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ def read_series_csv(path: Path) -> Series:
         raise SeriesError(f"{path}:1: the header must be `timestamp,value`")
     stamps: list[float] = []
     values: list[float] = []
+    unread: set[int] = set()
     for number, cells in enumerate(lines[1:], start=2):
         if not cells:
             continue  # a blank line
@@ -46,6 +49,11 @@ def read_series_csv(path: Path) -> Series:
         if stamps and stamp <= stamps[-1]:
             raise SeriesError(f"{where}: timestamp {stamp_text} is not after the previous row's")
         value_text = cells[1].strip()
+        if not value_text:
+            unread.add(len(stamps))
+            stamps.append(stamp)
+            values.append(values[-1] if values else 0.0)
+            continue
         value = _number(value_text, "value", where)
         if value < 0:
             raise SeriesError(f"{where}: value {value_text} is negative; a load is at least 0")
@@ -54,4 +62,4 @@ def read_series_csv(path: Path) -> Series:
     if len(stamps) < 2:
         raise SeriesError(f"{path}: needs at least two samples, found {len(stamps)}")
     start = stamps[0]
-    return Series(start, tuple(stamp - start for stamp in stamps), tuple(values))
+    return Series(start, tuple(stamp - start for stamp in stamps), tuple(values), frozenset(unread))

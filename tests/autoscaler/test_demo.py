@@ -51,7 +51,7 @@ from autoscaler.core.types import (
     Scale,
     Snapshot,
 )
-from demo import autoscaling, cpu_surge
+from demo import autoscaling, cpu_surge, queue
 from demo.__main__ import main as demo_main
 from demo.autoscaling import MAX_REPLICAS, NAME, NAMESPACE, NEEDED, PROFILES, STEP_RPS
 from demo.record import pods_reads
@@ -76,9 +76,9 @@ def shown(out: str, label: str) -> str:
     return match.group(1)
 
 
-def assert_nothing_left(out: str) -> None:
+def assert_nothing_left(out: str, started: tuple[str, ...] = ("adapter", "autoscaler")) -> None:
     assert not Path(shown(out, "kubeconfig")).exists()  # the demo's temp dir is gone
-    daemons = {label: shown(out, label).split(":")[2].split("/")[0] for label in ("adapter", "autoscaler")}
+    daemons = {label: shown(out, label).split(":")[2].split("/")[0] for label in started}
     patterns = {label: f"port={port}( |$)" for label, port in daemons.items()}
     patterns["Prometheus"] = f"listen-address=127.0.0.1:{shown(out, 'Prometheus').split(':')[2]}( |$)"
     for label, pattern in patterns.items():
@@ -356,6 +356,31 @@ def test_cpu_surge_fast_profile_reaches_max_replicas_within_10_s_and_charts_it(t
     assert_nothing_left(out)
 
 
+def test_queue_scales_a_worker_from_zero_and_back_and_charts_it(tmp_path: Path) -> None:
+    chart = tmp_path / "queue.png"
+    run = subprocess.run(
+        [sys.executable, "-m", "demo", "--scenario", "queue", "--chart", str(chart)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    written = re.search(r"^  replicas written +(.*)$", out, re.MULTILINE)
+    assert written, out
+    counts = [int(n) for n, _ in re.findall(r"(\d+) at (\d+\.\d) s", written.group(1))]
+    assert counts[0] > 0 and max(counts) == 4 and counts[-1] == 0, out  # 35 jobs/s: 4 workers, then 0
+    latency = float(shown(out, "scale-out from zero after the threshold"))
+    assert latency < 2.0, out
+    back = float(shown(out, "back at zero after the drain"))
+    # Held by the window, counted from the last reconcile that read the queue above the threshold.
+    assert queue.SCALE_DOWN_WINDOW - 2 <= back <= queue.SCALE_DOWN_WINDOW + 5, out
+    png = chart.read_bytes()
+    assert png.startswith(PNG_MAGIC) and len(png) > 20_000
+    assert out.rstrip().endswith("Done: the cluster and Prometheus are stopped.")
+    assert_nothing_left(out, started=("autoscaler",))
+
+
 def staged_writes(first_reconcile: float) -> list[int]:
     """The replica counts the algorithm core writes under the cpu-surge default profile, reconciling every
     period from `first_reconcile` s after the load step (and once a period before it).
@@ -461,6 +486,8 @@ def test_cpu_surge_default_profile_stages_2_4_8_10_one_step_per_period(first_rec
         (["--scenario=cpu-surge", "--chart=/no/such/directory/chart.png"], "--chart"),
         (["--scenario=cpu-surge", "--profile=staged"], "--profile"),
         (["--scenario=cpu-surge", "--record=record"], "--record"),
+        (["--scenario=queue", "--profile=default"], "--profile"),
+        (["--scenario=queue", "--record=record"], "--record"),
         (["--record=/no/such/directory/record"], "--record"),
         ([f"--record={__file__}"], "--record"),
         (["--scenario=cpu-surge", "--keep-running"], "--keep-running"),

@@ -147,9 +147,28 @@ def _metric(index: int, *path: str) -> Any:
 INVALID = [
     (
         ("minReplicas",),
-        0,
+        -1,
         "spec.minReplicas",
-        "Invalid value: 0: spec.minReplicas in body should be greater than or equal to 1",
+        "Invalid value: -1: spec.minReplicas in body should be greater than or equal to 0",
+    ),
+    (
+        ("fallback",),
+        {"failureThreshold": 0, "replicas": 2},
+        "spec.fallback.failureThreshold",
+        "Invalid value: 0: spec.fallback.failureThreshold in body should be greater than or equal to 1",
+    ),
+    (
+        ("fallback",),
+        {"failureThreshold": 3, "replicas": 21},
+        "spec.fallback.replicas",
+        'Invalid value: "object": fallback replicas must be less than or equal to maxReplicas',
+    ),
+    (
+        ("fallback",),
+        {"failureThreshold": 3, "replicas": 2, "behavior": "always"},
+        "spec.fallback.behavior",
+        'Unsupported value: "always": supported values: "static", "currentReplicas", '
+        '"currentReplicasIfHigher", "currentReplicasIfLower"',
     ),
     (
         ("maxReplicas",),
@@ -281,14 +300,14 @@ INVALID = [
         ("schedules", 0, "cron"),
         "0 8 * *",
         "spec.schedules[0].cron",
-        "Invalid value: \"0 8 * *\": spec.schedules[0].cron in body should match "
+        'Invalid value: "0 8 * *": spec.schedules[0].cron in body should match '
         "'^\\s*\\S+(\\s+\\S+){4}\\s*$'",
     ),
     (
         ("schedules", 0, "timeZone"),
         "../../etc/passwd",
         "spec.schedules[0].timeZone",
-        "Invalid value: \"../../etc/passwd\": spec.schedules[0].timeZone in body should match "
+        'Invalid value: "../../etc/passwd": spec.schedules[0].timeZone in body should match '
         "'^[A-Za-z0-9_+-]+(/[A-Za-z0-9_+-]+)*$'",
     ),
 ]
@@ -307,6 +326,51 @@ def test_each_rule_refuses_its_violation(
         store.create(GR, _hza(spec))
     causes = [(c["field"], c["message"]) for c in (err.value.details or {})["causes"]]
     assert (field, message) in causes, causes
+
+
+ZERO_MESSAGE = "must specify at least one Object or External metric to support scaling to zero replicas"
+
+
+@pytest.mark.parametrize(
+    ("kinds", "accepted"),
+    [
+        (("Resource", "Pods"), False),
+        (("Resource", "Object"), True),
+        (("External",), True),
+        ((), False),
+    ],
+)
+def test_min_replicas_zero_needs_an_object_or_external_metric(
+    store: Any, kinds: tuple[str, ...], accepted: bool
+) -> None:
+    """HPAScaleToZero (on by default since 1.37): autoscaling/v2's rule and message, as a CEL rule."""
+    metrics = [m for m in EVERY_SOURCE["metrics"] if m["type"] in kinds]
+    spec = {
+        "scaleTargetRef": REF,
+        "minReplicas": 0,
+        "maxReplicas": 5,
+        **({"metrics": metrics} if metrics else {}),
+    }
+    with store.dry_run():
+        if accepted:
+            assert store.create(GR, _hza(copy.deepcopy(spec)))["spec"]["minReplicas"] == 0
+            return
+        with pytest.raises(ApiError) as err:
+            store.create(GR, _hza(spec))
+    causes = [(c["field"], c["message"], c["reason"]) for c in (err.value.details or {})["causes"]]
+    assert causes == [("spec.metrics", f"Forbidden: {ZERO_MESSAGE}", "FieldValueForbidden")], causes
+
+
+def test_activation_thresholds_and_fallback_are_stored(store: Any) -> None:
+    spec = copy.deepcopy(EVERY_SOURCE)
+    spec["minReplicas"] = 0
+    for metric in spec["metrics"]:
+        if metric["type"] in ("Object", "External"):
+            metric[metric["type"].lower()]["activationThreshold"] = "5"
+    spec["fallback"] = {"failureThreshold": 3, "replicas": 4, "behavior": "currentReplicasIfHigher"}
+    with store.dry_run():
+        stored = store.create(GR, _hza(copy.deepcopy(spec)))["spec"]
+    assert stored == spec
 
 
 def test_too_many_metrics_are_refused(store: Any) -> None:

@@ -221,7 +221,7 @@ def test_a_bad_spec_is_one_line_naming_the_flag_and_file(
         (["--compare", "default", "default"], "--compare: default: a second profile named 'default'"),
         (["--query", "up"], "--query: only with --prometheus-url"),
         (["--capacity-per-pod", "0"], "--capacity-per-pod: '0' is not a positive number"),
-        (["--initial-replicas", "0"], "--initial-replicas: '0' is less than 1"),
+        (["--initial-replicas", "-1"], "--initial-replicas: '-1' is less than 0"),
     ],
 )
 def test_bad_flags_are_one_line_naming_the_flag(

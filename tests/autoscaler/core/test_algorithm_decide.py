@@ -72,7 +72,9 @@ def test_outside_min_max_goes_to_the_bound_without_metrics(replicas: int, expect
             "True",
             "SucceededRescale",
             f"the HPA controller was able to update the target scale to {expected}",
-        )
+        ),
+        # HPAScaleToZero (on by default since 1.37) records every rescale that is not one to zero.
+        "ScaledToZero": ("False", "NotScaledToZero", "the HPA controller did not scale the workload to zero"),
     }
     assert decision.status.last_scale_time == b.T0
 
@@ -383,8 +385,7 @@ def test_per_hpa_tolerance_from_behavior() -> None:
 
 
 def test_scale_to_zero_and_back() -> None:
-    gates = FeatureGates(hpa_scale_to_zero=True)
-    config = ControllerConfig(features=gates)
+    config = ControllerConfig()  # HPAScaleToZero is on by default, as in kube-controller-manager 1.37
     ext = MetricSpec(
         type="External", metric=MetricIdentifier("queue"), target=MetricTarget("Value", value=10_000)
     )
@@ -428,9 +429,15 @@ def test_scale_to_zero_and_back() -> None:
     )
 
     # Without the feature the same HPA at zero replicas is simply disabled.
+    gate_off = ControllerConfig(features=FeatureGates(hpa_scale_to_zero=False))
     off = decide(
         b.snapshot(
-            replace(the_hpa, status=down.status), 0, (), (ExternalMetricAnswer((25_000,), later),), later
+            replace(the_hpa, status=down.status),
+            0,
+            (),
+            (ExternalMetricAnswer((25_000,), later),),
+            later,
+            config=gate_off,
         )
     )
     assert not off.rescale and "ScaledToZero" not in conditions(off)

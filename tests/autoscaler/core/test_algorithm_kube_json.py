@@ -169,7 +169,12 @@ def test_decision_from_api_objects() -> None:
     able = status["conditions"][0]
     assert (able["type"], able["reason"]) == ("AbleToScale", "SucceededRescale")
     assert able["lastTransitionTime"] == "2026-03-01T11:00:00Z"  # status stayed True
-    assert [c["type"] for c in status["conditions"]] == ["AbleToScale", "ScalingActive", "ScalingLimited"]
+    assert [c["type"] for c in status["conditions"]] == [
+        "AbleToScale",
+        "ScalingActive",
+        "ScalingLimited",
+        "ScaledToZero",  # HPAScaleToZero, on by default since 1.37: False on a rescale that is not to zero
+    ]
     assert decision.history.scale_up_events[0].replica_change == 1
 
 

@@ -341,7 +341,44 @@ def test_every_cel_message_of_the_crd_is_covered() -> None:
     sources = ("containerResource", "pods", "object", "external")
     covered |= {f"{s} must be set if and only if type is {s[0].upper()}{s[1:]}" for s in sources}
     covered |= {"averageValue must be set when type is AverageValue"}
+    covered |= {message for _, _, message in WHOLE_SPEC_CEL_CASES}
+    covered |= {"activationThreshold must not be negative"}  # test_zero_minimum_and_activation_...
     assert messages == covered
+
+
+# Rules over several fields at once: (spec, field, the CRD's message); the daemon with HPAScaleToZero on.
+WHOLE_SPEC_CEL_CASES = [
+    (
+        {**VALID, "minReplicas": 0, "metrics": VALID["metrics"][:3], "schedules": []},
+        "spec.metrics",
+        "must specify at least one Object or External metric to support scaling to zero replicas",
+    ),
+    (
+        {**VALID, "fallback": {"failureThreshold": 3, "replicas": 11}},
+        "spec.fallback.replicas",
+        "fallback replicas must be less than or equal to maxReplicas",
+    ),
+]
+
+
+@pytest.mark.parametrize(("spec", "field", "message"), WHOLE_SPEC_CEL_CASES)
+def test_whole_spec_rules_agree_with_the_api(
+    api: Any, spec: dict[str, Any], field: str, message: str
+) -> None:
+    assert (field, message) in _violations(spec, scale_to_zero=True)
+    assert (field, message) in _api_details(api, spec)
+
+
+def test_zero_minimum_and_activation_with_an_object_metric_are_valid(api: Any) -> None:
+    spec = copy.deepcopy({**VALID, "minReplicas": 0, "schedules": []})
+    spec["metrics"][3]["object"]["activationThreshold"] = "5"
+    assert _violations(spec, scale_to_zero=True) == []
+    with api.dry_run():
+        assert api.create(GR, {"metadata": {"name": "web", "namespace": "default"}, "spec": spec})
+    spec["metrics"][3]["object"]["activationThreshold"] = "-1"
+    refusal = ("spec.metrics[3].object.activationThreshold", "activationThreshold must not be negative")
+    assert _violations(spec, scale_to_zero=True) == [refusal]
+    assert _api_details(api, spec) == [refusal]
 
 
 @pytest.mark.parametrize(
