@@ -84,9 +84,7 @@ class Source:
         metrics, unused = _with_queries(hpa.spec.metrics, queries)
         hpa = replace(
             hpa,
-            spec=replace(
-                hpa.spec, schedules=schedules, predictive=predictive, metrics=metrics, burst=burst
-            ),
+            spec=replace(hpa.spec, schedules=schedules, predictive=predictive, metrics=metrics, burst=burst),
         )
         return hpa, spec_violations(
             hpa.spec,
@@ -97,6 +95,27 @@ class Source:
         ) + tuple(
             Violation(f"{queries_where}[{name}]", "no External metric has this name") for name in unused
         )
+
+    def queries(self, hpa: HPA) -> list[tuple[str, str]]:
+        """Every PromQL query of a parsed autoscaler with the field it is written in, for messages: the
+        direct metrics' queries and spec.predictive.historyQuery."""
+        found = []
+        for i, metric in enumerate(hpa.spec.metrics):
+            if metric.type == EXTERNAL and metric.query and metric.metric is not None:
+                if self.settings_in_annotations:
+                    where = f"{_annotation_field(QUERIES_ANNOTATION)}[{metric.metric.name}]"
+                else:
+                    where = f"spec.metrics[{i}].external.query"
+                found.append((where, metric.query))
+        predictive = hpa.spec.predictive
+        if predictive is not None and predictive.history_query:
+            field = (
+                _annotation_field(PREDICTIVE_ANNOTATION)
+                if self.settings_in_annotations
+                else "spec.predictive"
+            )
+            found.append((f"{field}.historyQuery", predictive.history_query))
+        return found
 
 
 def _annotation_field(name: str) -> str:
