@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
@@ -87,19 +88,37 @@ def quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-@lru_cache(maxsize=4096)
 def confine(query: str, namespace: str) -> str:
-    """`query` with every selector confined to `namespace`; QueryRefused when it cannot be.
-
-    Cached: the daemon confines the same few queries on every reconcile."""
-    return _printed(query, namespace)
+    """`query` with every selector confined to `namespace`; QueryRefused when it cannot be."""
+    return _cached(query, namespace)
 
 
-@lru_cache(maxsize=4096)
 def check(query: str) -> None:
     """QueryRefused when `query` does not parse or breaks a limit (see the module docstring): what
     `confine` checks, without confining (the queries of operators' cluster-wide namespaces)."""
-    _printed(query, None)
+    _cached(query, None)
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    reason: str
+
+
+def _cached(query: str, namespace: str | None) -> str:
+    outcome = _outcome(query, namespace)
+    if isinstance(outcome, _Refusal):
+        raise QueryRefused(outcome.reason)
+    return outcome
+
+
+@lru_cache(maxsize=4096)
+def _outcome(query: str, namespace: str | None) -> str | _Refusal:
+    """Cached, refusals too: the daemon confines the same few queries on every reconcile and decision
+    read, and a refused one would otherwise be parsed (and panic, and print) each time."""
+    try:
+        return _printed(query, namespace)
+    except QueryRefused as err:
+        return _Refusal(str(err))
 
 
 def render(expr: pp.Expr) -> str:
