@@ -23,8 +23,8 @@ Decided rules, beyond adding the matcher:
   `@` timestamp of ±2^63 seconds or more; it keeps `@` in int64 milliseconds, so from 2^63 ms on the
   time it reads is another than the one written. promql-parser's binding is narrower: it hands `@` to
   Python as a datetime, which panics (a Rust panic, a BaseException) before 1970 and overflows after
-  9999. So `@` takes 0 to 253402300799.999 (Unix seconds, millisecond precision, as Prometheus reads it),
-  which all of Prometheus' readable range contains that lies after 1970; durations take Prometheus' range.
+  9999. So `@` takes 0 to 253402300799.999 (Unix seconds, to the millisecond as Prometheus reads it),
+  the part of Prometheus' range the binding can hand over; durations take all of Prometheus' range.
 * At most MAX_QUERY_LENGTH characters (the CRD's own maxLength; an HPA's annotation has no such bound)
   and a tree at most MAX_NESTING deep, both checked on the text before parsing (`_nesting` bounds the
   depth: brackets plus operators). The parser recurses on the thread's stack, where an overflow kills
@@ -36,8 +36,8 @@ Decided rules, beyond adding the matcher:
 * Nothing the library raises escapes as anything but QueryRefused, panics included: a tenant's query
   must never take down the worker that reads it. Only the exceptions that mean "stop"
   (shared/stopping.py) pass. A panic has unwound through the library's getter by the time Python sees
-  it, leaving its objects as they were, so carrying on is safe; Rust's panic hook still prints the panic
-  on stderr, once per refused query, since queries are checked once per autoscaler version.
+  it, leaving its objects as they were, so carrying on is safe. Rust's panic hook still prints the panic
+  on stderr, once per query: outcomes, refusals included, are cached.
 """
 
 from __future__ import annotations
