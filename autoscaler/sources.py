@@ -84,7 +84,9 @@ class Source:
         metrics, unused = _with_queries(hpa.spec.metrics, queries)
         hpa = replace(
             hpa,
-            spec=replace(hpa.spec, schedules=schedules, predictive=predictive, metrics=metrics, burst=burst),
+            spec=replace(
+                hpa.spec, schedules=schedules, predictive=predictive, metrics=metrics, burst=burst
+            ),
         )
         return hpa, spec_violations(
             hpa.spec,
@@ -109,11 +111,9 @@ class Source:
                 found.append((where, metric.query))
         predictive = hpa.spec.predictive
         if predictive is not None and predictive.history_query:
-            field = (
-                _annotation_field(PREDICTIVE_ANNOTATION)
-                if self.settings_in_annotations
-                else "spec.predictive"
-            )
+            field = "spec.predictive"
+            if self.settings_in_annotations:
+                field = _annotation_field(PREDICTIVE_ANNOTATION)
             found.append((f"{field}.historyQuery", predictive.history_query))
         return found
 
