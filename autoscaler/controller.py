@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import time
 import zlib
@@ -51,6 +50,7 @@ from autoscaler.history import Histories
 from autoscaler.leader import LeaseGuard
 from autoscaler.metrics import MetricsClient
 from autoscaler.pods import PodIndex, compiled_selector, slim_pod
+from autoscaler.promql.confine import QueryRefused
 from autoscaler.promql.direct import DirectMetrics
 from autoscaler.reasons import reason_of
 from autoscaler.scale import ScaleError, read_scale, scale_path, update_replicas
@@ -62,7 +62,6 @@ from autoscaler.workqueue import (
     Outcome,
     TokenBucket,
     WorkQueue,
-    run_worker,
     start_workers,
     sync_period,
 )
@@ -212,10 +211,19 @@ class Controller:
         await self.pods.synced.wait()
         await self.autoscalers.synced.wait()
         self._queue_initial()
-        start_workers(self._supervisor, self.queue, self.options.workers, self.reconcile)
-        for i in range(self.options.workers):
-            burst_worker = functools.partial(run_worker, self.burst_queue, self.burst_check)
-            self._supervisor.start(f"burst-worker-{i}", burst_worker)
+        crashes = self.telemetry.reconcile_crashes
+        workers = self.options.workers
+        start_workers(
+            self._supervisor, self.queue, workers, self.reconcile, crashed=crashes.labels("reconcile").inc
+        )
+        start_workers(
+            self._supervisor,
+            self.burst_queue,
+            workers,
+            self.burst_check,
+            name="burst-worker",
+            crashed=crashes.labels("burst").inc,
+        )
 
     def _queue_initial(self) -> None:
         """Queue the autoscalers of the first list, their first reconciles spread (see FIRST_PASS_RATE)."""
@@ -443,9 +451,23 @@ class Controller:
         if cached is not None and version and cached[0] == version:
             return cached[1], cached[2]
         hpa, violations = self.source.read(obj, scale_to_zero=self.options.config.features.hpa_scale_to_zero)
+        if hpa is not None:
+            violations += self._refused_queries(hpa)
         if version:
             self._parsed[key] = (version, hpa, violations)
         return hpa, violations
+
+    def _refused_queries(self, hpa: HPA) -> tuple[Violation, ...]:
+        """The autoscaler's PromQL queries that cannot be confined or break a limit: checked once per
+        version of the object (with `_parse`), so a refused query is an InvalidSpec verdict, one event,
+        and never a reconcile that fails (or crashes) again every period."""
+        refused = []
+        for where, query in self.source.queries(hpa):
+            try:
+                self._direct.rendered(hpa.namespace, query)
+            except QueryRefused as err:
+                refused.append(Violation(where, f"query refused: {err}"))
+        return tuple(refused)
 
     async def _reconcile(self, key: Key, obj: Obj, hpa: HPA) -> str:
         history = self._history.get(key, History())

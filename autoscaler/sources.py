@@ -140,6 +140,25 @@ class Source:
             + tuple(Violation(f"{at}[{name}]", f"no {kind} has this name") for at, name, kind in unnamed)
         )
 
+    def queries(self, hpa: HPA) -> list[tuple[str, str]]:
+        """Every PromQL query of a parsed autoscaler with the field it is written in, for messages: the
+        direct metrics' queries and spec.predictive.historyQuery."""
+        found = []
+        for i, metric in enumerate(hpa.spec.metrics):
+            if metric.type == EXTERNAL and metric.query and metric.metric is not None:
+                if self.settings_in_annotations:
+                    where = f"{_annotation_field(QUERIES_ANNOTATION)}[{metric.metric.name}]"
+                else:
+                    where = f"spec.metrics[{i}].external.query"
+                found.append((where, metric.query))
+        predictive = hpa.spec.predictive
+        if predictive is not None and predictive.history_query:
+            field = "spec.predictive"
+            if self.settings_in_annotations:
+                field = _annotation_field(PREDICTIVE_ANNOTATION)
+            found.append((f"{field}.historyQuery", predictive.history_query))
+        return found
+
 
 def _annotation_field(name: str) -> str:
     return f"metadata.annotations[{name}]"

@@ -14,6 +14,13 @@ class Telemetry:
         self.reconciles = Counter(
             "surge_autoscaler_reconciles", "Reconciles by outcome.", ["outcome"], registry=r
         )
+        self.reconcile_crashes = Counter(
+            "surge_autoscaler_reconcile_crashes",
+            "Reconciles (queue=reconcile) and burst checks (queue=burst) that raised instead of returning; "
+            "the worker logs the traceback, retries the key with back-off and goes on.",
+            ["queue"],
+            registry=r,
+        )
         self.burst_checks = Counter(
             "surge_autoscaler_burst_checks",
             "Burst checks by outcome (ok, scaled, deadline, api_error, invalid_spec, not_leader).",

@@ -5,6 +5,9 @@ exponential back-off; while it is down the daemon is not ready (`/readyz`), so a
 looks healthy. asyncio's TaskGroup does the opposite (one failure cancels the siblings), and aiomisc-
 or kopf-style supervisors would bring a framework for forty lines, hence this module.
 
+A crash is any exception but the few that mean "stop" (shared/stopping.py): a Rust panic from a
+native extension (a BaseException) included, since a loop lost to one would stay lost, unseen.
+
 A loop that returns normally has finished its job and is not restarted; at shutdown every worker of a
 pool finishes at once, so that is a debug line each, and `stop` says in one line how many it stopped.
 """
@@ -19,6 +22,7 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from shared.clock import LOOP_CLOCK, Clock
+from shared.stopping import STOPPING
 
 log = structlog.get_logger(__name__)
 
@@ -90,9 +94,9 @@ class Supervisor:
             started = self._clock.now()
             try:
                 await loop()
-            except asyncio.CancelledError:
+            except STOPPING:
                 raise
-            except Exception:
+            except BaseException:
                 ran = self._clock.now() - started
                 failures = 1 if ran >= self._backoff.maximum else failures + 1
                 delay = self._backoff.delay(failures)

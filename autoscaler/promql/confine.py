@@ -17,6 +17,27 @@ Decided rules, beyond adding the matcher:
   different question than the one written.
 * Alternatives inside a selector (`{a="1" or b="2"}`, not Prometheus syntax) and `info()` (it reads
   `target_info` series the query does not name) are refused.
+* Limits, checked here so that a query is refused once, when its autoscaler is read, rather than by
+  Prometheus on every reconcile. Prometheus (v2.42, the tests' version) refuses a duration (range,
+  offset, subquery range and step) longer than Go's time.Duration, 2^63-1 ns (about 292 years), and an
+  `@` timestamp of ±2^63 seconds or more; it keeps `@` in int64 milliseconds, so from 2^63 ms on the
+  time it reads is another than the one written. promql-parser's binding is narrower: it hands `@` to
+  Python as a datetime, which panics (a Rust panic, a BaseException) before 1970 and overflows after
+  9999. So `@` takes 0 to 253402300799.999 (Unix seconds, to the millisecond as Prometheus reads it),
+  the part of Prometheus' range the binding can hand over; durations take all of Prometheus' range.
+* At most MAX_QUERY_LENGTH characters (the CRD's own maxLength; an HPA's annotation has no such bound)
+  and a tree at most MAX_NESTING deep, both checked on the text before parsing (`_nesting` bounds the
+  depth: brackets plus operators). The parser recurses on the thread's stack, where an overflow kills
+  the process (SIGSEGV, nothing to catch): on the default 8 MiB main-thread stack the cheapest deep forms
+  crash it from 8,179 characters on (`-` x 8,178 then `x`; `x+x+...` at 8,377; `((...))` at 16,365).
+  And its work, on the event loop, grows with the depth times the size of the tree: 4,094 nested `-`
+  took 4 s to parse, a chain of 2,000 `+` 1 to 3 s. At 64 levels the worst forms measured take under
+  20 ms (median; `-` x 62 around a 4,000-character call), a real query needs a handful.
+* Nothing the library raises escapes as anything but QueryRefused, panics included: a tenant's query
+  must never take down the worker that reads it. Only the exceptions that mean "stop"
+  (shared/stopping.py) pass. A panic has unwound through the library's getter by the time Python sees
+  it, leaving its objects as they were, so carrying on is safe. Rust's panic hook still prints the panic
+  on stderr, once per query: outcomes, refusals included, are cached.
 """
 
 from __future__ import annotations
@@ -24,10 +45,13 @@ from __future__ import annotations
 import json
 import math
 import re
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
 import promql_parser as pp
+
+from shared.stopping import STOPPING
 
 NAMESPACE_LABEL = "namespace"
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
@@ -42,10 +66,26 @@ _OPS = dict(
 )
 # Functions that read series the query does not name.
 _REFUSED_FUNCTIONS = frozenset({"info"})
+# Go's time.Duration, to the microsecond (timedelta's precision; PromQL's is the millisecond).
+MAX_DURATION = timedelta(microseconds=(2**63 - 1) // 1000)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+AT_OUT_OF_RANGE = (
+    "an @ timestamp must be from 0 (1970-01-01T00:00:00Z) to 253402300799.999 (9999-12-31T23:59:59.999Z), "
+    "in Unix seconds"
+)
+MAX_QUERY_LENGTH = 4096
+MAX_NESTING = 64
+_OPERATOR_CHARS = frozenset("+-*/%^=!<>")
+_KEYWORD_OPERATORS = re.compile(r"\b(?:and|or|unless|atan2)\b", re.IGNORECASE)
+DURATION_OUT_OF_RANGE = "is out of range: Prometheus takes durations of at most 2^63-1 ns (about 292y)"
 
 
 class QueryRefused(ValueError):
     """The query does not parse, or cannot be confined to the namespace; `str()` says why."""
+
+
+# What the printer lets through as it is: its own refusals and the exceptions that mean "stop".
+_PASSED: tuple[type[BaseException], ...] = (QueryRefused, *STOPPING)
 
 
 def quote(text: str) -> str:
@@ -53,27 +93,132 @@ def quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-@lru_cache(maxsize=4096)
 def confine(query: str, namespace: str) -> str:
-    """`query` with every selector confined to `namespace`; QueryRefused when it cannot be.
+    """`query` with every selector confined to `namespace`; QueryRefused when it cannot be."""
+    return _cached(query, namespace)
 
-    Cached: the daemon confines the same few queries on every reconcile."""
+
+def check(query: str) -> None:
+    """QueryRefused when `query` does not parse or breaks a limit (see the module docstring): what
+    `confine` checks, without confining (the queries of operators' cluster-wide namespaces)."""
+    _cached(query, None)
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    reason: str
+
+
+def _cached(query: str, namespace: str | None) -> str:
+    outcome = _outcome(query, namespace)
+    if isinstance(outcome, _Refusal):
+        raise QueryRefused(outcome.reason)
+    return outcome
+
+
+@lru_cache(maxsize=4096)
+def _outcome(query: str, namespace: str | None) -> str | _Refusal:
+    """Cached, refusals too: the daemon confines the same few queries on every reconcile and decision
+    read, and a refused one would otherwise be parsed (and panic, and print) each time."""
+    try:
+        return _printed(query, namespace)
+    except QueryRefused as err:
+        return _Refusal(str(err))
+
+
+def render(expr: pp.Expr) -> str:
+    """The PromQL text of a parsed tree, unconfined (for tests)."""
+    return _Renderer(None).render(expr)
+
+
+def _printed(query: str, namespace: str | None) -> str:
+    if len(query) > MAX_QUERY_LENGTH:
+        raise QueryRefused(f"longer than {MAX_QUERY_LENGTH} characters ({len(query)})")
+    if _nesting(query) > MAX_NESTING:
+        raise QueryRefused(f"nested too deeply: more than {MAX_NESTING} brackets and operators")
     try:
         expr = pp.parse(query)
     except ValueError as err:
         raise QueryRefused(f"not a PromQL query: {err}") from None
-    return _Renderer(namespace).render(expr)
+    except STOPPING:
+        raise
+    except BaseException as err:
+        raise _parser_failed(err) from None
+    try:
+        return _Renderer(namespace).render(expr)
+    except _PASSED:
+        raise
+    except RecursionError:
+        raise QueryRefused("nested too deeply") from None
+    except BaseException as err:
+        # A getter of the library's tree raised or panicked on a value it cannot hand to Python.
+        raise _parser_failed(err) from None
 
 
-def render(expr: pp.Expr) -> str:
-    """The PromQL text of a parsed tree, unconfined (for tests and operators' cluster-wide queries)."""
-    return _Renderer(None).render(expr)
+def _nesting(query: str) -> int:
+    """A bound of the depth of the query's tree from its text alone: the deepest nesting of brackets
+    plus every operator, outside string literals, comments and selectors' braces (a chain of binary
+    operators nests as deep as it is long). Linear, where the parser's work grows with the depth times
+    the size of the tree."""
+    depth = deepest = operators = 0
+    outside = []
+    quote = ""
+    in_braces = False
+    i = 0
+    while i < len(query):
+        char = query[i]
+        if quote:
+            if char == "\\" and quote != "`":
+                i += 1  # the escaped character
+            elif char == quote:
+                quote = ""
+        elif char in "\"'`":
+            quote = char
+        elif char == "#":
+            end = query.find("\n", i)
+            i = len(query) if end < 0 else end
+        elif in_braces:
+            in_braces = char != "}"
+        elif char == "{":
+            in_braces = True
+        else:
+            outside.append(char)
+            if char in "([":
+                depth += 1
+                deepest = max(deepest, depth)
+            elif char in ")]":
+                depth -= 1
+            elif char in _OPERATOR_CHARS:
+                operators += 1
+        i += 1
+    return deepest + operators + len(_KEYWORD_OPERATORS.findall("".join(outside)))
+
+
+def _parser_failed(err: BaseException) -> QueryRefused:
+    return QueryRefused(f"the PromQL parser failed on this query: {type(err).__name__}: {err}")
 
 
 def _duration(delta: timedelta) -> str:
-    if delta < timedelta(0):
-        return "-" + pp.display_duration(-delta)
-    return pp.display_duration(delta)
+    if abs(delta) > MAX_DURATION:
+        raise QueryRefused(
+            f"the duration of {abs(delta) // timedelta(milliseconds=1)}ms {DURATION_OUT_OF_RANGE}"
+        )
+    size = pp.display_duration(abs(delta))
+    return "-" + size if delta < timedelta(0) else size
+
+
+def _at_seconds(at: pp.AtModifier) -> str:
+    """An `@` time as Unix seconds with milliseconds, exactly (the library keeps milliseconds)."""
+    try:
+        moment = at.at
+    except STOPPING:
+        raise
+    except BaseException:
+        # Before 1970 the library's conversion panics; after 9999 Python's datetime overflows.
+        raise QueryRefused(AT_OUT_OF_RANGE) from None
+    assert moment is not None
+    millis = (moment - _EPOCH) // timedelta(milliseconds=1)
+    return f"{millis // 1000}.{millis % 1000:03d}"
 
 
 def _number(value: float) -> str:
@@ -160,8 +305,7 @@ class _Renderer:
             elif at.type == pp.AtModifierType.End:
                 text += " @ end()"
             else:
-                assert at.at is not None
-                text += f" @ {at.at.timestamp():.3f}"
+                text += f" @ {_at_seconds(at)}"
         if offset is not None:
             text += f" offset {_duration(offset)}"
         return text

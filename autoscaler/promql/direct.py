@@ -7,7 +7,10 @@ a `MetricFetchError`, so the algorithm does what it does for a failed external m
 ScalingActive False FailedGetExternalMetric, and a Warning event naming the error.
 
 Tenancy: the query is confined to the autoscaler's namespace (confine.py) unless that namespace is one the
-operator named with `--cluster-wide-query-namespace`; a query that cannot be confined is refused.
+operator named with `--cluster-wide-query-namespace`, where it is sent as written once it has passed the
+same checks; a query that cannot be confined or checked is refused. The controller checks every query
+when it reads an autoscaler (`rendered`), and refuses the whole autoscaler then (InvalidSpec), so the
+refusal in `fetch` is the second line only.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from decimal import Decimal, InvalidOperation
 from autoscaler.core.types import ZERO_TIME, ExternalMetricAnswer, MetricAnswer, MetricFetchError
 from autoscaler.metrics.client import FetchLatency
 from autoscaler.promql.client import PrometheusClient, PrometheusError
-from autoscaler.promql.confine import QueryRefused, confine
+from autoscaler.promql.confine import QueryRefused, check, confine
 
 # The `api` label of the metric-fetch latency histogram for these queries.
 API = "prometheus"
@@ -50,8 +53,10 @@ class DirectMetrics:
         self._latency = latency
 
     def rendered(self, namespace: str, query: str) -> str:
-        """The query as sent for an autoscaler of `namespace`; QueryRefused when it cannot be confined."""
+        """The query as sent for an autoscaler of `namespace`; QueryRefused when it cannot be confined or
+        breaks a limit (confine.py)."""
         if namespace in self._cluster_wide:
+            check(query)
             return query
         return confine(query, namespace)
 

@@ -5,6 +5,11 @@ back-off; on success the back-off is forgotten. Either way the key comes back af
 while the object exists (the earlier of the two delays wins, since the queue keeps the earlier time);
 after a success the period counts from when the key became due (up to MAX_CATCH_UP of queue wait), so
 the schedule does not drift.
+
+A reconcile that raises instead of returning an Outcome (a bug, or a native extension's panic, which is
+a BaseException) is logged, counted (`crashed`) and retried with back-off; the worker goes on. Only the
+exceptions that mean "stop" (shared/stopping.py) end a worker; should anything else end one anyway,
+its supervisor counts it, marks it down (/readyz) and restarts it.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from dataclasses import dataclass
 import structlog
 
 from autoscaler.workqueue.queue import QueueShutDown, WorkQueue
+from shared.stopping import STOPPING
 from shared.supervisor import Supervisor
 
 DEFAULT_SYNC_PERIOD = 15.0
@@ -41,7 +47,13 @@ class Outcome:
 Reconcile = Callable[[Hashable], Awaitable[Outcome]]
 
 
-async def run_worker(queue: WorkQueue, reconcile: Reconcile) -> None:
+def _uncounted() -> None:
+    pass
+
+
+async def run_worker(
+    queue: WorkQueue, reconcile: Reconcile, crashed: Callable[[], None] = _uncounted
+) -> None:
     while True:
         try:
             key = await queue.get()
@@ -50,9 +62,12 @@ async def run_worker(queue: WorkQueue, reconcile: Reconcile) -> None:
         try:
             try:
                 outcome = await reconcile(key)
-            except Exception:
-                # A bug in one reconcile must not kill the worker; retry the key with back-off.
+            except STOPPING:
+                raise
+            except BaseException:
+                # One reconcile's bug or native panic must not cost a worker; retry the key with back-off.
                 log.exception("reconcile crashed", key=str(key))
+                crashed()
                 outcome = Outcome(failed=True, resync_after=None)
             if outcome.failed:
                 queue.add_rate_limited(key)
@@ -73,7 +88,16 @@ async def run_worker(queue: WorkQueue, reconcile: Reconcile) -> None:
             queue.done(key)
 
 
-def start_workers(supervisor: Supervisor, queue: WorkQueue, count: int, reconcile: Reconcile) -> None:
-    """`count` workers under the supervisor; each returns once the queue is shut down and drained."""
+def start_workers(
+    supervisor: Supervisor,
+    queue: WorkQueue,
+    count: int,
+    reconcile: Reconcile,
+    *,
+    name: str = "worker",
+    crashed: Callable[[], None] = _uncounted,
+) -> None:
+    """`count` workers under the supervisor, named `<name>-<i>`; each returns once the queue is shut down
+    and drained. `crashed` counts the reconciles that raised."""
     for i in range(count):
-        supervisor.start(f"worker-{i}", functools.partial(run_worker, queue, reconcile))
+        supervisor.start(f"{name}-{i}", functools.partial(run_worker, queue, reconcile, crashed))

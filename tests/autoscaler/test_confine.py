@@ -11,7 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.promql.confine import QueryRefused, confine, quote, render
+from autoscaler.promql.confine import (
+    AT_OUT_OF_RANGE,
+    QueryRefused,
+    _outcome,
+    check,
+    confine,
+    quote,
+    render,
+)
 
 NS = "team-a"
 _OPS = {"MatchOp.Equal": "=", "MatchOp.NotEqual": "!=", "MatchOp.Re": "=~", "MatchOp.NotRe": "!~"}
@@ -165,3 +173,86 @@ def test_arbitrary_text_is_refused_or_confined(tokens: list[str]) -> None:
     except QueryRefused:
         return
     assert_confined(text, confined, NS)
+
+
+# --- limits ---------------------------------------------------------------------------------------
+# Prometheus (v2.42, run by the tests) takes durations up to 2^63-1 ns: 292y24w3d23h47m16s854ms, and `@`
+# times below 2^63 seconds; promql-parser's binding hands `@` over as a datetime (1970 to 9999).
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("x @ 0", 'x{namespace="team-a"} @ 0.000'),
+        # Milliseconds, rounded half away from zero, as Prometheus' math.Round(t * 1000).
+        ("x @ 1.0005", 'x{namespace="team-a"} @ 1.001'),
+        ("x @ -0.0004", 'x{namespace="team-a"} @ 0.000'),
+        ("x[5m:1m] @ 1700000000.5 offset 1m", 'x{namespace="team-a"}[5m:1m] @ 1700000000.500 offset 1m'),
+        ("x @ 253402300799.999", 'x{namespace="team-a"} @ 253402300799.999'),
+        ("x offset 292y24w3d23h47m16s854ms", 'x{namespace="team-a"} offset 106751d23h47m16s854ms'),
+        ("x offset -292y", 'x{namespace="team-a"} offset -292y'),
+        ("rate(x[106751d])", 'rate(x{namespace="team-a"}[106751d])'),
+        ("-" * 63 + "x", "-" * 63 + 'x{namespace="team-a"}'),
+        ("x" + " + x" * 64, " + ".join(['x{namespace="team-a"}'] * 65)),
+    ],
+)
+def test_values_at_the_limits_are_kept_exactly(query: str, expected: str) -> None:
+    assert confine(query, NS) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "why"),
+    [
+        # The binding panics (pyo3_runtime.PanicException, a BaseException) on these...
+        ("sum(x @ -99999999999999)", AT_OUT_OF_RANGE),
+        ("x @ -1", AT_OUT_OF_RANGE),
+        ("x @ -0.0005", AT_OUT_OF_RANGE),
+        ("rate(x[1m] @ -1)", AT_OUT_OF_RANGE),
+        ("max_over_time(x[5m:] @ -1)", AT_OUT_OF_RANGE),
+        # ...and raises OverflowError or ValueError on these, which Prometheus takes.
+        ("sum(x @ 99999999999999)", AT_OUT_OF_RANGE),
+        ("x @ 253402300800", AT_OUT_OF_RANGE),
+        ("x @ 1e17", AT_OUT_OF_RANGE),
+        ("sum(x @ 1e30)", AT_OUT_OF_RANGE),  # Prometheus refuses it too
+        ("x offset 292y24w3d23h47m16s855ms", "9223372036855ms is out of range"),
+        ("x offset -293y", "out of range"),
+        ("x[106752d]", "out of range"),
+        ("x[5m:106752d]", "out of range"),
+        ("max_over_time(x[106752d:])", "out of range"),
+        ("x offset 2739727y", "the PromQL parser failed on this query: OverflowError"),
+        ("-" * 4096 + "x", "longer than 4096 characters (4097)"),
+        ("(" * 2100 + "x" + ")" * 2100, "longer than 4096"),
+        # Deep trees are refused before the parser sees them: it recurses on the stack (8,179 characters
+        # of `-` overflow it) and its work grows with the depth times the size (4 s for 4,094 `-`).
+        ("-" * 4094 + "x", "nested too deeply"),
+        ("x" + " + x" * 65, "nested too deeply"),
+        ("x" + " or x" * 65, "nested too deeply"),
+        ("(" * 65 + "x" + ")" * 65, "nested too deeply"),
+        ("abs(" * 65 + "x" + ")" * 65, "nested too deeply"),
+        ("-" * 30 + "(" * 35 + "x" + ")" * 35, "nested too deeply"),
+    ],
+)
+def test_values_past_the_limits_are_refused(query: str, why: str) -> None:
+    with pytest.raises(QueryRefused) as refused:
+        confine(query, NS)
+    assert why in str(refused.value)
+    with pytest.raises(QueryRefused):
+        check(query)  # unconfined, as for a cluster-wide namespace: the same limits
+
+
+def test_a_refusal_is_remembered_not_parsed_again() -> None:
+    """A refused query reaches the parser once: a panicking one would print on stderr every time."""
+    query = "sum(x @ -7)"
+    before = _outcome.cache_info()
+    for _ in range(3):
+        with pytest.raises(QueryRefused, match="@ timestamp"):
+            confine(query, NS)
+    after = _outcome.cache_info()
+    assert (after.misses - before.misses, after.hits - before.hits) == (1, 2)
+
+
+def test_what_is_not_nesting_does_not_count() -> None:
+    """String literals, comments and matchers may hold any number of brackets and operator characters."""
+    noise = "(-+*/^<>=!" * 20
+    query = f'sum(x{{a="{noise}", b=~".*"}}) # {noise}\n + y{{c!="{noise}"}}'
+    assert confine(query, NS).startswith("sum(x{")

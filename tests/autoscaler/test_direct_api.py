@@ -13,8 +13,9 @@ import yaml
 from autoscaler.core.types import DIRECT_METRIC_PREFIX, MetricFetchError
 from autoscaler.core.validation import DIRECT_NO_SELECTOR, DIRECT_QUERY_RULE
 from autoscaler.promql.client import PrometheusAccess, PrometheusClient, PrometheusError
+from autoscaler.promql.confine import QueryRefused
 from autoscaler.promql.direct import DirectMetrics, sample_milli
-from autoscaler.sources import CRD_SOURCE, HPA_SOURCE, QUERIES_ANNOTATION
+from autoscaler.sources import CRD_SOURCE, HPA_SOURCE, PREDICTIVE_ANNOTATION, QUERIES_ANNOTATION
 from sim.prometheus import free_port
 from tests.autoscaler.harness import CRD_FILE
 from tests.fixtures.apiserver import KubectlRunner
@@ -127,3 +128,40 @@ def test_values_convert_as_prometheus_adapter_converts_them(text: str, milli: in
 def test_values_the_algorithm_cannot_use_are_errors(text: str) -> None:
     with pytest.raises(PrometheusError, match="cannot use"):
         sample_milli(text)
+
+
+def test_every_query_is_listed_with_the_field_it_is_written_in() -> None:
+    """What the controller checks once per version of an autoscaler, and names in its refusal."""
+    predictive = {
+        "lookbackSeconds": 3600,
+        "horizonSeconds": 60,
+        "seasonsSeconds": [],
+        "historyQuery": "sum(up)",
+    }
+    crd = autoscaler("HorizontalAutoscaler", external())
+    crd["spec"]["metrics"].insert(0, {"type": "Resource", "resource": {"name": "cpu", "target": {}}})
+    crd["spec"]["predictive"] = predictive
+    parsed, _ = CRD_SOURCE.read(crd)
+    assert parsed is not None
+    assert CRD_SOURCE.queries(parsed) == [
+        ("spec.metrics[1].external.query", QUERY),
+        ("spec.predictive.historyQuery", "sum(up)"),
+    ]
+    hpa = autoscaler(
+        "HorizontalPodAutoscaler",
+        external(query=None),
+        {QUERIES_ANNOTATION: json.dumps({NAME: QUERY}), PREDICTIVE_ANNOTATION: json.dumps(predictive)},
+    )
+    parsed, _ = HPA_SOURCE.read(hpa)
+    assert parsed is not None
+    assert HPA_SOURCE.queries(parsed) == [
+        (f"metadata.annotations[{QUERIES_ANNOTATION}][{NAME}]", QUERY),
+        (f"metadata.annotations[{PREDICTIVE_ANNOTATION}].historyQuery", "sum(up)"),
+    ]
+
+
+def test_a_cluster_wide_query_is_sent_as_written_once_it_passed_the_limits() -> None:
+    direct = DirectMetrics(None, cluster_wide_namespaces=["monitoring"])
+    assert direct.rendered("monitoring", "up  @ 17") == "up  @ 17"
+    with pytest.raises(QueryRefused, match="@ timestamp"):
+        direct.rendered("monitoring", "up @ -1")  # the parser's panic, refused

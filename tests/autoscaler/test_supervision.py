@@ -15,6 +15,7 @@ from shared.kube import KubeClient
 from tests.autoscaler.harness import install_crd
 from tests.autoscaler.helpers import eventually
 from tests.autoscaler.metrics_backend import MetricsBackend
+from tests.native import native_panic
 
 
 async def readyz(port: int) -> tuple[int, str]:
@@ -56,5 +57,48 @@ async def test_an_informer_crashed_after_sync_fails_readyz_until_it_is_restarted
         fake_clock.advance(1.0)  # the supervisor's first back-off
         await eventually(lambda: runs == 2 and not daemon.supervisor.down())
         assert await readyz(daemon.port) == (200, "ok")
+    finally:
+        await daemon.stop()
+
+
+async def test_readyz_fails_while_fewer_workers_run_than_asked_and_counts_their_restarts(
+    kube: KubeClient, kubeconfig_path: Path, backend: MetricsBackend, fake_clock: FakeClock
+) -> None:
+    """Two of three workers lost to a native panic (a BaseException) outside any reconcile: each is
+    counted, /readyz names them until their back-off has passed and they run again."""
+    await install_crd(kube)
+    flags = [f"--kubeconfig={kubeconfig_path}", f"--metrics-url={backend.url}", "--bind-address=127.0.0.1"]
+    daemon = await AutoscalerDaemon.create(parse_options([*flags, "--port=0", "--workers=3"]), fake_clock)
+    queue = daemon.controller.queue
+    take = queue.get
+    calls = 0
+
+    async def panics_twice() -> object:
+        nonlocal calls
+        calls += 1
+        if calls <= 2:
+            raise native_panic()
+        return await take()
+
+    queue.get = panics_twice  # type: ignore[method-assign]
+    registry = daemon.telemetry.registry
+
+    def restarts(task: str) -> float | None:
+        return registry.get_sample_value("surge_autoscaler_background_task_crashes_total", {"task": task})
+
+    try:
+        await daemon.start()
+        await eventually(lambda: len(daemon.supervisor.down()) == 2)
+        down = daemon.supervisor.down()
+        assert all(task.startswith("worker-") for task in down)
+        assert [restarts(task) for task in down] == [1.0, 1.0]
+        assert await readyz(daemon.port) == (503, "restarting after a crash: " + ", ".join(down))
+        fake_clock.advance(0.9)
+        await asyncio.sleep(0.05)
+        assert daemon.supervisor.down() == down  # still in their back-off: still not ready
+        fake_clock.advance(0.1)
+        await eventually(lambda: not daemon.supervisor.down())
+        assert await readyz(daemon.port) == (200, "ok")
+        assert calls == 5  # the three workers wait for work again
     finally:
         await daemon.stop()

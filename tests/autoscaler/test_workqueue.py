@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import pytest
 from prometheus_client import CollectorRegistry
+from structlog.testing import capture_logs
 
 from autoscaler.workqueue import (
     ItemExponentialBackoff,
@@ -24,6 +25,7 @@ from autoscaler.workqueue import (
 )
 from shared.clock import FakeClock
 from shared.supervisor import Supervisor
+from tests.native import native_panic
 
 
 async def spin(check: Callable[[], bool], turns: int = 1000) -> None:
@@ -216,6 +218,43 @@ async def test_failed_reconcile_retries_with_growing_delay_then_success_resets()
     await spin(lambda: queue.num_requeues("k") == 0)  # the success reset the back-off
     clock.advance(100.0)
     assert len(queue) == 0 and len(times) == 4  # and nothing retries a success
+    queue.shutdown()
+    await workers.stop()
+
+
+async def test_a_reconcile_that_panics_costs_no_worker_and_is_counted_and_retried() -> None:
+    """A native panic (a BaseException) in one reconcile: logged, counted, the key retried with its
+    back-off, and the single worker still serves the other keys."""
+    clock = FakeClock()
+    queue = WorkQueue(rate_limiter=ItemExponentialBackoff(0.25, 10.0), clock=clock)
+    registry = CollectorRegistry()
+    done: list[str] = []
+    crashes = 0
+
+    def crashed() -> None:
+        nonlocal crashes
+        crashes += 1
+
+    async def reconcile(key: object) -> Outcome:
+        if key == "hostile" and "hostile" not in done:
+            done.append("hostile")
+            raise native_panic()
+        done.append(str(key))
+        return Outcome(failed=False, resync_after=None)
+
+    workers = Supervisor(registry, "test", clock=clock)
+    start_workers(workers, queue, 1, reconcile, crashed=crashed)
+    with capture_logs() as logs:
+        queue.add("hostile")
+        await spin(lambda: crashes == 1)
+    (crash,) = [entry for entry in logs if entry["event"] == "reconcile crashed"]
+    assert crash["key"] == "hostile" and crash["exc_info"] is True
+    queue.add("other")
+    await spin(lambda: done == ["hostile", "other"])
+    clock.advance(0.25)  # the crashed key's back-off
+    await spin(lambda: done == ["hostile", "other", "hostile"])
+    assert workers.down() == []
+    assert registry.get_sample_value("test_background_task_crashes_total", {"task": "worker-0"}) is None
     queue.shutdown()
     await workers.stop()
 

@@ -1,7 +1,8 @@
 """Fuzzing what callers control on the way to PromQL: metric names, object names, namespaces, selectors,
-identity headers. The route handlers, the provider, the registry and the auth layer run for real
-(in-process: Go-escaped URL → aiohttp request → route → provider → registry → PromQL); only
-Prometheus and the object cache are replaced by recorders.
+identity headers; and the whole queries a tenant writes for the autoscaler (the last section). The
+route handlers, the provider, the registry and the auth layer run for real (in-process: Go-escaped URL
+→ aiohttp request → route → provider → registry → PromQL); only Prometheus and the object cache are
+replaced by recorders.
 
 The property: an input is either refused with a Status error, or yields a query whose shape (everything
 outside string literals) is exactly the shape the same request produces with harmless placeholder
@@ -14,12 +15,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
+import urllib.error
+import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
+import promql_parser as pp
 import pytest
 import re2
 import structlog
@@ -42,8 +47,11 @@ from adapter.registry import SeriesRegistry
 from adapter.server.app import render_errors
 from adapter.server.provider import PrometheusMetricsProvider
 from adapter.server.routes import MetricRoutes
+from autoscaler.promql.confine import MAX_DURATION, MAX_QUERY_LENGTH, QueryRefused, confine
 from shared.selectors import Requirement, parse_selector
+from sim.prometheus import PrometheusProcess
 from tests.adapter.provider_fakes import ListedObjects, RecordingPrometheus, fed_registry
+from tests.autoscaler.test_confine import assert_confined
 from tests.security.pki import TestCA
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,7 +78,6 @@ SERIES = [
 
 
 # -- the adapter, in process ------------------------------------------------------------------
-
 
 
 @dataclass
@@ -526,3 +533,145 @@ def test_the_checker_notices_a_shape_change() -> None:
     check_same_shape('x{pod=~"a.b|c"}', 'x{pod=~"n0|n1"}', names, regex_escape_values=False)
     with pytest.raises(AssertionError, match="stands for"):
         check_same_shape('x{pod=~"a.b|c|.*"}', 'x{pod=~"n0|n1"}', names, regex_escape_values=False)
+
+
+# -- direct PromQL: the autoscaler's confinement at the limits ------------------------------------
+#
+# A tenant writes the whole query. The property: `confine` either refuses it (QueryRefused, nothing else:
+# no Rust panic, no ValueError or OverflowError of the parser's binding, no crash of the process), or
+# prints a query that is confined (every selector reads exactly its namespace), a fixed point of
+# `confine`, within the limits (`@` and durations), and one the real Prometheus parses.
+
+# `@` times at and around every limit: the binding's (0, 9999-12-31), Prometheus' int64 milliseconds
+# (±9223372036854775.807 s) and int64 seconds (±2^63), numbers the float type cannot hold.
+AT_TIMES = st.sampled_from(
+    [
+        "0", "-0", "0.0004", "-0.0004", "-0.0005", "-1", "1", "1e3", "0x10", "1700000000.123",
+        "253402300799.999", "253402300799.9995", "253402300800", "9223372036854775.807",
+        "9223372036854775.808", "-9223372036854775.808", "9223372036854775807", "-9223372036854775808",
+        "9.3e18", "1e30", "-1e30", "99999999999999", "-99999999999999", "NaN", "Inf", "-Inf", "1e308",
+        "1e309", "4.9e-324",
+    ]
+) | st.floats().map(repr) | st.integers(-(2**65), 2**65).map(str)  # fmt: skip
+UNITS = st.sampled_from(["ms", "s", "m", "h", "d", "w", "y"])
+# Durations at and around Go's time.Duration (2^63-1 ns) and beyond what the binding's timedelta holds.
+DURATIONS = st.sampled_from(
+    [
+        "1ms", "1s", "5m", "1h", "1d", "1w", "1y", "292y", "293y", "106751d", "106752d", "15250w",
+        "15251w", "2562047h", "2562048h", "9223372036854ms", "9223372036855ms", "9223372036s",
+        "9223372037s", "0s", "1y1d", "292y24w", "2739726y", "2739727y", "99999999999y",
+        "18446744073709551615ms", "5", "1.5m",
+    ]
+) | st.builds("{}{}".format, st.integers(0, 2**66), UNITS)  # fmt: skip
+NUMBERS = st.sampled_from(
+    ["0", "-0", "1e308", "1e309", "-1e309", "0x7fffffffffffffff", "NaN", "Inf", "-Inf", "4.9e-324", "1e-400"]
+) | st.floats().map(repr)
+TENANT = "team-a"
+tenant_selectors = st.sampled_from(
+    [
+        "x",
+        "http_requests_total",
+        'x{job="a"}',
+        f'x{{namespace="{TENANT}"}}',
+        'x{namespace="team-b"}',
+        "{a=~'.+'}",
+    ]
+)
+
+
+@st.composite
+def modifiers(draw: st.DrawFn) -> str:
+    """An `@`, an offset, both (in either order), or neither."""
+    at = f" @ {draw(AT_TIMES)}"
+    offset = f" offset {draw(st.sampled_from(['', '-']))}{draw(DURATIONS)}"
+    return draw(st.sampled_from(["", at, offset, at + offset, offset + at]))
+
+
+def limit_leaves() -> st.SearchStrategy[str]:
+    selector = st.builds("{}{}".format, tenant_selectors, modifiers())
+    ranged = st.builds("rate({}[{}]{})".format, tenant_selectors, DURATIONS, modifiers())
+    return st.one_of(selector, ranged, NUMBERS.map("vector({})".format))
+
+
+def limit_extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    subquery = st.builds(
+        "max_over_time(({})[{}:{}]{})".format, inner, DURATIONS, st.just("") | DURATIONS, modifiers()
+    )
+    return st.one_of(
+        subquery,
+        st.builds("{} {} {}".format, inner, st.sampled_from(["+", "/", "or", "and"]), inner),
+        st.builds("({}) * {}".format, inner, NUMBERS),
+        st.builds("sum by (pod) ({})".format, inner),
+        st.builds("-({})".format, inner),
+    )
+
+
+@st.composite
+def limit_queries(draw: st.DrawFn) -> str:
+    query = draw(st.recursive(limit_leaves(), limit_extend, max_leaves=5))
+    # Nesting around the limits of depth and length (module confine.py: the parser recurses on the stack).
+    depth = draw(st.sampled_from([0] * 20 + [1, 30, 62, 63, 64, 65, 2000, 4090, 8200]))
+    wrap = draw(st.sampled_from(["-", "(", "abs("]))
+    if depth and wrap == "-":
+        return "-" * depth + f"({query})"
+    return wrap * depth + query + ")" * depth
+
+
+def prometheus_parse_error(url: str, promql: str) -> str | None:
+    """What the real Prometheus says is wrong with the query's syntax or limits, None when it parses it
+    (its /api/v1/format_query parses and prints, never evaluates)."""
+    params = urlencode({"query": promql})
+    try:
+        with urllib.request.urlopen(f"{url}/api/v1/format_query", params.encode(), timeout=10) as response:
+            body = json.load(response)
+    except urllib.error.HTTPError as refused:
+        body = json.load(refused)
+    error = str(body.get("error", ""))
+    return error if body.get("errorType") == "bad_data" and "parse error" in error else None
+
+
+@pytest.fixture(scope="module")
+def empty_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Prometheus that scrapes nothing: the judge of what it parses."""
+    sd = tmp_path_factory.mktemp("prometheus") / "sd.json"
+    sd.write_text("[]")
+    with PrometheusProcess(sd) as process:
+        yield process.url
+
+
+def check_confinement(query: str, prometheus_url: str) -> None:
+    try:
+        confined = confine(query, TENANT)
+    except QueryRefused as refused:
+        event("refused: " + re.sub(r"\d+", "N", str(refused).split(":")[0])[:48])
+        return
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as err:  # a panic of the parser (a BaseException) is the bug this looks for
+        raise AssertionError(f"confine({query!r}) raised {type(err).__name__}: {err}") from None
+    event("confined")
+    assert len(query) <= MAX_QUERY_LENGTH
+    assert_confined(query, confined, TENANT)
+    assert confine(confined, TENANT) == confined  # a fixed point: nothing left to confine or clamp
+
+    def within_limits(expr: pp.Expr) -> None:
+        at = getattr(expr, "at", None)
+        if isinstance(at, pp.AtModifier) and at.type == pp.AtModifierType.At:
+            assert at.at is not None and 0 <= at.at.timestamp() < 253402300800
+        for duration in (getattr(expr, name, None) for name in ("offset", "range", "step")):
+            assert duration is None or abs(duration) <= MAX_DURATION
+
+    pp.walk(pp.parse(confined), pre_visit=within_limits)
+    assert prometheus_parse_error(prometheus_url, confined) is None, confined
+
+
+@pytest.mark.fuzz
+@given(query=limit_queries())
+def test_fuzz_direct_query_confinement(empty_prometheus: str, query: str) -> None:
+    check_confinement(query, empty_prometheus)
+
+
+@settings(max_examples=50)
+@given(query=limit_queries())
+def test_direct_query_confinement_sample(empty_prometheus: str, query: str) -> None:
+    check_confinement(query, empty_prometheus)

@@ -10,6 +10,7 @@ from structlog.testing import capture_logs
 
 from shared.clock import FakeClock
 from shared.supervisor import Backoff, Supervisor
+from tests.native import native_panic
 
 
 async def settle() -> None:
@@ -124,4 +125,70 @@ async def test_names_are_unique() -> None:
     supervisor.start("a", Flaky(crashes=0))
     with pytest.raises(ValueError, match="already supervised"):
         supervisor.start("a", Flaky(crashes=0))
+    await supervisor.stop()
+
+
+async def test_a_native_panic_is_a_crash_like_any_other() -> None:
+    """A Rust panic (a BaseException, not an Exception) is logged, counted, shown down and restarted."""
+    clock = FakeClock()
+    supervisor, registry = make(clock)
+    starts = 0
+    release = asyncio.Event()
+
+    async def panics_once() -> None:
+        nonlocal starts
+        starts += 1
+        if starts == 1:
+            raise native_panic()
+        await release.wait()
+
+    with capture_logs() as logs:
+        supervisor.start("worker-0", panics_once)
+        await settle()
+    assert supervisor.down() == ["worker-0"]
+    assert registry.get_sample_value("test_background_task_crashes_total", {"task": "worker-0"}) == 1
+    (crash,) = [entry for entry in logs if entry["event"] == "background task crashed"]
+    assert crash["task"] == "worker-0"
+    clock.advance(1.0)
+    await settle()
+    assert starts == 2 and supervisor.down() == []
+    await supervisor.stop()
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit])
+def test_the_exceptions_that_end_the_process_are_not_crashes(stop: type[BaseException]) -> None:
+    """They leave the event loop as asyncio makes them (the process ends), neither counted nor restarted."""
+    registry = CollectorRegistry()
+    starts = 0
+
+    async def main() -> None:
+        supervisor = Supervisor(registry, "test", clock=FakeClock())
+
+        async def ends_the_process() -> None:
+            nonlocal starts
+            starts += 1
+            raise stop()
+
+        supervisor.start("loop", ends_the_process)
+        # Swallowed, the loop would wait for its restart on the FakeClock: this times out instead.
+        await asyncio.wait_for(asyncio.Event().wait(), 5)
+
+    with pytest.raises(stop):
+        asyncio.run(main())
+    assert starts == 1
+    assert registry.get_sample_value("test_background_task_crashes_total", {"task": "loop"}) is None
+
+
+async def test_a_cancelled_loop_is_not_a_crash() -> None:
+    """CancelledError raised by the loop itself (e.g. a cancelled task it awaited) ends it, uncounted."""
+    clock = FakeClock()
+    supervisor, registry = make(clock)
+
+    async def cancelled() -> None:
+        raise asyncio.CancelledError
+
+    supervisor.start("loop", cancelled)
+    await settle()
+    assert registry.get_sample_value("test_background_task_crashes_total", {"task": "loop"}) is None
+    assert supervisor.down() == []
     await supervisor.stop()
