@@ -456,7 +456,10 @@ async def test_healthz_answers_during_the_largest_reload_and_a_larger_file_is_re
 
     served = hashlib.sha256(largest.encode()).hexdigest()
     probing = asyncio.create_task(probe())
-    await until(lambda: len(latencies) >= 5)
+    await until(lambda: len(latencies) >= 50)
+    # The same probe without a reload: what the machine itself adds (another test worker shares the cores).
+    idle_worst = max(latencies)
+    latencies.clear()
     replace_file(config, largest)
     # (Not the self-metrics: collecting them every 20 ms costs as much as the reload.)
     await until(lambda: adapter.daemon.reloader.loaded == served)
@@ -464,8 +467,9 @@ async def test_healthz_answers_during_the_largest_reload_and_a_larger_file_is_re
     await probing
     # The new rules are served (so the file was read, parsed, built and discovered in full).
     assert "pods/queue_length_3000" in await reloading.served_custom()
-    print(f"worst /healthz latency during the reload: {max(latencies) * 1000:.1f} ms")
-    assert max(latencies) < 0.1, sorted(latencies)[-5:]
+    print(f"worst /healthz latency during the reload: {max(latencies) * 1000:.1f} ms"
+          f" (without a reload: {idle_worst * 1000:.1f} ms)")
+    assert max(latencies) < 0.1 + idle_worst, (idle_worst, sorted(latencies)[-5:])
     assert reloading.reloads("success") == 1
 
     with capture_logs() as logs:
