@@ -18,6 +18,7 @@ from sim.__main__ import parse_args
 from sim.apiserver import ApiServer, CertificateAuthority
 from sim.runner import ServerThread
 from tests.autoscaler.harness import deployment
+from tests.autoscaler.helpers import eventually
 
 AGENT = user_agent("surge-autoscaler", "1.2.3", "replica-a")
 
@@ -121,6 +122,8 @@ async def test_a_watch_is_logged_when_it_ends(audited: ServerThread[ApiServer], 
             assert await stream.content.read() == b""
     finally:
         await kube.close()
+    # The server writes the watch's event once its handler returns, which may be after the client saw the end.
+    await eventually(lambda: len(events(tmp_path / "audit.log")) == 2, within=5)
     log = events(tmp_path / "audit.log")
     assert [(e["verb"], e["responseStatus"]["code"]) for e in log] == [("create", 201), ("watch", 200)]
     assert log[1]["requestURI"] == "/api/v1/namespaces/default/configmaps?watch=true"
