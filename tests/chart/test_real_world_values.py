@@ -154,3 +154,23 @@ def test_config_yaml_is_upstreams(rendered, name: str) -> None:
         return
     (configmap,) = configmaps
     assert yaml.safe_load(configmap["data"]["config.yaml"]) == expected
+
+
+RULE = {"seriesQuery": 'queue_depth{namespace!=""}', "metricsQuery": "max(<<.Series>>{<<.LabelMatchers>>})"}
+
+
+@pytest.mark.parametrize(
+    ("rules", "error"),
+    [
+        ({"custom": RULE}, "rules.custom: a list of rules, each an item `- seriesQuery: ...`, not a map"),
+        ({"custom": yaml.safe_dump([RULE])}, "rules.custom: a list of rules, each an item"),
+        ({"default": False, "external": RULE}, "rules.external: a list of rules, each an item"),
+        ({"resource": "cpu: {}\nwindow: 3m\n"}, "rules.resource: a map of cpu, memory and window, not a"),
+    ],
+)
+def test_rules_of_the_wrong_shape_stop_the_render(chart, rules: dict[str, Any], error: str) -> None:
+    """A rule written as a map (the `- ` forgotten) or rules written as one string: the upstream chart writes
+    them into config.yaml as stray top-level keys or a string, which prometheus-adapter's strict decoder
+    refuses at start-up; here `helm template`, `install` and `upgrade` stop, naming the key to fix."""
+    with pytest.raises(helm_python.HelmRenderError, match=re.escape(error)):
+        chart.render({"rules": rules}, name="prometheus-adapter", namespace="monitoring")
