@@ -655,7 +655,8 @@ def test_notes_name_the_apis_served(render) -> None:
         warned = render({"image": image}).notes
         assert "WARNING: the image " in warned and "named after prometheus-adapter's" in warned, image
     assert "WARNING" not in render().notes
-    assert "WARNING" not in render({"image": {"repository": "registry.example.com/surge", "tag": "0.1.0"}}).notes
+    surge_image = {"repository": "registry.example.com/surge", "tag": "0.1.0"}
+    assert "WARNING" not in render({"image": surge_image}).notes
 
 
 @pytest.mark.parametrize(
