@@ -174,3 +174,20 @@ def test_rules_of_the_wrong_shape_stop_the_render(chart, rules: dict[str, Any], 
     refuses at start-up; here `helm template`, `install` and `upgrade` stop, naming the key to fix."""
     with pytest.raises(helm_python.HelmRenderError, match=re.escape(error)):
         chart.render({"rules": rules}, name="prometheus-adapter", namespace="monitoring")
+
+
+@pytest.mark.parametrize(
+    ("values", "log_level"),
+    [
+        ({"logLevel": 2, "extraArguments": ["--v=6"]}, "debug"),
+        ({"logLevel": 8, "extraArguments": ["-v=2", "--metrics-max-age=5m"]}, "info"),
+        ({"logLevel": 2, "extraArguments": ["--v=8", "--v=4"]}, "info"),
+        ({"logLevel": 6, "extraArguments": ["--vmodule=provider*=8"]}, "debug"),
+    ],
+)
+def test_an_extra_v_sets_the_log_level_as_the_last_v_wins_upstream(render, values, log_level: str) -> None:
+    """Upstream passes `--v={{ logLevel }}` and then extraArguments, so an extra `--v` decides the verbosity
+    (`--v=6` there is a common way to see each Prometheus query); Surge's --log-level follows it."""
+    args = adapter_container(render(values))["args"]
+    options, _, _ = parse_flags(args, (*FLAG_GROUPS, add_auth_flags))
+    assert options.log_level == log_level

@@ -160,7 +160,14 @@ labels:
 - --cert-dir=/tmp/cert
 - --prometheus-url={{ include "surge.prometheusUrl" . }}
 - --metrics-relist-interval={{ .Values.metricsRelistInterval }}
-- --log-level={{ if ge (int .Values.logLevel) 6 }}debug{{ else }}info{{ end }}
+{{- /* klog's verbosity: logLevel, or the last `--v=N` of extraArguments, which wins upstream */}}
+{{- $verbosity := .Values.logLevel }}
+{{- range .Values.extraArguments }}
+{{- if regexMatch "^--?v=[0-9]+$" (toString .) }}
+{{- $verbosity = regexReplaceAll "^--?v=" (toString .) "" }}
+{{- end }}
+{{- end }}
+- --log-level={{ if ge (int $verbosity) 6 }}debug{{ else }}info{{ end }}
 - --config=/etc/adapter/config.yaml
 {{- with .Values.surge }}
 - --metrics-cache-ttl={{ .metricsCache.ttl }}
