@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from adapter.auth import add_auth_flags
+from adapter.config import ConfigError, parse_config
 from adapter.flags import FLAG_GROUPS, parse_flags
 from tests.chart.conftest import CHART, VALUES, Obj, Rendered
 
@@ -140,6 +141,26 @@ def test_the_upstream_args_in_their_order(rendered, name: str) -> None:
     assert is_subsequence(expected, ours), (expected, ours)
     extra = values_of(name).get("extraArguments") or []
     assert ours[len(ours) - len(extra) :] == extra
+
+
+# config.yaml upstream's adapter refuses at start-up too (its decoder is strict: an unknown key is fatal).
+UPSTREAM_ADAPTER_REFUSES = {"rule-keys-misnested.yaml": 'rules[7].name: field "metricsQuery" not found'}
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_surges_adapter_loads_the_config_yaml_upstreams_loads(rendered, name: str) -> None:
+    configmaps = [cm for cm in rendered[name].of_kind("ConfigMap") if "config.yaml" in cm.get("data", {})]
+    for configmap in configmaps:
+        text = configmap["data"]["config.yaml"]
+        if name in UPSTREAM_ADAPTER_REFUSES:
+            with pytest.raises(ConfigError, match=re.escape(UPSTREAM_ADAPTER_REFUSES[name])):
+                parse_config(text)
+        else:
+            config = parse_config(text)
+            expected = UPSTREAM[name]["config"]
+            assert len(config.rules) == len(expected.get("rules") or [])
+            assert len(config.external_rules) == len(expected.get("externalRules") or [])
+            assert (config.resource_rules is None) == (expected.get("resourceRules") is None)
 
 
 @pytest.mark.parametrize("name", FILES)
