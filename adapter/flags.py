@@ -50,7 +50,8 @@ _REMOVED_KLOG_FLAGS = frozenset(
     }
 )
 # Upstream flags with no effect in Surge (HTTP/2 is never served; no client-side rate limiter;
-# no profiling endpoints). Accepted so a swapped image keeps starting.
+# no profiling endpoints, on the port or a debug socket; no API priority and fairness, each listener has
+# its own connection cap). Accepted so a swapped image keeps starting.
 _NO_EFFECT_FLAGS = frozenset(
     {
         "disable-http2",
@@ -58,6 +59,8 @@ _NO_EFFECT_FLAGS = frozenset(
         "client-burst",
         "profiling",
         "contention-profiling",
+        "debug-socket-path",
+        "enable-priority-and-fairness",
         "http2-max-streams-per-connection",
         "permit-port-sharing",
         "permit-address-sharing",
@@ -66,6 +69,7 @@ _NO_EFFECT_FLAGS = frozenset(
 _BOOL_COMPAT_FLAGS = frozenset(
     {"logtostderr", "alsologtostderr", "one-output", "skip-log-headers", "add-dir-header", "skip-headers"}
     | {"disable-http2", "profiling", "contention-profiling", "permit-port-sharing", "permit-address-sharing"}
+    | {"enable-priority-and-fairness"}
 )
 
 

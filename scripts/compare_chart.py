@@ -8,12 +8,15 @@ charts/prometheus-adapter directory. Both are rendered offline by Helm's own eng
 release `--release` in `--namespace`. Each object is named `Kind namespace/name`; for the objects both render,
 each differing field is printed with both values, the ones Surge changes on purpose marked `expected` with the
 reason (the rest of docs/deploy.md's key table). config.yaml is compared parsed, the adapter's arguments as a
-flag set. Exit status 1 when anything unexpected differs.
+flag set, and Surge's adapter parses the arguments it is given (a flag it refuses would crash-loop the pod;
+one it ignores is printed with the adapter's warning). Exit status 1 when anything unexpected differs.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +24,9 @@ from typing import Any
 
 import helm_python
 import yaml
+
+from adapter.auth import add_auth_flags
+from adapter.flags import FLAG_GROUPS, parse_flags
 
 SURGE_CHART = Path(__file__).resolve().parents[1] / "charts" / "surge"
 
@@ -50,6 +56,13 @@ EXPECTED_OBJECTS: dict[str, str] = {
     "-autoscaler": "autoscaler.enabled",
     "-autoscaler-leader-election": "autoscaler.enabled",
     "/v1beta2.custom.metrics.k8s.io": "surge.customMetricsV1beta2",
+}
+
+# Values Surge's chart refuses on purpose while upstream's renders them (Helm's error contains -> why).
+EXPECTED_FAILURES: dict[str, str] = {
+    "prometheus-adapter would refuse the config.yaml made of it": (
+        "upstream renders a config.yaml its adapter refuses at start-up (a crash-looping pod)"
+    ),
 }
 
 # Adapter flags: upstream's that Surge does not take (with why), and Surge's it adds.
@@ -84,7 +97,9 @@ def render(
             invalid.append(f"{path}: {str(err).splitlines()[0]}")
             continue
         for doc in docs:
-            if doc:
+            if doc and not isinstance(doc, dict):
+                invalid.append(f"{path}: a document that is not an object ({type(doc).__name__})")
+            elif doc:
                 meta = doc["metadata"]
                 objects[f"{doc['kind']} {meta.get('namespace', '')}/{meta['name']}"] = doc
     return objects, invalid
@@ -163,6 +178,69 @@ def compare(
     return lines, unexpected
 
 
+def adapter_flag_lines(surge: dict[str, Obj]) -> tuple[list[str], int]:
+    """Surge's adapter parses the args of the Deployment's `prometheus-adapter` container, as it does at
+    start-up: a line per flag it ignores (expected) and one if it refuses them (unexpected)."""
+    lines: list[str] = []
+    for name, obj in surge.items():
+        containers = obj["spec"]["template"]["spec"]["containers"] if obj["kind"] == "Deployment" else []
+        for container in containers[:1]:
+            if container["name"] != "prometheus-adapter":
+                continue
+            errors = io.StringIO()
+            try:
+                with contextlib.redirect_stderr(errors):
+                    _, _, warnings = parse_flags(container["args"], (*FLAG_GROUPS, add_auth_flags))
+            except SystemExit:
+                refusal = errors.getvalue().strip().splitlines()[-1]
+                return [*lines, f"  {name} Surge's adapter refuses its args: {refusal} (UNEXPECTED)"], 1
+            lines += [f"  {name} args: {warning} (expected: Surge's adapter says so)" for warning in warnings]
+    return lines, 0
+
+
+def render_or_error(
+    chart: Path, values: dict[str, Any], release: str, namespace: str
+) -> tuple[dict[str, Obj], list[str], str | None]:
+    """render(), or no objects and the first line of Helm's error when a template fails to execute."""
+    try:
+        return (*render(chart, values, release, namespace), None)
+    except helm_python.HelmRenderError as err:
+        return {}, [], " ".join(str(err).split())
+
+
+def compare_values(
+    upstream_chart: Path, values: dict[str, Any], release: str, namespace: str
+) -> tuple[list[str], int, str]:
+    """The differences of one values set, how many are unexpected, and the object counts."""
+    upstream, upstream_invalid, upstream_error = render_or_error(upstream_chart, values, release, namespace)
+    surge, surge_invalid, surge_error = render_or_error(SURGE_CHART, values, release, namespace)
+    counts = f"{len(upstream)} upstream objects, {len(surge)} Surge objects"
+    if upstream_error or surge_error:
+        # A values file upstream's templates cannot execute is the file's fault: Surge may refuse it too.
+        lines = [f"  upstream fails to render: {upstream_error}"] if upstream_error else []
+        why = next((why for text, why in EXPECTED_FAILURES.items() if text in (surge_error or "")), None)
+        if upstream_error:
+            why = "so does upstream"
+        if surge_error:
+            mark = f"expected: {why}" if why else "UNEXPECTED"
+            lines.append(f"  Surge fails to render: {surge_error} ({mark})")
+        return lines, int(bool(surge_error and not why)), counts
+    lines, unexpected = compare(upstream, surge, upstream_invalid)
+    flag_lines, refused = adapter_flag_lines(surge)
+    lines += flag_lines
+    unexpected += refused
+    lines += [f"  upstream renders no YAML: {where}" for where in upstream_invalid]
+    # Input that breaks upstream's template the same way (e.g. an extraManifests item written as a
+    # string) is the values file's fault, not a difference.
+    upstream_errors = {where.partition(": ")[2] for where in upstream_invalid}
+    for where in surge_invalid:
+        same = where.partition(": ")[2] in upstream_errors
+        mark = "expected: so does upstream" if same else "UNEXPECTED"
+        lines.append(f"  Surge renders no YAML: {where} ({mark})")
+        unexpected += not same
+    return lines, unexpected, counts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -176,17 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     total = 0
     for values_file in args.values or [None]:
         values = helm_python.values_from_yaml(values_file.read_text()) if values_file else {}
-        upstream, upstream_invalid = render(args.upstream, values, args.release, args.namespace)
-        surge, surge_invalid = render(SURGE_CHART, values, args.release, args.namespace)
-        lines, unexpected = compare(upstream, surge, upstream_invalid)
-        lines += [f"  upstream renders no YAML: {where}" for where in upstream_invalid]
-        lines += [f"  Surge renders no YAML: {where}" for where in surge_invalid]
-        unexpected += len(surge_invalid)
+        lines, unexpected, counts = compare_values(args.upstream, values, args.release, args.namespace)
         total += unexpected
-        print(
-            f"{values_file or 'defaults'}: {len(upstream)} upstream objects, {len(surge)} Surge objects, "
-            f"{len(lines)} differences, {unexpected} unexpected"
-        )
+        print(f"{values_file or 'defaults'}: {counts}, {len(lines)} differences, {unexpected} unexpected")
         for line in lines:
             if args.all or "(expected: " not in line:
                 print(line)

@@ -647,9 +647,16 @@ def test_notes_name_the_apis_served(render) -> None:
     for api in ("custom.metrics.k8s.io", "external.metrics.k8s.io"):
         assert f"kubectl get --raw /apis/{api}/v1beta1" in notes
     assert "kubectl top pods" in notes
-    warned = render({"image": {"repository": "registry.k8s.io/prometheus-adapter/prometheus-adapter"}}).notes
-    assert "WARNING: image.repository is prometheus-adapter's image" in warned
+    for image in (
+        {"repository": "registry.k8s.io/prometheus-adapter/prometheus-adapter"},
+        {"repository": "directxman12/k8s-prometheus-adapter-amd64", "tag": "v0.8.4"},
+        {"tag": "v0.12.0"},  # the tag pinned alone: surge:v0.12.0 does not exist
+    ):
+        warned = render({"image": image}).notes
+        assert "WARNING: the image " in warned and "named after prometheus-adapter's" in warned, image
     assert "WARNING" not in render().notes
+    surge_image = {"repository": "registry.example.com/surge", "tag": "0.1.0"}
+    assert "WARNING" not in render({"image": surge_image}).notes
 
 
 @pytest.mark.parametrize(

@@ -160,7 +160,14 @@ labels:
 - --cert-dir=/tmp/cert
 - --prometheus-url={{ include "surge.prometheusUrl" . }}
 - --metrics-relist-interval={{ .Values.metricsRelistInterval }}
-- --log-level={{ if ge (int .Values.logLevel) 6 }}debug{{ else }}info{{ end }}
+{{- /* klog's verbosity: logLevel, or the last `--v=N` of extraArguments, which wins upstream */}}
+{{- $verbosity := .Values.logLevel }}
+{{- range .Values.extraArguments }}
+{{- if regexMatch "^--?v=[0-9]+$" (toString .) }}
+{{- $verbosity = regexReplaceAll "^--?v=" (toString .) "" }}
+{{- end }}
+{{- end }}
+- --log-level={{ if ge (int $verbosity) 6 }}debug{{ else }}info{{ end }}
 - --config=/etc/adapter/config.yaml
 {{- with .Values.surge }}
 - --metrics-cache-ttl={{ .metricsCache.ttl }}
@@ -190,25 +197,35 @@ labels:
 
 {{/*
 config.yaml: `rules:` (the default set, then rules.custom), `externalRules:`, `resourceRules:`, each only when
-it has something, as the upstream chart writes it.
+it has something, as the upstream chart writes it. A rule written as a map instead of a list item, or rules
+written as one string, make the upstream chart write a config.yaml prometheus-adapter refuses at start-up
+(a crash-looping pod); here they stop the render with the key to fix.
 */}}
 {{- define "surge.adapter.config" -}}
+{{- range $key, $kind := dict "custom" "slice" "external" "slice" "resource" "map" -}}
+{{- $value := get $.Values.rules $key -}}
+{{- if and $value (not (kindIs $kind $value)) -}}
+{{- $want := ternary "a list of rules, each an item `- seriesQuery: ...`" "a map of cpu, memory and window" (eq $kind "slice") -}}
+{{- fail (printf "rules.%s: %s, not a %s: prometheus-adapter would refuse the config.yaml made of it" $key $want (kindOf $value)) -}}
+{{- end -}}
+{{- end -}}
 {{- $config := dict -}}
 {{- $rules := list -}}
 {{- if .Values.rules.default -}}
 {{- $rules = include "surge.adapter.defaultRules" . | fromYamlArray -}}
 {{- end -}}
-{{- with .Values.rules.custom -}}
-{{- $rules = concat $rules . -}}
+{{- /* the kind checks again: `helm lint` logs a fail and goes on */ -}}
+{{- if kindIs "slice" .Values.rules.custom -}}
+{{- $rules = concat $rules .Values.rules.custom -}}
 {{- end -}}
 {{- with $rules -}}
 {{- $_ := set $config "rules" . -}}
 {{- end -}}
-{{- with .Values.rules.external -}}
-{{- $_ := set $config "externalRules" . -}}
+{{- if and .Values.rules.external (kindIs "slice" .Values.rules.external) -}}
+{{- $_ := set $config "externalRules" .Values.rules.external -}}
 {{- end -}}
-{{- with .Values.rules.resource -}}
-{{- $_ := set $config "resourceRules" . -}}
+{{- if and .Values.rules.resource (kindIs "map" .Values.rules.resource) -}}
+{{- $_ := set $config "resourceRules" .Values.rules.resource -}}
 {{- end -}}
 {{- toYaml $config -}}
 {{- end -}}

@@ -49,6 +49,26 @@ def test_kube_prometheus_argv_with_removed_klog_flags_warns_instead_of_failing()
     assert any("--log-dir was removed" in w for w in warnings)
 
 
+@pytest.mark.parametrize(
+    "flags",
+    [
+        # k8s.io/apiserver's feature options, which custom-metrics-apiserver adds to prometheus-adapter
+        ["--profiling=false", "--contention-profiling", "--debug-socket-path=/tmp/debug.sock"],
+        ["--enable-priority-and-fairness=false", "--enable-priority-and-fairness"],
+        ["--debug-socket-path", "/tmp/debug.sock", "--enable-priority-and-fairness", "--profiling"],
+        # serving and client options Surge has no use for
+        ["--disable-http2", "--http2-max-streams-per-connection=100", "--permit-port-sharing=true"],
+        ["--client-qps=20", "--client-burst", "40", "--permit-address-sharing"],
+    ],
+)
+def test_upstream_flags_without_effect_are_accepted_with_a_warning_each(flags: list[str]) -> None:
+    """A values file's extraArguments may carry them; refusing one would crash-loop the pod."""
+    options, _, warnings = parse_flags(["--config=c.yaml", *flags, "--secure-port=6443"])
+    assert options.secure_port == 6443  # the flag after them still parses (no value swallowed)
+    named = [flag.lstrip("-").partition("=")[0] for flag in flags if flag.startswith("--")]
+    assert warnings == [f"flag --{name} has no effect in surge-adapter and is ignored" for name in named]
+
+
 def test_space_separated_values_and_single_dash_long_flags() -> None:
     options, _, _ = parse_flags(
         [
