@@ -194,8 +194,15 @@ def _run(args: argparse.Namespace) -> int:
     if problems:
         print(f"surge convert: {_one_line('; '.join(problems))}", file=sys.stderr)
         return 2
-    sys.stdout.write(yaml.safe_dump_all(converted, sort_keys=False, allow_unicode=True))
+    sys.stdout.write(yaml.dump_all(converted, Dumper=_PlainDumper, sort_keys=False, allow_unicode=True))
     return 0
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """Writes a value the input shared through a YAML anchor in full at each place: plain to read."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def _one_line(text: str) -> str:
@@ -667,7 +674,11 @@ def _v2beta1_metrics(metrics: Any, where: str) -> dict[str, Any]:
 
 
 def _v2beta1_metric(metric: Any, where: str) -> dict[str, Any]:
-    if not isinstance(metric, dict) or metric.get("type") not in V2BETA1_SOURCES:
+    if (
+        not isinstance(metric, dict)
+        or not isinstance(metric.get("type"), str)
+        or metric["type"] not in V2BETA1_SOURCES
+    ):
         kind = metric.get("type") if isinstance(metric, dict) else metric
         raise ConvertError(f"{where}.type: {kind!r}: want one of {', '.join(V2BETA1_SOURCES)}")
     field, names, targets = V2BETA1_SOURCES[metric["type"]]
@@ -774,7 +785,10 @@ def _resource(trigger: dict[str, Any], meta: dict[str, Any], where: str) -> dict
     # `metadata.type` is KEDA's deprecated place for the metric type.
     metric_type = trigger.get("metricType") or meta.get("type")
     if metric_type not in ("Utilization", "AverageValue"):
-        raise ConvertError(f"{where}.metricType: {_short(metric_type)}: want Utilization or AverageValue")
+        raise ConvertError(
+            f"{where}.metricType: {_short(metric_type) if metric_type else '<unset>'}: "
+            "want Utilization or AverageValue"
+        )
     if meta.get("value") is None:
         raise ConvertError(f"{where}.metadata.value: required by the {trigger['type']} trigger")
     value = _quantity(meta["value"], f"{where}.metadata.value", positive=True)
