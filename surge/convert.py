@@ -194,15 +194,33 @@ def _run(args: argparse.Namespace) -> int:
     if problems:
         print(f"surge convert: {_one_line('; '.join(problems))}", file=sys.stderr)
         return 2
-    sys.stdout.write(yaml.dump_all(converted, Dumper=_PlainDumper, sort_keys=False, allow_unicode=True))
+    sys.stdout.write(to_yaml(converted))
     return 0
 
 
-class _PlainDumper(yaml.SafeDumper):
-    """Writes a value the input shared through a YAML anchor in full at each place: plain to read."""
+class _Dumper(yaml.SafeDumper):
+    """YAML that kubectl reads back as it was written: a value shared through an anchor in the input is
+    written in full at each place, and a string is plain only when no YAML reader takes it for another
+    type. PyYAML quotes what its YAML 1.1 resolver would misread, but kubectl's reader (go-yaml) also
+    reads `y`, `n` and `0o17` as a boolean and a number."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
+    def represent_str(self, data: str) -> yaml.ScalarNode:
+        plain = PLAIN_STRING.fullmatch(data) is not None and data.lower() not in YAML_WORDS
+        return self.represent_scalar("tag:yaml.org,2002:str", data, style=None if plain else "'")
+
+
+_Dumper.add_representer(str, _Dumper.represent_str)
+PLAIN_STRING = re.compile(r"[A-Za-z][A-Za-z0-9_./:-]*")
+YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
+
+
+def to_yaml(objects: list[dict[str, Any]]) -> str:
+    """The converted objects as `surge convert` prints them."""
+    # Never folded: a query reads as written.
+    return yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=2**31 - 1)
 
 
 def _one_line(text: str) -> str:
@@ -243,13 +261,16 @@ def convert(obj: Any) -> dict[str, Any]:
         out = _from_scaled_object(obj, problems)
     else:
         raise ConvertError(
-            f"{api_version or '<no apiVersion>'} {kind or '<no kind>'}: want an autoscaling/v2 (v2beta2, "
-            "v2beta1, v1) HorizontalPodAutoscaler or a keda.sh/v1alpha1 ScaledObject"
+            f"{_short(api_version) if api_version else '<no apiVersion>'} "
+            f"{_short(kind) if kind else '<no kind>'}: want an autoscaling/v2 (v2beta2, v2beta1, v1) "
+            "HorizontalPodAutoscaler or a keda.sh/v1alpha1 ScaledObject"
         )
     if not problems:
-        problems += _accepted_problems(out)
+        # Named as fields of the HorizontalAutoscaler, which a ScaledObject's author did not write.
+        prefix = "" if kind == "HorizontalPodAutoscaler" else "HorizontalAutoscaler "
+        problems += [prefix + problem for problem in _accepted_problems(out)]
     if problems:
-        raise ConvertError("; ".join(dict.fromkeys(problems)))
+        raise ConvertError(_one_line("; ".join(dict.fromkeys(problems))))
     return out
 
 
@@ -500,6 +521,7 @@ def _scalar_problems(value: Any, shape: str, where: str, key: str) -> list[str]:
 
 
 def _short(value: Any) -> str:
+    """A value in a message: quoted if a string, so that spaces and line breaks show."""
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from autoscaler.core.types import DIRECT_METRIC_PREFIX
 from autoscaler.promql.confine import check
 from surge.__main__ import main as surge_main
-from surge.convert import ConvertError, convert
+from surge.convert import ConvertError, convert, to_yaml
 from tests.fixtures.apiserver import KubectlRunner
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,8 +54,10 @@ def _check_refusal(result: subprocess.CompletedProcess[str], what: str) -> None:
     assert result.stderr.startswith("surge convert: ") and result.stderr.count("\n") == 1, result.stderr
 
 
-def _server_accepts(kubectl: KubectlRunner, documents: list[dict[str, Any]]) -> None:
-    """One dry-run create of every document (their namespaces created first) through the real kubectl."""
+def _server_accepts(kubectl: KubectlRunner, printed: str) -> None:
+    """One dry-run create of every document `surge convert` printed (their namespaces created first),
+    through the real kubectl, which reads the YAML as a user's `surge convert ... | kubectl apply -f -`."""
+    documents = [d for d in yaml.safe_load_all(printed) if d is not None]
     kubectl("apply", "-f", str(CRD_FILE))
     namespaces = sorted({d["metadata"]["namespace"] for d in documents if "namespace" in d["metadata"]})
     if namespaces:
@@ -74,7 +76,7 @@ def _server_accepts(kubectl: KubectlRunner, documents: list[dict[str, Any]]) -> 
         "name",
         "-f",
         "-",
-        input=yaml.safe_dump_all(documents),
+        input=printed,
         check=False,
     )
     assert result.returncode == 0 and result.stderr == "", result.stderr
@@ -97,7 +99,7 @@ def _cli(path: Path) -> subprocess.CompletedProcess[str]:
 def test_every_file_converts_to_what_the_server_accepts_or_is_refused_in_one_line(
     kubectl: KubectlRunner,
 ) -> None:
-    converted: list[dict[str, Any]] = []
+    printed: list[str] = []
     for path in CORPUS:
         result = _cli(path)
         if path.name in REFUSED:
@@ -105,11 +107,10 @@ def test_every_file_converts_to_what_the_server_accepts_or_is_refused_in_one_lin
             assert REFUSED[path.name] in result.stderr, result.stderr
         else:
             assert (result.returncode, result.stderr) == (0, ""), f"{path.name}: {result.stderr}"
-            converted += list(yaml.safe_load_all(result.stdout))
+            printed.append(result.stdout)
     assert len(CORPUS) >= 35 and set(REFUSED) <= {path.name for path in CORPUS}
-    # multi-document.yaml holds two objects.
-    assert len(converted) == len(CORPUS) - len(REFUSED) + 1
-    _server_accepts(kubectl, converted)
+    assert len(printed) == len(CORPUS) - len(REFUSED)
+    _server_accepts(kubectl, "---\n".join(printed))
 
 
 def test_python_dash_m_surge_convert_prints_the_same() -> None:
@@ -188,29 +189,58 @@ def _paths(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return out
 
 
+# Values close to valid ones (most mutations should still convert) and some far from any.
+PLAUSIBLE_VALUES = st.one_of(
+    st.integers(min_value=-3, max_value=2**33),
+    st.sampled_from(
+        [
+            "0",
+            "1",
+            "3",
+            "2147483648",
+            "0.5",
+            "1e3",
+            "500m",
+            "1Ki",
+            "",
+            " 7 ",
+            "Value",
+            "Utilization",
+            "AverageValue",
+            "Deployment",
+            "währung",
+            "sum(up)",
+            "0 9 * * *",
+            "Europe/Berlin",
+            "static",
+        ]
+    ),
+)
+
+
 @st.composite
 def mutated(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid object with one or two of its fields dropped, retyped, moved to spec, or added."""
     obj = copy.deepcopy(draw(st.sampled_from(VALID)))
-    for _ in range(draw(st.integers(1, 3))):
-        paths = [p for p in _paths(obj) if p]
+    for _ in range(draw(st.integers(1, 2))):
+        # Mostly below spec and metadata: a broken kind or spec says little.
+        paths = [p for p in _paths(obj) if len(p) > 2] or [p for p in _paths(obj) if p]
         path = draw(st.sampled_from(paths))
         parent = obj
         for step in path[:-1]:
             parent = parent[step]
-        action = draw(st.sampled_from(["drop", "retype", "misplace", "add"]))
+        action = draw(
+            st.sampled_from(["retype", "retype", "plausible", "plausible", "drop", "misplace", "add"])
+        )
         if action == "drop":
             del parent[path[-1]]
-        elif action == "retype":
-            parent[path[-1]] = draw(ODD_VALUES)
-        elif action == "misplace" and isinstance(parent, dict):
-            moved = parent.pop(path[-1])
-            obj.setdefault("spec", {})
-            if isinstance(obj["spec"], dict):
-                obj["spec"][path[-1]] = moved
+        elif action in ("retype", "plausible"):
+            parent[path[-1]] = draw(ODD_VALUES if action == "retype" else PLAUSIBLE_VALUES)
+        elif action == "misplace" and isinstance(parent, dict) and isinstance(obj["spec"], dict):
+            obj["spec"][path[-1]] = parent.pop(path[-1])
         elif isinstance(parent, dict):
-            parent[draw(st.sampled_from(["extra", "minReplicas", "ünïcode", "query", "value"]))] = draw(
-                ODD_VALUES
-            )
+            key = draw(st.sampled_from(["extra", "minReplicas", "ünïcode", "query", "value", "metricName"]))
+            parent[key] = draw(st.one_of(ODD_VALUES, PLAUSIBLE_VALUES))
     return obj
 
 
@@ -245,7 +275,7 @@ def test_mutated_objects_convert_to_what_the_server_accepts_or_are_refused(kubec
 
     one()
     assert accepted and refusals  # both sides of the dichotomy were exercised
-    _server_accepts(kubectl, accepted)
+    _server_accepts(kubectl, to_yaml(accepted))
 
 
 def _strings(value: Any) -> set[str]:
