@@ -198,6 +198,11 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+# Strings written plain (unquoted): no YAML reader takes them for a number, and none of the words below.
+PLAIN_STRING = re.compile(r"[A-Za-z][A-Za-z0-9_./:-]*")
+YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
+
+
 class _Dumper(yaml.SafeDumper):
     """YAML that kubectl reads back as it was written: a value shared through an anchor in the input is
     written in full at each place, and a string is plain only when no YAML reader takes it for another
@@ -213,8 +218,6 @@ class _Dumper(yaml.SafeDumper):
 
 
 _Dumper.add_representer(str, _Dumper.represent_str)
-PLAIN_STRING = re.compile(r"[A-Za-z][A-Za-z0-9_./:-]*")
-YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
 
 
 def to_yaml(objects: list[dict[str, Any]]) -> str:
@@ -458,6 +461,17 @@ _STRING_BOUNDS: dict[str, tuple[int, re.Pattern[str] | None]] = {
     "cron": (100, CRON_PATTERN),
     "timeZone": (64, TIME_ZONE_PATTERN),
 }
+# The fields autoscaling/v2beta1 and v1 have where v2 has others: named as such when found in a v2 spec.
+V2BETA1_FIELDS = frozenset(
+    {
+        "targetAverageUtilization",
+        "targetAverageValue",
+        "targetValue",
+        "metricName",
+        "metricSelector",
+        "targetCPUUtilizationPercentage",
+    }
+)
 MAX_ITEMS = {"metrics": 10, "schedules": 10, "seasonsSeconds": 5}
 
 
@@ -470,7 +484,10 @@ def _shape_problems(value: Any, shape: Any, where: str, key: str = "") -> list[s
         out = [f"{where}.{field}: required" for field in shape.get(REQUIRED, ()) if field not in value]
         for field, item in value.items():
             if field not in shape or field == REQUIRED:
-                out.append(f"{where}.{field}: not a field here")
+                older = (
+                    " (autoscaling/v2beta1's: is the apiVersion right?)" if field in V2BETA1_FIELDS else ""
+                )
+                out.append(f"{where}.{field}: not a field here{older}")
             else:
                 out += _shape_problems(item, shape[field], f"{where}.{field}", field)
         return out
