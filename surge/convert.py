@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import reprlib
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -85,6 +86,8 @@ DROPPED_ANNOTATIONS = re.compile(
     r"autoscaling\.alpha\.kubernetes\.io/.*|kubectl\.kubernetes\.io/last-applied-configuration"
 )
 MAX_INT32 = 2**31 - 1
+# A file's objects hold fewer values than this; more come from YAML aliases nested to expand.
+MAX_VALUES = 1_000_000
 MAX_STABILIZATION_WINDOW_SECONDS = 3600  # autoscaling/v2's bound, the CRD's too
 # The fields of a ScaledObject's spec and of its triggers (KEDA v2); anything else is misplaced.
 SCALED_OBJECT_FIELDS = frozenset(
@@ -185,6 +188,13 @@ def _run(args: argparse.Namespace) -> int:
     if not documents:
         print(f"surge convert: -f: {args.filename} holds no object", file=sys.stderr)
         return 2
+    if not _within(documents, MAX_VALUES):
+        print(
+            f"surge convert: -f: {args.filename}: more than {MAX_VALUES} values once its YAML aliases are "
+            "expanded",
+            file=sys.stderr,
+        )
+        return 2
     converted, problems = [], []
     for i, document in enumerate(documents):
         try:
@@ -224,6 +234,23 @@ def to_yaml(objects: list[dict[str, Any]]) -> str:
     """The converted objects as `surge convert` prints them."""
     # Never folded: a query reads as written.
     return yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=2**31 - 1)
+
+
+def _within(value: Any, budget: int) -> bool:
+    """Whether `value` holds at most `budget` values counted as the checks below walk them: aliases let
+    a small file expand into far more, and the walk would take as long (stops once over)."""
+    left = budget
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        left -= 1
+        if left < 0:
+            return False
+        if isinstance(item, dict):
+            stack += item.values()
+        elif isinstance(item, list):
+            stack += item
+    return True
 
 
 def _one_line(text: str) -> str:
@@ -538,9 +565,14 @@ def _scalar_problems(value: Any, shape: str, where: str, key: str) -> list[str]:
 
 
 def _short(value: Any) -> str:
-    """A value in a message: quoted if a string, so that spaces and line breaks show."""
-    text = repr(value)
+    """A value in a message: quoted if a string, so that spaces and line breaks show; a long or nested
+    one cut short (reprlib stops early, so a value of aliases nested many levels costs little)."""
+    text = _REPR.repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, 80, 80
 
 
 def _accepted_problems(out: dict[str, Any]) -> list[str]:
