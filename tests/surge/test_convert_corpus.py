@@ -29,10 +29,12 @@ REPO = Path(__file__).resolve().parents[2]
 DATA = (REPO / "tests" / "data" / "keda", REPO / "tests" / "data" / "hpa")
 CRD_FILE = REPO / "manifests" / "crd-horizontalautoscaler.yaml"
 CORPUS = sorted(p for d in DATA for p in d.iterdir() if p.suffix in (".yaml", ".json"))
-# The files that are refused, and a phrase of their line; every other file converts.
-REFUSED = {
+# The files that are refused, and a phrase of their line (or phrases, one of which); every other file
+# converts.
+REFUSED: dict[str, str | tuple[str, ...]] = {
     "alias-bomb.yaml": "more than 1000000 values once its YAML aliases are expanded",
-    "deep-nesting.yaml": "nested too deeply",
+    # PyYAML's recursion gives out, or (under a raised recursion limit) it reads a list of lists.
+    "deep-nesting.yaml": ("nested too deeply", "not an object"),
     "latin1.yaml": "is not UTF-8 text",
     "bad-name-and-labels.yaml": "metadata.name: 'Orders_Worker'",
     "broken-values.yaml": "spec.fallback.behavior",
@@ -107,7 +109,9 @@ def test_every_file_converts_to_what_the_server_accepts_or_is_refused_in_one_lin
         result = _cli(path)
         if path.name in REFUSED:
             _check_refusal(result, path.name)
-            assert REFUSED[path.name] in result.stderr, result.stderr
+            phrases = REFUSED[path.name]
+            phrases = (phrases,) if isinstance(phrases, str) else phrases
+            assert any(phrase in result.stderr for phrase in phrases), result.stderr
         else:
             assert (result.returncode, result.stderr) == (0, ""), f"{path.name}: {result.stderr}"
             printed.append(result.stdout)
