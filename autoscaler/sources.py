@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from autoscaler.core.kube_json import (
     burst_from_json,
@@ -40,7 +40,9 @@ from autoscaler.core.types import (
     Pause,
 )
 from autoscaler.core.validation import Violation, metric_source_violations, spec_violations
-from shared.kube import Obj
+
+if TYPE_CHECKING:  # only a type here: `surge convert` reads sources without loading the client stack
+    from shared.kube import Obj
 
 T = TypeVar("T")
 

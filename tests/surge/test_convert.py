@@ -133,7 +133,8 @@ def test_converted_objects_pass_kubectl_apply_against_the_api_server(
         (
             "misplaced",
             "surge convert: not ScaledObject fields: spec.behavior (belongs in "
-            "spec.advanced.horizontalPodAutoscalerConfig.behavior)",
+            "spec.advanced.horizontalPodAutoscalerConfig.behavior); not ScaledObject fields: "
+            "spec.triggers[0].threshold (belongs in triggers[].metadata.threshold)",
         ),
         (
             "cpu-only-to-zero",
