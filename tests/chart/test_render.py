@@ -647,16 +647,29 @@ def test_notes_name_the_apis_served(render) -> None:
     for api in ("custom.metrics.k8s.io", "external.metrics.k8s.io"):
         assert f"kubectl get --raw /apis/{api}/v1beta1" in notes
     assert "kubectl top pods" in notes
-    for image in (
-        {"repository": "registry.k8s.io/prometheus-adapter/prometheus-adapter"},
-        {"repository": "directxman12/k8s-prometheus-adapter-amd64", "tag": "v0.8.4"},
-        {"tag": "v0.12.0"},  # the tag pinned alone: surge:v0.12.0 does not exist
-    ):
-        warned = render({"image": image}).notes
-        assert "WARNING: the image " in warned and "named after prometheus-adapter's" in warned, image
-    assert "WARNING" not in render().notes
+    assert "WARNING" not in render().notes and "NOTE:" not in render().notes
     surge_image = {"repository": "registry.example.com/surge", "tag": "0.1.0"}
     assert "WARNING" not in render({"image": surge_image}).notes
+    warned = render({"image": {"tag": "v0.12.0"}}).notes  # the tag pinned alone: surge:v0.12.0 does not exist
+    assert "WARNING: the image surge:v0.12.0 carries a prometheus-adapter release tag" in warned
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        {"repository": "registry.k8s.io/prometheus-adapter/prometheus-adapter", "tag": "v0.12.0"},
+        {"repository": "directxman12/k8s-prometheus-adapter-amd64", "tag": "v0.8.4"},
+        {"repository": "quay.io/coreos/k8s-prometheus-adapter-amd64"},
+    ],
+)
+def test_prometheus_adapters_image_is_replaced_by_surges(render, image) -> None:
+    """A values file written for the prometheus-adapter chart names its image: that binary would crash-loop
+    on Surge's flags, so Surge's image (surge.image) runs instead, and the notes say so."""
+    rendered = render({"image": image})
+    assert rendered.container("prometheus-adapter")["image"] == "surge:0.1.0"
+    assert f"NOTE: image.repository {image['repository']} is prometheus-adapter's image" in rendered.notes
+    mirrored = render({"image": image, "surge": {"image": {"repository": "mirror.example.com/surge"}}})
+    assert mirrored.container("prometheus-adapter")["image"] == "mirror.example.com/surge:0.1.0"
 
 
 @pytest.mark.parametrize(

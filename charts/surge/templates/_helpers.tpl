@@ -80,8 +80,16 @@ labels:
   namespace: {{ include "surge.namespace" . | quote }}
 {{- end -}}
 
+{{/* A values file written for the prometheus-adapter chart often names its image
+(registry.k8s.io/prometheus-adapter/prometheus-adapter, directxman12/k8s-prometheus-adapter-amd64, ...), whose
+binary would crash-loop on Surge's flags: Surge's own image (surge.image) replaces it, with its tag. */}}
+{{- define "surge.upstreamImage" -}}
+{{- if contains "prometheus-adapter" (toString .Values.image.repository) }}true{{ end -}}
+{{- end -}}
+
 {{- define "surge.image" -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- $image := ternary .Values.surge.image .Values.image (eq (include "surge.upstreamImage" .) "true") -}}
+{{ $image.repository }}:{{ $image.tag | default .Chart.AppVersion }}
 {{- end -}}
 
 {{/* --prometheus-url as the upstream chart writes it: the templated url, ":<port>" when set, the path. */}}
