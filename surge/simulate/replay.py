@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -327,6 +327,7 @@ def replay(
     *,
     skip_idle_checks: bool = True,
     forecast_method: PointForecaster = point_forecasts,
+    start: float = 0.0,
 ) -> Replay:
     """The timeline of one profile over the series (see the module docstring for the model).
 
@@ -334,7 +335,9 @@ def replay(
     reference the tests compare the timeline against): out of burst, after a check that found no surge
     on a window inside one held sample, the next checks find nothing either until a pod turns ready, the
     count is written or a sample arrives that a check would not find quiet. `forecast_method` replaces
-    spec.predictive's method, for bench/bench_forecast.py's comparison."""
+    spec.predictive's method, for bench/bench_forecast.py's comparison. The timeline begins at `start`
+    (seconds from the series start, the first reconcile then): the samples before it are history only,
+    which the forecasts read (bench/bench_predictive.py replays a window after a week of history)."""
     config = config or ControllerConfig()
     metric = profile.metric
     base = datetime.fromtimestamp(series.start, UTC)
@@ -343,12 +346,13 @@ def replay(
     found = _forecasts(series, profile, forecast_method)
     hpa, history = profile.hpa, History()
     times, values, end = series.times, series.values, series.end
-    load = values[0]
+    first = bisect_left(times, start)  # the first sample the timeline sees
+    load = values[max(0, first - 1)]
     rows: list[Row] = []
     states: list[State] = []
     bursts = profile.hpa.spec.burst
     means = _WindowMeans(series) if bursts is not None else None
-    burst_tick = 0
+    burst_tick = math.ceil(start / burst_interval)
     idle = False  # no burst check can change anything until the next sample, pod ready or write
 
     def check_at(time: float, short_load: float) -> Decision:
@@ -412,7 +416,9 @@ def replay(
             wake(time)
 
     # Reconciles at anchor + tick x period: the anchor moves to each reconcile a schedule asked for.
-    sample, tick, anchor = 0, 0, 0.0
+    sample, tick, anchor = first, 0, start
+    if first == len(times) or times[first] > start:
+        note(start, None)  # the load held since the sample before `start`
     while True:
         tick_time = anchor + tick * profile.sync_period
         next_sample = times[sample] if sample < len(times) else math.inf
