@@ -1,9 +1,16 @@
-"""The forecast methods predictive scaling was chosen from, replayed side by side (the table in
-autoscaler/core/forecast.py's docstring comes from this script).
+"""The forecast methods predictive scaling was chosen from, replayed side by side (the tables in
+autoscaler/core/forecast.py's docstring and docs/algorithm.md come from this script).
 
-    .venv/bin/python bench/bench_forecast.py [--days 14]
-    .venv/bin/python bench/bench_forecast.py --smoke   # 2 days (run by the tests)
+    .venv/bin/python bench/bench_forecast.py --family [--seeds 1]   # over bench/predictive_family.py's grid
+    .venv/bin/python bench/bench_forecast.py [--days 14]            # one trace
+    .venv/bin/python bench/bench_forecast.py --smoke                # one trace of 2 days (the tests)
 
+`--family`: every candidate replayed over the family's seasonal cells (one seed by default: the method was
+chosen on seed 1, then judged on all three by bench_predictive.py --family); per candidate the median and
+worst shortfall cut and pod-hours change over the judged cells, how many cells miss the acceptance (cut
+>= 30 %, pod-hours <= +15 %) and the median forecast error (as below, over each replay's window).
+
+One trace:
 The setup is bench/bench_predictive.py's: its trace (60 s samples from a Monday, daily and weekly seasons,
 ±4 % noise, 4 unforecastable spikes), its workload and spec, with `predictive: {lookbackSeconds: 604800,
 horizonSeconds: 300, seasonsSeconds: [86400, 604800]}`. Each candidate gives the point forecasts
@@ -27,6 +34,7 @@ from collections.abc import Sequence
 import numpy as np
 from bench_common import parse_args, require
 from bench_predictive import CAPACITY, STARTUP_SECONDS, STEP, trace_and_profiles
+from predictive_family import PERIOD, SEEDS, WINDOW_START, by_cell, grid, run_all, series, verdict
 from trace_generator import trace_parser
 
 from autoscaler.core.forecast import Array, peaks_ahead, point_forecasts
@@ -102,8 +110,62 @@ def fft_top(values: Array, seasons: Sequence[int], horizon: int) -> Array:
     return points
 
 
+def _around(values: Array, seasons: Sequence[int], horizon: int) -> Array:
+    """Per point, the kept method's sample and the two either side of it (rows), NaN where one is missing."""
+    wide = point_forecasts(values, seasons, horizon + 2)  # (a season is at least the horizon + 2 here)
+    return np.vstack([np.roll(wide, -k)[: len(values) + horizon] for k in range(-2, 3)])
+
+
+def median_around(values: Array, seasons: Sequence[int], horizon: int) -> Array:
+    """The median of the kept method's sample and the two either side of it: the season's shape with
+    less of its noise."""
+    median: Array = np.median(_around(values, seasons, horizon), axis=0)
+    return median
+
+
+def mean_around(values: Array, seasons: Sequence[int], horizon: int) -> Array:
+    """The mean of the kept method's sample and the two either side of it."""
+    mean: Array = np.mean(_around(values, seasons, horizon), axis=0)
+    return mean
+
+
+def _level_ratio(values: Array, seasons: Sequence[int], horizon: int) -> Array:
+    """Per point j, the last hour's mean up to j - horizon over the same hour a season earlier (the
+    longest season the history holds), within 0.5 .. 2; the last sample's for the points past it."""
+    n = len(values)
+    sums = np.concatenate(([0.0], np.cumsum(values)))
+    recent = np.full(n, np.nan)
+    recent[HOUR - 1 :] = (sums[HOUR:] - sums[:-HOUR]) / HOUR
+    ratio = np.full(n, np.nan)
+    for season in sorted(seasons):
+        if season < n:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio[season:] = recent[season:] / recent[:-season]
+    ratio = np.clip(ratio, 0.5, 2.0)
+    issued = np.minimum(np.arange(n + horizon) - horizon, n - 1)
+    corrected: Array = np.where(issued >= 0, ratio[np.maximum(issued, 0)], np.nan)
+    return corrected
+
+
+def level_corrected(values: Array, seasons: Sequence[int], horizon: int) -> Array:
+    """The kept method's sample scaled by how the last hour compares with the same hour a season before
+    (a week that runs 10 % higher is forecast 10 % higher)."""
+    scaled: Array = point_forecasts(values, seasons, horizon) * _level_ratio(values, seasons, horizon)
+    return scaled
+
+
+def median_level_corrected(values: Array, seasons: Sequence[int], horizon: int) -> Array:
+    """median_around, scaled as level_corrected."""
+    scaled: Array = median_around(values, seasons, horizon) * _level_ratio(values, seasons, horizon)
+    return scaled
+
+
 CANDIDATES: list[tuple[str, PointForecaster]] = [
-    ("seasonal naive, longest season held (kept)", point_forecasts),
+    ("seasonal naive, longest season held", point_forecasts),
+    ("seasonal naive, median of ±2 samples", median_around),
+    ("seasonal naive, mean of ±2 samples", mean_around),
+    ("seasonal naive, level-corrected", level_corrected),
+    ("seasonal naive, median ±2, level-corrected", median_level_corrected),
     ("seasonal naive, max of the seasons", max_of_seasons),
     ("seasonal naive, median of the last 7 days", median_of_days),
     ("seasonal naive, longest, max over ±2 samples", longest_widened),
@@ -122,18 +184,55 @@ def peak_error(values: Array, method: PointForecaster, seasons: list[int], horiz
     return float(np.mean(np.abs(forecast[ok] - actual[ok]) / actual[ok])) if ok.any() else math.nan
 
 
+def family(seeds: int) -> None:
+    """Every candidate over the family's seasonal cells (see the module docstring)."""
+    cells = [cell for cell in grid() if not cell.flat]
+    started = time.perf_counter()
+    outcomes = run_all(cells, SEEDS[:seeds], tuple(method for _, method in CANDIDATES))
+    errors: list[list[float]] = [[] for _ in CANDIDATES]
+    for cell in cells:
+        for seed in SEEDS[:seeds]:
+            values = np.asarray(series(cell, seed).values, dtype=np.float64)
+            horizon = math.ceil((cell.startup + PERIOD) / STEP)
+            first = round(WINDOW_START / STEP)
+            for i, (_, method) in enumerate(CANDIDATES):
+                errors[i].append(peak_error(values, method, [DAY, 7 * DAY], horizon, first))
+    print(f"family: {len(cells)} cells x {seeds} seeds")
+    print(
+        f"{'method':46s} {'error':>7s} {'cut median':>10s} {'worst':>7s} {'pod-h median':>12s} {'worst':>7s} "
+        f"{'cells failing':>13s}"
+    )
+    for i, (name, _) in enumerate(CANDIDATES):
+        results = by_cell(outcomes, i)
+        judged, cut, worst_cut, extra, worst_extra = verdict(results)
+        failing = sum(r.judged and (r.cut < 0.3 or r.extra > 0.15) for r in results)
+        error = float(np.nanmedian(errors[i]))
+        shown = f"{error:6.1%}" if math.isfinite(error) else "   n/a"
+        print(
+            f"{name:46s} {shown:>7s} {cut:10.1%} {worst_cut:7.1%} {extra:+12.1%} {worst_extra:+7.1%} "
+            f"{failing:>6d} of {judged:<3d}"
+        )
+    print(f"replays: {len(cells) * seeds * (len(CANDIDATES) + 1)} in {time.perf_counter() - started:.1f} s")
+
+
 def main() -> None:
-    args = parse_args(trace_parser(__doc__), {"days": 2.0})
-    series, predictive, reactive = trace_and_profiles(args.days, args.seed)
+    parser = trace_parser(__doc__)
+    parser.add_argument("--family", action="store_true", help="replay the candidates over the family")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds per family cell (default 1)")
+    args = parse_args(parser, {"days": 2.0})
+    if args.family:
+        family(args.seeds)
+        return
+    load, predictive, reactive = trace_and_profiles(args.days, args.seed)
     workload = Workload(CAPACITY, STARTUP_SECONDS, 2)
-    values = np.asarray(series.values, dtype=np.float64)
+    values = np.asarray(load.values, dtype=np.float64)
     settings = predictive.hpa.spec.predictive
     assert settings is not None
     seasons = [round(s / STEP) for s in settings.seasons_seconds]  # as forecasts() passes them
     horizon = round(settings.horizon_seconds / STEP)
 
     started = time.perf_counter()
-    baseline = summarize(replay(series, reactive, workload), CAPACITY)
+    baseline = summarize(replay(load, reactive, workload), CAPACITY)
     require(baseline.shortfall_pod_seconds > 0, "the reactive profile never fell short: nothing to cut")
     print(f"trace: {len(values):,} samples ({args.days:g} days at {STEP:g} s, seed {args.seed})")
     print(
@@ -147,7 +246,7 @@ def main() -> None:
     print(f"{'method':46s} {'error':>7s} {'shortfall cut':>14s} {'extra pod-hours':>16s}")
     for name, method in CANDIDATES:
         error = peak_error(values, method, seasons, horizon, first)
-        result: Replay = replay(series, predictive, workload, forecast_method=method)
+        result: Replay = replay(load, predictive, workload, forecast_method=method)
         s = summarize(result, CAPACITY)
         cut = 1 - s.shortfall_pod_seconds / baseline.shortfall_pod_seconds
         extra = s.pod_hours / baseline.pod_hours - 1

@@ -213,13 +213,14 @@ class Outcome:
     cell: Cell
     seed: int
     reactive: Figures
-    predictive: Figures
+    predictive: tuple[Figures, ...]  # one per forecast method asked for
     burst: Figures | None  # flat cells: the reactive spec with burst mode
 
 
-def run(job: tuple[Cell, int, PointForecaster]) -> Outcome:
-    """One cell and seed: the reactive and predictive replays (and the burst one on flat load)."""
-    cell, seed, method = job
+def run(job: tuple[Cell, int, tuple[PointForecaster, ...]]) -> Outcome:
+    """One cell and seed: the reactive replay, a predictive one per method (and on flat load the reactive
+    spec with burst mode)."""
+    cell, seed, methods = job
     load = series(cell, seed)
     target = cell.target * CAPACITY
     first = next(i for i, t in enumerate(load.times) if t >= WINDOW_START)
@@ -231,16 +232,16 @@ def run(job: tuple[Cell, int, PointForecaster]) -> Outcome:
         return figures(replay(load, chosen, workload, forecast_method=how, start=WINDOW_START), target)
 
     reactive = replayed("reactive", False, False)
-    predictive = replayed("predictive", True, False, method)
+    predictive = tuple(replayed("predictive", True, False, method) for method in methods)
     burst = replayed("burst", False, True) if cell.flat else None
     return Outcome(cell, seed, reactive, predictive, burst)
 
 
 def run_all(
-    cells: Sequence[Cell], seeds: Iterable[int], method: PointForecaster = point_forecasts
+    cells: Sequence[Cell], seeds: Iterable[int], methods: tuple[PointForecaster, ...] = (point_forecasts,)
 ) -> list[Outcome]:
     """Every cell and seed, in parallel processes (one per core; spawned, as profiles_parallel's)."""
-    jobs = [(cell, seed, method) for cell in cells for seed in seeds]
+    jobs = [(cell, seed, methods) for cell in cells for seed in seeds]
     workers = min(len(jobs), os.cpu_count() or 1)
     if workers == 1:
         return [run(job) for job in jobs]
@@ -269,22 +270,23 @@ def _ratio(a: float, b: float) -> float:
     return a / b if b > 0 else math.nan
 
 
-def by_cell(outcomes: Sequence[Outcome]) -> list[CellResult]:
+def by_cell(outcomes: Sequence[Outcome], method: int = 0) -> list[CellResult]:
+    """Per cell, over its seeds, with the predictive replays of the `method`-th method."""
     cells: dict[Cell, list[Outcome]] = {}
     for outcome in outcomes:
         cells.setdefault(outcome.cell, []).append(outcome)
     results = []
     for cell, runs in cells.items():
         reactive = sum(r.reactive.shortfall for r in runs)
-        predictive = sum(r.predictive.shortfall for r in runs)
-        cuts = [1 - _ratio(r.predictive.shortfall, r.reactive.shortfall) for r in runs]
-        extras = [r.predictive.pod_hours / r.reactive.pod_hours - 1 for r in runs]
+        predictive = sum(r.predictive[method].shortfall for r in runs)
+        cuts = [1 - _ratio(r.predictive[method].shortfall, r.reactive.shortfall) for r in runs]
+        extras = [r.predictive[method].pod_hours / r.reactive.pod_hours - 1 for r in runs]
         split = tuple(
             _ratio(sum(getattr(r.reactive, part) for r in runs), reactive)
             for part in ("starting", "band", "other")
         )
         split_p = tuple(
-            _ratio(sum(getattr(r.predictive, part) for r in runs), reactive)
+            _ratio(sum(getattr(r.predictive[method], part) for r in runs), reactive)
             for part in ("starting", "band", "other")
         )
         bursts = None
@@ -299,7 +301,8 @@ def by_cell(outcomes: Sequence[Outcome]) -> list[CellResult]:
                 _ratio(reactive, sum(r.reactive.load_pod_seconds for r in runs)),
                 1 - _ratio(predictive, reactive),
                 min((c for c in cuts if math.isfinite(c)), default=math.nan),
-                sum(r.predictive.pod_hours for r in runs) / sum(r.reactive.pod_hours for r in runs) - 1,
+                sum(r.predictive[method].pod_hours for r in runs) / sum(r.reactive.pod_hours for r in runs)
+                - 1,
                 max(extras),
                 (split[0], split[1], split[2]),
                 (split_p[0], split_p[1], split_p[2]),
@@ -311,6 +314,16 @@ def by_cell(outcomes: Sequence[Outcome]) -> list[CellResult]:
 
 def _pct(value: float) -> str:
     return f"{value:6.1%}" if math.isfinite(value) else "   n/a"
+
+
+def verdict(results: Sequence[CellResult]) -> tuple[int, float, float, float, float]:
+    """Over the judged cells: how many, the cut's median and worst, the pod-hours change's median and
+    worst (NaN without any)."""
+    judged = [r for r in results if r.judged]
+    if not judged:
+        return 0, math.nan, math.nan, math.nan, math.nan
+    cuts, extras = [r.cut for r in judged], [r.extra for r in judged]
+    return len(judged), statistics.median(cuts), min(cuts), statistics.median(extras), max(extras)
 
 
 def table(results: Sequence[CellResult], out: Callable[[str], None] = print) -> None:
@@ -331,15 +344,12 @@ def table(results: Sequence[CellResult], out: Callable[[str], None] = print) -> 
             + mark
             + burst
         )
-    judged = [r for r in results if r.judged]
-    if judged:
-        cuts = [r.cut for r in judged]
-        extras = [r.extra for r in judged]
-        out(
-            f"judged cells: {len(judged)} of {sum(not r.cell.flat for r in results)}; "
-            f"shortfall cut median {statistics.median(cuts):.1%}, worst {min(cuts):.1%}; "
-            f"pod-hours change median {statistics.median(extras):+.1%}, worst {max(extras):+.1%}"
-        )
+    judged, cut, worst_cut, extra, worst_extra = verdict(results)
+    out(
+        f"judged cells: {judged} of {sum(not r.cell.flat for r in results)}; "
+        f"shortfall cut median {cut:.1%}, worst {worst_cut:.1%}; "
+        f"pod-hours change median {extra:+.1%}, worst {worst_extra:+.1%}"
+    )
     flats = [r for r in results if r.burst_events is not None]
     if flats:
         added = sum(max(0, r.burst_events[0] - r.burst_events[1]) for r in flats if r.burst_events)

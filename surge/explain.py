@@ -189,7 +189,7 @@ def _forecast_line(forecast: Record) -> str:
 def _burst_line(seen: Record) -> str:
     """A burst check (spec.burst): the short window's reading, the count it set, the burst's peak."""
     ratio = "no value" if seen["ratio"] is None else f"ratio {seen['ratio']:.2f}"
-    head = f"\"{seen['metric']}\" over the short window {seen['windowSeconds']} s: {ratio}"
+    head = f'"{seen["metric"]}" over the short window {seen["windowSeconds"]} s: {ratio}'
     if seen["left"]:
         return f"{head}; the burst ended, its peak {seen['peak']} held by the scale-down window"
     step = f"threshold {seen['threshold']:g} -> proposal {seen['proposal']} -> {seen['replicas']}"

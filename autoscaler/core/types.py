@@ -431,6 +431,9 @@ class Snapshot:
     history: History = field(default_factory=History)
     config: ControllerConfig = field(default_factory=ControllerConfig)
     other_selectors: dict[str, str] = field(default_factory=dict)
+    # Surge's own (spec.predictive, core/predictive.py): per metric, the forecast the algorithm uses, in
+    # the metric's unit (None: none used); the pods it needs are a floor of the proposal.
+    forecasts: tuple[float | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,9 +17,10 @@ The model, per profile:
   ready report nothing (the core then counts them as unready, as upstream); an Object or External metric
   is the load itself.
 - With `spec.predictive`, the history of each reconcile is the series up to it (sampled on a grid of the
-  series' median spacing), and the autoscaler reads max(load, forecast) when the forecast is used
-  (autoscaler.core.predictive); the forecasts of the whole series are computed once, each from the
-  samples before it. The timeline's metric value is then what the autoscaler reads, forecast included.
+  series' median spacing), and the autoscaler reads max(load, forecast) when the forecast is used, and
+  the pods the forecast needs are a floor of its proposal (autoscaler.core.predictive); the forecasts of
+  the whole series are computed once, each from the samples before it. The timeline's metric value is
+  then what the autoscaler reads, forecast included.
 - With `spec.burst`, a burst check (autoscaler.core.burst) also runs every `burst_interval` seconds
   (t = 0, 1, 2, ... by default, as the daemon's --burst-check-interval), after a reconcile due at the same
   instant. Its short-window reading of a Pods, Object or External metric is the mean of the load over the
@@ -47,6 +48,7 @@ from autoscaler.core.predictive import (
     Prediction,
     grid_forecasts,
     prediction_at,
+    used_forecasts,
 )
 from autoscaler.core.reconcile import Decision
 from autoscaler.core.types import (
@@ -393,16 +395,16 @@ def replay(
 
     def snapshot_at(time: float, now: datetime) -> Snapshot:
         """What the daemon would read at `time` (its metric over the normal window)."""
+        prediction = _prediction(found, profile, time)
         return Snapshot(
             hpa=hpa,
             scale=Scale(spec_replicas=len(fleet), status_replicas=len(fleet), selector=_SELECTOR),
             pods=fleet.pods(),
-            metric_answers=(
-                _answer(metric, _read_load(_prediction(found, profile, time), load), fleet.ready_pods(), now),
-            ),
+            metric_answers=(_answer(metric, _read_load(prediction, load), fleet.ready_pods(), now),),
             now=now,
             history=history,
             config=config,
+            forecasts=() if prediction is None else used_forecasts((prediction,)),
         )
 
     def act(decision: Decision, time: float) -> None:

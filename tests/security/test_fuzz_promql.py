@@ -72,7 +72,6 @@ SERIES = [
 # -- the adapter, in process ------------------------------------------------------------------
 
 
-
 @dataclass
 class Adapter:
     app: web.Application
