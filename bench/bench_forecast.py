@@ -161,7 +161,7 @@ def median_level_corrected(values: Array, seasons: Sequence[int], horizon: int) 
 
 
 CANDIDATES: list[tuple[str, PointForecaster]] = [
-    ("seasonal naive, longest season held", point_forecasts),
+    ("seasonal naive, longest season held (kept)", point_forecasts),
     ("seasonal naive, median of ±2 samples", median_around),
     ("seasonal naive, mean of ±2 samples", mean_around),
     ("seasonal naive, level-corrected", level_corrected),

@@ -267,9 +267,10 @@ class Schedule:
 @dataclass(frozen=True, slots=True)
 class Predictive:
     """Predictive scaling (Surge's own, core/predictive.py): each metric is forecast `horizon_seconds` ahead
-    from its last `lookback_seconds` of history, with these seasons, and the algorithm reads the higher of
-    the current value and the forecast. `history_query` is the PromQL of the history when the metric has
-    none of its own (the daemon's; `surge simulate` reads the series)."""
+    from its last `lookback_seconds` of history, with these seasons; the algorithm reads the higher of the
+    current value and the forecast, and the pods the forecast needs are a floor of its proposal.
+    `history_query` is the PromQL of the history when the metric has none of its own (the daemon's;
+    `surge simulate` reads the series)."""
 
     lookback_seconds: int
     horizon_seconds: int
