@@ -78,7 +78,7 @@ async def test_the_daemon_scales_out_ahead_of_the_forecast_rise(
         text = capsys.readouterr().out
         assert (
             'forecast       "http_requests" on pods: 1000 (recent error 0.0%), used: the metric read the '
-            "higher of the forecast and the current value"
+            "higher of the forecast and the current value, and the pods it needs are a floor"
         ) in text
 
         labels = (("metric_name", "http_requests"), ("name", "web"), ("namespace", "default"))
