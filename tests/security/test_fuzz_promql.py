@@ -72,6 +72,7 @@ SERIES = [
 # -- the adapter, in process ------------------------------------------------------------------
 
 
+
 @dataclass
 class Adapter:
     app: web.Application
