@@ -25,7 +25,7 @@ from autoscaler import printing
 from autoscaler.core import burst
 from autoscaler.core.defaults import effective_metrics
 from autoscaler.core.kube_json import hpa_status_from_json, hpa_status_to_json, scale_from_json
-from autoscaler.core.predictive import Prediction, fed_answers
+from autoscaler.core.predictive import Prediction, fed_answers, used_forecasts
 from autoscaler.core.reconcile import Decision, decide, scale_unavailable, spec_invalid
 from autoscaler.core.types import (
     CONTAINER_RESOURCE,
@@ -517,6 +517,7 @@ class Controller:
             history=history,
             config=self.options.config,
             other_selectors=self._sharing_pods(key, pod_names),
+            forecasts=used_forecasts(predictions),
         )
         decision = decide(snapshot)
         if decision.next_schedule_change is not None:

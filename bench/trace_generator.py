@@ -45,12 +45,12 @@ def _bump(hour: float, rise: float, fall: float, steepness: float) -> float:
     return _sigmoid((hour - rise) / steepness) * _sigmoid((fall - hour) / steepness)
 
 
-def daily_shape(seconds_into_day: float) -> float:
+def daily_shape(seconds_into_day: float, ramp_hours: float = RAMP_HOURS) -> float:
     """A weekday's load as a fraction of its peak (NIGHT .. about 1)."""
     hour = seconds_into_day / 3600
-    office = _bump(hour, 8.0, 17.5, RAMP_HOURS)  # the working day
+    office = _bump(hour, 8.0, 17.5, ramp_hours)  # the working day
     lunch = 0.15 * _bump(hour, 12.0, 13.5, 0.2)
-    evening = 0.65 * _bump(hour, 19.0, 22.0, 2 * RAMP_HOURS)
+    evening = 0.65 * _bump(hour, 19.0, 22.0, 2 * ramp_hours)
     return NIGHT + (1 - NIGHT) * min(1.0, max(office - lunch, evening))
 
 
@@ -60,10 +60,21 @@ def weekly_factor(seconds_into_week: float) -> float:
 
 
 def trace(
-    days: float, step: float = 60.0, seed: int = 7, noise: float = 0.04, spikes: int = 4, peak: float = PEAK
+    days: float,
+    step: float = 60.0,
+    seed: int = 7,
+    noise: float = 0.04,
+    spikes: int = 4,
+    peak: float = PEAK,
+    *,
+    ramp_hours: float = RAMP_HOURS,
+    weekend: bool = True,
+    first_day: int = 0,
 ) -> list[tuple[float, float]]:
-    """(unix seconds, load) every `step` seconds for `days` days, from START."""
+    """(unix seconds, load) every `step` seconds for `days` days, from START + `first_day` days (-1: the
+    Sunday before). `ramp_hours`: the logistic edges' scale; `weekend` False: every day is a weekday."""
     rng = random.Random(seed)
+    origin = first_day * DAY
     length = days * DAY
     # The spikes: start (seconds from START), height (times the load), length (s); none in the first day,
     # one at a random instant of each of `spikes` equal stretches after it.
@@ -75,7 +86,9 @@ def trace(
     samples = []
     for i in range(int(length // step)):
         t = i * step
-        load = peak * daily_shape(t % DAY) * weekly_factor(t % WEEK)
+        load = (
+            peak * daily_shape(t % DAY, ramp_hours) * (weekly_factor((origin + t) % WEEK) if weekend else 1)
+        )
         for start, height, hold in bursts:
             into = t - start
             if 0 <= into < hold:
@@ -83,8 +96,18 @@ def trace(
             elif hold <= into < hold + 900:  # decays over 15 minutes
                 load *= 1 + (height - 1) * math.exp(-(into - hold) / 300)
         load *= 1 + rng.uniform(-noise, noise)
-        samples.append((START + t, load))
+        samples.append((START + origin + t, load))
     return samples
+
+
+def flat_trace(days: float, step: float, seed: int, sigma: float, level: float) -> list[tuple[float, float]]:
+    """A flat load `level` with independent Gaussian noise of `sigma` (a fraction) per sample, never
+    below zero: what a burst check must not take for a surge."""
+    rng = random.Random(seed)
+    return [
+        (START + i * step, max(0.0, level * (1 + rng.gauss(0, sigma))))
+        for i in range(int(days * DAY // step))
+    ]
 
 
 def write_csv(path: Path, samples: list[tuple[float, float]]) -> None:

@@ -176,20 +176,23 @@ def _limits_line(limits: Record) -> str:
 
 def _forecast_line(forecast: Record) -> str:
     """spec.predictive's forecast of a metric: its value (in the history's unit), error, and whether the
-    algorithm read it."""
+    algorithm read it (and so took the pods it needs as a floor, core/predictive.py)."""
     if forecast["value"] is None:
         return f"none ({forecast['reason']})"
     error = "unknown" if forecast["error"] is None else f"{forecast['error']:.1%}"
     said = f"{forecast['value']:g} (recent error {error})"
     if forecast["used"]:
-        return f"{said}, used: the metric read the higher of the forecast and the current value"
+        return (
+            f"{said}, used: the metric read the higher of the forecast and the current value, "
+            "and the pods it needs are a floor"
+        )
     return f"{said}, not used: {forecast['reason']}"
 
 
 def _burst_line(seen: Record) -> str:
     """A burst check (spec.burst): the short window's reading, the count it set, the burst's peak."""
     ratio = "no value" if seen["ratio"] is None else f"ratio {seen['ratio']:.2f}"
-    head = f"\"{seen['metric']}\" over the short window {seen['windowSeconds']} s: {ratio}"
+    head = f'"{seen["metric"]}" over the short window {seen["windowSeconds"]} s: {ratio}'
     if seen["left"]:
         return f"{head}; the burst ended, its peak {seen['peak']} held by the scale-down window"
     step = f"threshold {seen['threshold']:g} -> proposal {seen['proposal']} -> {seen['replicas']}"

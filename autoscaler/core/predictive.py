@@ -1,11 +1,20 @@
-"""Predictive scaling (Surge's own): what a metric's history forecasts, and the metric answer it raises.
+"""Predictive scaling (Surge's own): what a metric's history forecasts, the metric answer it raises, and
+the pods it needs.
 
-`spec.predictive` forecasts each metric `horizonSeconds` ahead from its own history (forecast.py says how
-and why that method) and the algorithm reads max(current, forecast): scale-out leads a recurring peak by
-the horizon (choose it above the pods' start-up time plus the sync period), while the current value still
-catches what no forecast saw. The forecast is of the value the series holds: for a per-pod metric (Pods,
-Resource, ContainerResource) the workload's total, which the answer then spreads over the reporting pods
-(each reads total ÷ pods, as the current value does); for an Object or External metric the metric itself.
+`spec.predictive` forecasts each metric's peak over the next `horizonSeconds` from its own history
+(forecast.py says how and why that method; choose the horizon as the pods' start-up time plus one sync
+period: what pods asked for now can serve). The forecast acts in two ways:
+- the algorithm reads max(current, forecast) (`fed_answers`), so the status shows what it read and the
+  current value still catches what no forecast saw;
+- the pods the forecast needs at the target (`needed_replicas`: the forecast ÷ the target, computed
+  directly) are a floor of the proposal in `decide` (reconcile.py), as a schedule's minimum is: whenever
+  they are more than the pods ready or starting the count goes up to them, whatever the tolerance band
+  says about the current value (that band is about noise in the current reading, and would otherwise
+  absorb any forecast lifting the reading by less than it); stabilization, the scale-up and scale-down
+  policies and maxReplicas apply to it as to any proposal.
+The forecast is of the value the series holds: for a per-pod metric (Pods, Resource, ContainerResource)
+the workload's total, which the answer then spreads over the reporting pods (each reads total ÷ pods, as
+the current value does); for an Object or External metric the metric itself.
 
 No forecast is used (the answer is left as it is, and the reason says why) while the history is shorter
 than the shortest season plus the horizon, or while the recent error (forecast.recent_errors: the
@@ -29,10 +38,13 @@ from autoscaler.core.forecast import (
     samples,
 )
 from autoscaler.core.types import (
+    CONTAINER_RESOURCE,
+    RESOURCE,
     ExternalMetricAnswer,
     MetricAnswer,
     MetricSpec,
     ObjectMetricAnswer,
+    Pod,
     PodsMetricAnswer,
     Predictive,
     ResourceMetricsAnswer,
@@ -222,4 +234,39 @@ def fed_answers(
     return tuple(
         raise_answer(metric, answer, p.forecast) if p.used and p.forecast is not None else answer
         for metric, answer, p in zip(metrics, answers, predictions, strict=True)
+    )
+
+
+def used_forecasts(predictions: Sequence[Prediction]) -> tuple[float | None, ...]:
+    """Per metric, the forecast the algorithm uses (None: none used), as Snapshot.forecasts holds them."""
+    return tuple(p.forecast if p.used else None for p in predictions)
+
+
+def needed_replicas(metric: MetricSpec, forecast: float, pods: Sequence[Pod], current: int) -> int | None:
+    """The pods a forecast total (in the metric's unit) needs at the metric's target: forecast ÷ the
+    average target; for a Utilization target, ÷ (the utilization x the pods' mean request of the
+    resource); for a Value target (Object, External), the ratio to it times the current count, as
+    upstream scales a Value. None when it cannot be said (no request to divide by, a zero target)."""
+    target = metric.target
+    milli = forecast * 1000
+    if target.type == "Utilization" and metric.type in (RESOURCE, CONTAINER_RESOURCE):
+        requests = [r for r in (_request(metric, pod) for pod in pods) if r > 0]
+        if not requests or not target.average_utilization:
+            return None
+        per_pod = target.average_utilization / 100 * sum(requests) / len(requests)
+        return math.ceil(milli / per_pod - 1e-9)
+    if target.type == "Value":
+        if not target.value:
+            return None
+        return math.ceil(milli / target.value * current - 1e-9)
+    if not target.average_value:
+        return None
+    return math.ceil(milli / target.average_value - 1e-9)
+
+
+def _request(metric: MetricSpec, pod: Pod) -> int:
+    return sum(
+        c.requests.get(metric.name, 0)
+        for c in pod.containers
+        if metric.type == RESOURCE or c.name == metric.container
     )

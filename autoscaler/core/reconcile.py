@@ -29,6 +29,7 @@ from autoscaler.core.normalization import (
     stabilize_recommendation_with_behaviors,
     store_scale_event,
 )
+from autoscaler.core.predictive import needed_replicas
 from autoscaler.core.replica_calculator import CalcContext
 from autoscaler.core.schedules import describe, schedule_state
 from autoscaler.core.types import (
@@ -443,6 +444,19 @@ def _paused(
     )
 
 
+def _forecast_floor(spec: HPASpec, snapshot: Snapshot) -> tuple[int, str] | None:
+    """The most pods a used forecast needs (core/predictive.py), and which metric's forecast; None
+    without one."""
+    floors = [
+        (needed, f"forecast of {metric.metric.name if metric.metric else metric.name}")
+        for metric, forecast in zip(spec.metrics, snapshot.forecasts, strict=False)
+        if forecast is not None
+        and (needed := needed_replicas(metric, forecast, snapshot.pods, snapshot.scale.spec_replicas))
+        is not None
+    ]
+    return max(floors, default=None)
+
+
 def decide(snapshot: Snapshot) -> Decision:
     """One reconcile pass of one HPA: see the module docstring and docs/algorithm.md."""
     hpa, scale, now, config = snapshot.hpa, snapshot.scale, snapshot.now, snapshot.config
@@ -612,6 +626,10 @@ def decide(snapshot: Snapshot) -> Decision:
             rescale_metric = ""
             if result.replicas > desired:
                 desired, rescale_metric = result.replicas, result.metric_name
+            forecast = _forecast_floor(spec, snapshot)
+            if forecast is not None and forecast[0] > desired:
+                # The pods the forecast needs (spec.predictive): a floor whatever the tolerance band says.
+                desired, rescale_metric = forecast
             if activation:
                 active = is_active(spec.metrics, snapshot.metric_answers)
                 conditions = _activation_condition(conditions, active, now)

@@ -282,9 +282,10 @@ class Schedule:
 @dataclass(frozen=True, slots=True)
 class Predictive:
     """Predictive scaling (Surge's own, core/predictive.py): each metric is forecast `horizon_seconds` ahead
-    from its last `lookback_seconds` of history, with these seasons, and the algorithm reads the higher of
-    the current value and the forecast. `history_query` is the PromQL of the history when the metric has
-    none of its own (the daemon's; `surge simulate` reads the series)."""
+    from its last `lookback_seconds` of history, with these seasons; the algorithm reads the higher of the
+    current value and the forecast, and the pods the forecast needs are a floor of its proposal.
+    `history_query` is the PromQL of the history when the metric has none of its own (the daemon's;
+    `surge simulate` reads the series)."""
 
     lookback_seconds: int
     horizon_seconds: int
@@ -471,6 +472,9 @@ class Snapshot:
     history: History = field(default_factory=History)
     config: ControllerConfig = field(default_factory=ControllerConfig)
     other_selectors: dict[str, str] = field(default_factory=dict)
+    # Surge's own (spec.predictive, core/predictive.py): per metric, the forecast the algorithm uses, in
+    # the metric's unit (None: none used); the pods it needs are a floor of the proposal.
+    forecasts: tuple[float | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

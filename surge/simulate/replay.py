@@ -21,9 +21,10 @@ The model, per profile:
   zero replicas (`initial_replicas` 0): activation thresholds and scale to zero replay as the daemon runs
   them.
 - With `spec.predictive`, the history of each reconcile is the series up to it (sampled on a grid of the
-  series' median spacing), and the autoscaler reads max(load, forecast) when the forecast is used
-  (autoscaler.core.predictive); the forecasts of the whole series are computed once, each from the
-  samples before it. The timeline's metric value is then what the autoscaler reads, forecast included.
+  series' median spacing), and the autoscaler reads max(load, forecast) when the forecast is used, and
+  the pods the forecast needs are a floor of its proposal (autoscaler.core.predictive); the forecasts of
+  the whole series are computed once, each from the samples before it. The timeline's metric value is
+  then what the autoscaler reads, forecast included.
 - With `spec.burst`, a burst check (autoscaler.core.burst) also runs every `burst_interval` seconds
   (t = 0, 1, 2, ... by default, as the daemon's --burst-check-interval), after a reconcile due at the same
   instant. Its short-window reading of a Pods, Object or External metric is the mean of the load over the
@@ -36,7 +37,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -51,6 +52,7 @@ from autoscaler.core.predictive import (
     Prediction,
     grid_forecasts,
     prediction_at,
+    used_forecasts,
 )
 from autoscaler.core.reconcile import Decision
 from autoscaler.core.types import (
@@ -335,6 +337,7 @@ def replay(
     *,
     skip_idle_checks: bool = True,
     forecast_method: PointForecaster = point_forecasts,
+    start: float = 0.0,
 ) -> Replay:
     """The timeline of one profile over the series (see the module docstring for the model).
 
@@ -342,7 +345,9 @@ def replay(
     reference the tests compare the timeline against): out of burst, after a check that found no surge
     on a window inside one held sample, the next checks find nothing either until a pod turns ready, the
     count is written or a sample arrives that a check would not find quiet. `forecast_method` replaces
-    spec.predictive's method, for bench/bench_forecast.py's comparison."""
+    spec.predictive's method, for bench/bench_forecast.py's comparison. The timeline begins at `start`
+    (seconds from the series start, the first reconcile then): the samples before it are history only,
+    which the forecasts read (bench/bench_predictive.py replays a window after a week of history)."""
     config = config or ControllerConfig()
     metric = profile.metric
     base = datetime.fromtimestamp(series.start, UTC)
@@ -351,12 +356,13 @@ def replay(
     found = _forecasts(series, profile, forecast_method)
     hpa, history = profile.hpa, History()
     times, values, end = series.times, series.values, series.end
-    load = values[0]
+    first = bisect_left(times, start)  # the first sample the timeline sees
+    load = values[max(0, first - 1)]
     rows: list[Row] = []
     states: list[State] = []
     bursts = profile.hpa.spec.burst
     means = _WindowMeans(series) if bursts is not None else None
-    burst_tick = 0
+    burst_tick = math.ceil(start / burst_interval)
     idle = False  # no burst check can change anything until the next sample, pod ready or write
 
     def check_at(time: float, short_load: float) -> Decision:
@@ -397,10 +403,11 @@ def replay(
 
     def snapshot_at(time: float, now: datetime) -> Snapshot:
         """What the daemon would read at `time` (its metric over the normal window)."""
+        prediction = _prediction(found, profile, time)
         answer = (
             MetricFetchError("the series has no value here")
             if sample - 1 in series.unread
-            else _answer(metric, _read_load(_prediction(found, profile, time), load), fleet.ready_pods(), now)
+            else _answer(metric, _read_load(prediction, load), fleet.ready_pods(), now)
         )
         return Snapshot(
             hpa=hpa,
@@ -410,6 +417,7 @@ def replay(
             now=now,
             history=history,
             config=config,
+            forecasts=() if prediction is None else used_forecasts((prediction,)),
         )
 
     def act(decision: Decision, time: float) -> None:
@@ -423,7 +431,9 @@ def replay(
             wake(time)
 
     # Reconciles at anchor + tick x period: the anchor moves to each reconcile a schedule asked for.
-    sample, tick, anchor = 0, 0, 0.0
+    sample, tick, anchor = first, 0, start
+    if first == len(times) or times[first] > start:
+        note(start, None)  # the load held since the sample before `start`
     while True:
         tick_time = anchor + tick * profile.sync_period
         next_sample = times[sample] if sample < len(times) else math.inf

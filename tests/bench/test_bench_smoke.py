@@ -59,19 +59,20 @@ EXPECTED: dict[str, list[tuple[str, float, float]]] = {
     ],
     # The replay's wall time in seconds (two profiles over the smoke's 6-hour series).
     "bench_simulate": [(r"^replay: [\d,]+ decisions in ([\d.]+) s", 0.001, 120)],
-    # The smoke's 2-day trace: the forecast (daily season) is used on day 2 only, so the cut is smaller than
-    # the 14-day trace's, but there is one; the pod-hours stay within a few percent.
+    # The smoke's two cells of the family (one seed): a seasonal cell whose shortfall the forecast cuts for
+    # a few percent more pod-hours, and flat Gaussian noise on which burst mode adds no scale event.
     "bench_predictive": [
-        (r"^shortfall cut: (-?[\d.]+)%", 1, 100),
-        (r"^extra pod-hours: (-?[\d.]+)%", -20, 20),
-        (r"^replay: both profiles in ([\d.]+) s", 0.01, 120),
+        (r"^judged cells: 1 of 1; shortfall cut median (-?[\d.]+)%", 30, 100),
+        (r"pod-hours change median ([+-][\d.]+)%", -5, 15),
+        (r"^burst on flat noise: (\d+) scale events added", 0, 0),
+        (r"^family: 5 replays of 2 cells x 1 seeds in ([\d.]+) s", 0.01, 200),
     ],
-    # The smoke's 2-day trace: only the daily season; the kept method cuts the shortfall as in
-    # bench_predictive's smoke, and every candidate prints its row.
+    # The smoke's 2-day trace: only the daily season; the kept method cuts the shortfall, and every
+    # candidate prints its row.
     "bench_forecast": [
         (r"^seasonal naive, longest season held \(kept\)\s+[\d.]+%\s+(-?[\d.]+)%", 1, 100),
         (r"^FFT, top 64 frequencies, refit hourly\s+n/a\s+(-?[\d.]+)%", 0, 0),
-        (r"^replays: 7 in ([\d.]+) s", 0.01, 120),
+        (r"^replays: 11 in ([\d.]+) s", 0.01, 200),
     ],
     # A leader paused past its lease (SIGSTOP) and resumed writes nothing after the takeover; the
     # renewals hold under reconcile traffic beyond --qps.

@@ -30,7 +30,8 @@ def _text(prediction: Prediction) -> str:
     [
         (
             Prediction(0.8, 0.031, True, "forecast used"),
-            "0.8 (recent error 3.1%), used: the metric read the higher of the forecast and the current value",
+            "0.8 (recent error 3.1%), used: the metric read the higher of the forecast and the current "
+            "value, and the pods it needs are a floor",
         ),
         (
             Prediction(0.8, 0.31, False, "recent error 31% is above 20%"),

@@ -152,3 +152,17 @@ def test_a_scale_down_deletes_the_pods_not_yet_ready_first(tmp_path: Path) -> No
     result = replay(series, spec, Workload(100, 100, 2))
     assert writes(result) == [(0.0, 4), (15.0, 2)]
     assert {s.ready for s in result.states} == {2}
+
+
+def test_a_timeline_can_begin_after_a_history(tmp_path: Path) -> None:
+    """`start`: the samples before it are history only; the timeline and its first reconcile begin there,
+    with the load held since the sample before it, on the same period grid counted from `start`."""
+    spec = profile(tmp_path, autoscaler("HorizontalAutoscaler", target=100, min_replicas=2, max_replicas=10))
+    series = step_series(150, 1500, end=300, at=60)
+    full = replay(series, spec, Workload(100, 30, 2))
+    late = replay(series, spec, Workload(100, 30, 2), start=100)
+    assert late.states[0].time == 100 and late.states[0].load == 1500  # held since the sample at 90
+    assert all(row.time >= 100 for row in late.rows)
+    assert writes(late) == [(100.0, 4), (115.0, 8), (130.0, 10)]  # periods from 100, not from 0
+    assert writes(full)[0] == (60.0, 4)
+    assert summarize(late, 100).pod_hours < summarize(full, 100).pod_hours  # integrated from `start` on

@@ -12,6 +12,8 @@ import json
 import random
 from pathlib import Path
 
+import pytest
+
 from autoscaler.sources import BURST_ANNOTATION
 from surge.simulate.profiles import load_profile
 from surge.simulate.replay import SCALE, Profile, Replay, Series, Workload, replay
@@ -80,6 +82,27 @@ def test_flat_noise_gets_no_scale_event_the_plain_spec_does_not(tmp_path: Path) 
         events = f"{len(_writes(bursty))} scale events with burst, {len(_writes(plain))} plain"
         print(f"\nflat +-15 % ({kind}): {events}")
         assert _writes(bursty) == _writes(plain)
+
+
+@pytest.mark.parametrize("sigma", [0.15, 0.30])
+def test_flat_gaussian_noise_per_scrape_gets_no_scale_event_the_plain_spec_does_not(
+    tmp_path: Path, sigma: float
+) -> None:
+    """Issue 26: Gaussian noise of 15 % and 30 % per 15 s sample (a scrape interval: the 6 s window often
+    lies inside one sample, so it sees the noise whole), three seeds each."""
+    plain, bursty = _profiles(tmp_path)
+    workload = Workload(CAPACITY, pod_startup_seconds=10, initial_replicas=10)
+    for seed in (1, 2, 3):
+        noise = random.Random(seed)
+        values = tuple(max(0.0, 10 * CAPACITY * (1 + noise.gauss(0, sigma))) for _ in range(120))
+        series = Series(START, tuple(15.0 * i for i in range(120)), values)
+        with_plain, with_burst = (_writes(replay(series, p, workload)) for p in (plain, bursty))
+        print(
+            f"\nflat gauss {sigma:.0%} seed {seed}: {len(with_burst)} scale events with burst, "
+            f"{len(with_plain)} plain"
+        )
+        assert with_plain  # the noise does move the plain spec
+        assert with_burst == with_plain
 
 
 def test_after_a_burst_the_peak_holds_for_the_scale_down_stabilization_window(tmp_path: Path) -> None:

@@ -1,16 +1,18 @@
 """spec.predictive: read from JSON (the CRD's field, the HPA's annotation), checked as the API checks it, and
-the metric answer a forecast raises."""
+the metric answer a forecast raises, and the pods it needs as a floor of decide's proposal."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from autoscaler.core import decide
 from autoscaler.core.kube_json import predictive_from_json
-from autoscaler.core.predictive import Prediction, fed_answers, raise_answer
+from autoscaler.core.predictive import Prediction, fed_answers, needed_replicas, raise_answer
 from autoscaler.core.types import (
     ContainerUsage,
     CrossVersionObjectReference,
@@ -29,6 +31,7 @@ from autoscaler.core.types import (
 )
 from autoscaler.core.validation import spec_violations
 from autoscaler.sources import CRD_SOURCE, HPA_SOURCE, PREDICTIVE_ANNOTATION
+from tests.autoscaler.core.builders import STARTED, T0, hpa, pods, snapshot
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 PODS_METRIC = MetricSpec(
@@ -156,3 +159,30 @@ def test_only_a_used_forecast_is_fed_to_the_algorithm() -> None:
         ObjectMetricAnswer(5_000, NOW),
     )
     assert fed_answers([PODS_METRIC, PODS_METRIC], answers, ()) == answers
+
+
+def test_the_pods_a_forecast_needs_come_from_the_target_directly() -> None:
+    four = pods(4, 200, STARTED)  # 200m CPU requested each
+    assert needed_replicas(PODS_METRIC, 320.0, four, 4) == 4  # 320 / 100 per pod, rounded up
+    assert needed_replicas(PODS_METRIC, 300.0, four, 4) == 3
+    assert needed_replicas(CPU, 0.55, four, 4) == 6  # 550m / (50 % of 200m)
+    value = MetricSpec("Object", MetricTarget("Value", value=10_000), metric=MetricIdentifier("queue"))
+    assert needed_replicas(value, 15.0, four, 4) == 6  # 1.5 x the target, times the 4 pods
+    assert needed_replicas(CPU, 0.55, (), 4) is None  # no request to divide by
+
+
+def test_decide_scales_to_what_the_forecast_needs_inside_the_tolerance_band() -> None:
+    """3 pods at 100 of a target of 100 (ratio 1.0); a forecast of 320 reads 107 per pod, inside the 10 %
+    band, which alone would keep 3 pods; the forecast's 4 pods are a floor of the proposal."""
+    three = pods(3, 100, STARTED)
+    answer = PodsMetricAnswer(tuple(PodMetricValue(p.name, 100_000, T0) for p in three))
+    plain = snapshot(hpa(metrics=(PODS_METRIC,)), 3, three, (answer,), T0)
+    raised = fed_answers([PODS_METRIC], (answer,), (Prediction(320.0, 0.01, True, "forecast used"),))
+    assert decide(replace(plain, metric_answers=raised)).desired_replicas == 3  # the band absorbs it
+    acted = decide(replace(plain, metric_answers=raised, forecasts=(320.0,)))
+    assert (acted.desired_replicas, acted.rescale) == (4, True)
+    assert acted.reason == "forecast of rps above target"
+    # A forecast below the current count lets the current value decide; maxReplicas still caps.
+    assert decide(replace(plain, forecasts=(150.0,))).desired_replicas == 3
+    capped = replace(plain, hpa=hpa(metrics=(PODS_METRIC,), max_replicas=5), forecasts=(900.0,))
+    assert decide(capped).desired_replicas == 5
