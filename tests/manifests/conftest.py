@@ -59,7 +59,9 @@ def sim_process_kubeconfig(tmp_path: Path) -> Iterator[Path]:
     kubeconfig = tmp_path / "kubeconfig"
     proc = subprocess.Popen(
         [sys.executable, "-m", "sim", "--kubeconfig", str(kubeconfig)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 30

@@ -14,8 +14,10 @@ HZA = {
     "apiVersion": "autoscaling.surge.dev/v1alpha1",
     "kind": "HorizontalAutoscaler",
     "metadata": {"name": "adapter", "namespace": "surge"},
-    "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "surge-adapter"},
-             "maxReplicas": 4},
+    "spec": {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "surge-adapter"},
+        "maxReplicas": 4,
+    },
 }
 
 

@@ -30,11 +30,6 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from multidict import CIMultiDict
 
-from adapter.auth.attributes import access_review_spec, request_attributes
-from adapter.auth.certs import CertificateAuthority
-from adapter.auth.identity import UserInfo
-from adapter.auth.requestheader import RequestHeaderConfig, user_from_headers
-from adapter.auth.status import forbidden
 from adapter.config import load_config
 from adapter.naming.errors import InvalidSelectorError, MetricNotFoundError, QueryBuildError
 from adapter.naming.resources import BUILTIN_RESOURCES, GroupResource, StaticResourceMapper
@@ -42,6 +37,11 @@ from adapter.registry import SeriesRegistry
 from adapter.server.app import render_errors
 from adapter.server.provider import PrometheusMetricsProvider
 from adapter.server.routes import MetricRoutes
+from shared.auth.attributes import access_review_spec, request_attributes
+from shared.auth.certs import CertificateAuthority
+from shared.auth.identity import UserInfo
+from shared.auth.requestheader import RequestHeaderConfig, user_from_headers
+from shared.auth.status import forbidden
 from shared.selectors import Requirement, parse_selector
 from tests.adapter.provider_fakes import ListedObjects, RecordingPrometheus, fed_registry
 from tests.security.pki import TestCA
@@ -70,7 +70,6 @@ SERIES = [
 
 
 # -- the adapter, in process ------------------------------------------------------------------
-
 
 
 @dataclass

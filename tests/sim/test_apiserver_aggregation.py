@@ -31,14 +31,27 @@ class Backend:
     async def handle(self, request: web.Request) -> web.Response:
         peer = request.transport.get_extra_info("peercert") if request.transport else None
         cn = next((v for rdn in (peer or {}).get("subject", ()) for k, v in rdn if k == "commonName"), None)
-        self.calls.append({"path": request.path_qs, "cn": cn, "user": request.headers.get("X-Remote-User"),
-                           "groups": request.headers.getall("X-Remote-Group", []),
-                           "authorization": request.headers.get("Authorization")})
+        self.calls.append(
+            {
+                "path": request.path_qs,
+                "cn": cn,
+                "user": request.headers.get("X-Remote-User"),
+                "groups": request.headers.getall("X-Remote-Group", []),
+                "authorization": request.headers.get("Authorization"),
+            }
+        )
         if request.path == f"/apis/{GROUP}/{VERSION}":
-            return web.json_response({"kind": "APIResourceList", "apiVersion": "v1",
-                                      "groupVersion": f"{GROUP}/{VERSION}", "resources": []})
-        return web.json_response({"kind": "MetricValueList", "apiVersion": f"{GROUP}/{VERSION}",
-                                  "metadata": {}, "items": []})
+            return web.json_response(
+                {
+                    "kind": "APIResourceList",
+                    "apiVersion": "v1",
+                    "groupVersion": f"{GROUP}/{VERSION}",
+                    "resources": [],
+                }
+            )
+        return web.json_response(
+            {"kind": "MetricValueList", "apiVersion": f"{GROUP}/{VERSION}", "metadata": {}, "items": []}
+        )
 
 
 @pytest.fixture
@@ -48,8 +61,11 @@ def backend(apiserver: ServerThread, tmp_path: Path) -> Iterator[Backend]:
     pair = backend.ca.issue_server(["metrics.monitoring.svc"])
     (tmp_path / "b.crt").write_bytes(pair.cert_pem)
     (tmp_path / "b.key").write_bytes(pair.key_pem)
-    config = apiserver.call(lambda: apiserver.server.store.get(
-        ("", "configmaps"), "kube-system", "extension-apiserver-authentication"))
+    config = apiserver.call(
+        lambda: apiserver.server.store.get(
+            ("", "configmaps"), "kube-system", "extension-apiserver-authentication"
+        )
+    )
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(tmp_path / "b.crt", tmp_path / "b.key")
     context.verify_mode = ssl.CERT_OPTIONAL
@@ -70,13 +86,21 @@ def backend(apiserver: ServerThread, tmp_path: Path) -> Iterator[Backend]:
 
 
 def _apiservice(backend: Backend) -> str:
-    return json.dumps({
-        "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-        "metadata": {"name": f"{VERSION}.{GROUP}", "annotations": {"sim.surge.dev/url": backend.url}},
-        "spec": {"group": GROUP, "version": VERSION, "groupPriorityMinimum": 100, "versionPriority": 200,
-                 "service": {"name": "metrics", "namespace": "monitoring", "port": 443},
-                 "caBundle": base64.b64encode(backend.ca.cert_pem).decode()},
-    })
+    return json.dumps(
+        {
+            "apiVersion": "apiregistration.k8s.io/v1",
+            "kind": "APIService",
+            "metadata": {"name": f"{VERSION}.{GROUP}", "annotations": {"sim.surge.dev/url": backend.url}},
+            "spec": {
+                "group": GROUP,
+                "version": VERSION,
+                "groupPriorityMinimum": 100,
+                "versionPriority": 200,
+                "service": {"name": "metrics", "namespace": "monitoring", "port": 443},
+                "caBundle": base64.b64encode(backend.ca.cert_pem).decode(),
+            },
+        }
+    )
 
 
 def test_apiservice_becomes_available_and_proxies_with_identity(
@@ -103,10 +127,13 @@ def test_apiservice_becomes_available_and_proxies_with_identity(
 
 
 def _aggregated_discovery(apiserver: ServerThread) -> dict[str, Any]:
-    request = urllib.request.Request(apiserver.url + "/apis", headers={
-        "Authorization": f"Bearer {apiserver.server.admin_token}",
-        "Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json",
-    })
+    request = urllib.request.Request(
+        apiserver.url + "/apis",
+        headers={
+            "Authorization": f"Bearer {apiserver.server.admin_token}",
+            "Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json",
+        },
+    )
     context = ssl.create_default_context(cafile=str(apiserver.ca_file))
     with urllib.request.urlopen(request, context=context) as response:
         assert response.headers["Content-Type"] == (

@@ -34,14 +34,19 @@ def _pod(name: str, labels: dict[str, str] | None = None, node: str = "") -> dic
 def _deployment(name: str, replicas: int = 2) -> dict[str, Any]:
     labels = {"app": name}
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment",
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
         "metadata": {"name": name},
         "spec": {
             "replicas": replicas,
-            "selector": {"matchLabels": labels, "matchExpressions": [
-                {"key": "tier", "operator": "In", "values": ["web", "api"]}]},
-            "template": {"metadata": {"labels": {**labels, "tier": "web"}},
-                         "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}},
+            "selector": {
+                "matchLabels": labels,
+                "matchExpressions": [{"key": "tier", "operator": "In", "values": ["web", "api"]}],
+            },
+            "template": {
+                "metadata": {"labels": {**labels, "tier": "web"}},
+                "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
+            },
         },
     }
 
@@ -68,8 +73,12 @@ async def test_list_then_watch_sees_adds_updates_and_deletes(api: client.ApiClie
     assert [p.metadata.name for p in listed.items] == ["before"]
 
     w = watch.Watch()
-    stream = w.stream(core.list_namespaced_pod, "default", resource_version=listed.metadata.resource_version,
-                      timeout_seconds=10)
+    stream = w.stream(
+        core.list_namespaced_pod,
+        "default",
+        resource_version=listed.metadata.resource_version,
+        timeout_seconds=10,
+    )
     collector = asyncio.create_task(_next_events(stream, 4))
     await asyncio.sleep(0.1)
     await core.create_namespaced_pod("default", _pod("p1"))
@@ -86,8 +95,9 @@ async def test_watch_without_resource_version_starts_with_current_objects(api: c
     for name in ("a", "b"):
         await core.create_namespaced_pod("default", _pod(name))
     w = watch.Watch()
-    events = await asyncio.wait_for(_next_events(w.stream(core.list_namespaced_pod, "default",
-                                                          timeout_seconds=5), 2), 5)
+    events = await asyncio.wait_for(
+        _next_events(w.stream(core.list_namespaced_pod, "default", timeout_seconds=5), 2), 5
+    )
     w.stop()
     assert events == [("ADDED", "a"), ("ADDED", "b")]
 
@@ -137,8 +147,9 @@ async def test_watch_from_compacted_resource_version_gets_410(
     apiserver.call(apiserver.server.store.compact)
     w = watch.Watch()
     with pytest.raises(ApiException) as err:
-        async for _ in w.stream(core.list_namespaced_pod, "default", resource_version=old_rv,
-                                timeout_seconds=5):
+        async for _ in w.stream(
+            core.list_namespaced_pod, "default", resource_version=old_rv, timeout_seconds=5
+        ):
             pass
     assert err.value.status == 410
     # A fresh list gives a resourceVersion that can be watched again.
@@ -173,8 +184,13 @@ async def test_bookmarks_arrive_when_requested(api: client.ApiClient) -> None:
     rv = (await core.list_namespaced_pod("default")).metadata.resource_version
     w = watch.Watch()
     types = []
-    async for event in w.stream(core.list_namespaced_pod, "default", resource_version=rv,
-                                allow_watch_bookmarks=True, timeout_seconds=3):
+    async for event in w.stream(
+        core.list_namespaced_pod,
+        "default",
+        resource_version=rv,
+        allow_watch_bookmarks=True,
+        timeout_seconds=3,
+    ):
         types.append(event["type"])
         if event["type"] == "BOOKMARK":
             assert int(event["raw_object"]["metadata"]["resourceVersion"]) >= int(rv)
@@ -182,8 +198,12 @@ async def test_bookmarks_arrive_when_requested(api: client.ApiClient) -> None:
     w.stop()
     assert types == ["BOOKMARK"]
 
-    unrequested = [e["type"] async for e in watch.Watch().stream(
-        core.list_namespaced_pod, "default", resource_version=rv, timeout_seconds=1)]
+    unrequested = [
+        e["type"]
+        async for e in watch.Watch().stream(
+            core.list_namespaced_pod, "default", resource_version=rv, timeout_seconds=1
+        )
+    ]
     assert unrequested == []
 
 
@@ -228,8 +248,9 @@ async def test_limit_and_continue_paginate(api: client.ApiClient) -> None:
 async def test_status_subresource_separates_spec_and_status(api: client.ApiClient) -> None:
     apps = client.AppsV1Api(api)
     await apps.create_namespaced_deployment("default", _deployment("web", replicas=2))
-    await apps.patch_namespaced_deployment_status("web", "default",
-                                                  {"spec": {"replicas": 9}, "status": {"replicas": 2}})
+    await apps.patch_namespaced_deployment_status(
+        "web", "default", {"spec": {"replicas": 9}, "status": {"replicas": 2}}
+    )
     after_status = await apps.read_namespaced_deployment("web", "default")
     assert after_status.spec.replicas == 2 and after_status.status.replicas == 2
     assert after_status.metadata.generation == 1

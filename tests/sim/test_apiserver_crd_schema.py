@@ -24,8 +24,10 @@ SCHEMA: dict[str, Any] = {
                 "size": {"type": "integer", "minimum": 1, "maximum": 10},
                 "mode": {"type": "string", "enum": ["fast", "slow"], "default": "fast"},
                 "target": {"x-kubernetes-int-or-string": True},
-                "tags": {"type": "array",
-                         "items": {"type": "object", "properties": {"k": {"type": "string"}}}},
+                "tags": {
+                    "type": "array",
+                    "items": {"type": "object", "properties": {"k": {"type": "string"}}},
+                },
                 "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
                 "labels": {"type": "object", "additionalProperties": {"type": "string"}},
             },
@@ -38,31 +40,69 @@ SCHEMA: dict[str, Any] = {
 @pytest.fixture
 def server() -> ApiServer:
     server = ApiServer(tls=False)
-    server.store.create(CRDS, {
-        "metadata": {"name": "things.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
-                 "versions": [{"name": "v1", "served": True, "storage": True,
-                               "subresources": {"status": {}}, "schema": {"openAPIV3Schema": SCHEMA}}]},
-    })
+    server.store.create(
+        CRDS,
+        {
+            "metadata": {"name": "things.example.com"},
+            "spec": {
+                "group": "example.com",
+                "scope": "Namespaced",
+                "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
+                "versions": [
+                    {
+                        "name": "v1",
+                        "served": True,
+                        "storage": True,
+                        "subresources": {"status": {}},
+                        "schema": {"openAPIV3Schema": SCHEMA},
+                    }
+                ],
+            },
+        },
+    )
     return server
 
 
 def _thing(spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "example.com/v1", "kind": "Thing",
-            "metadata": {"name": "t", "namespace": "default"}, "spec": spec}
+    return {
+        "apiVersion": "example.com/v1",
+        "kind": "Thing",
+        "metadata": {"name": "t", "namespace": "default"},
+        "spec": spec,
+    }
 
 
 def test_unknown_fields_are_pruned_and_defaults_filled(server: ApiServer) -> None:
-    thing = server.store.create(("example.com", "things"), _thing({
-        "size": 2, "bogus": 1, "tags": [{"k": "a", "x": "dropped"}], "free": {"any": {"thing": 1}},
-        "labels": {"a": "b"}, "target": "50%",
-    }) | {"extra": "gone"})
+    thing = server.store.create(
+        ("example.com", "things"),
+        _thing(
+            {
+                "size": 2,
+                "bogus": 1,
+                "tags": [{"k": "a", "x": "dropped"}],
+                "free": {"any": {"thing": 1}},
+                "labels": {"a": "b"},
+                "target": "50%",
+            }
+        )
+        | {"extra": "gone"},
+    )
     assert "extra" not in thing
-    assert thing["spec"] == {"size": 2, "mode": "fast", "tags": [{"k": "a"}], "free": {"any": {"thing": 1}},
-                             "labels": {"a": "b"}, "target": "50%"}
-    status = server.store.patch(("example.com", "things"), "default", "t",
-                                {"status": {"ready": True, "junk": 1}}, subresource="status")
+    assert thing["spec"] == {
+        "size": 2,
+        "mode": "fast",
+        "tags": [{"k": "a"}],
+        "free": {"any": {"thing": 1}},
+        "labels": {"a": "b"},
+        "target": "50%",
+    }
+    status = server.store.patch(
+        ("example.com", "things"),
+        "default",
+        "t",
+        {"status": {"ready": True, "junk": 1}},
+        subresource="status",
+    )
     assert status["status"] == {"ready": True}
 
 
@@ -88,11 +128,17 @@ def test_the_projects_own_crd_accepts_its_example(server: ApiServer) -> None:
     server.store.create(CRDS, crd)
     spec = crd["spec"]
     gr = (spec["group"], spec["names"]["plural"])
-    created = server.store.create(gr, {
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-                 "minReplicas": 1, "maxReplicas": 5},
-    })
+    created = server.store.create(
+        gr,
+        {
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                "minReplicas": 1,
+                "maxReplicas": 5,
+            },
+        },
+    )
     assert created["spec"]["maxReplicas"] == 5
     with pytest.raises(ApiError):
         server.store.create(gr, {"metadata": {"name": "bad", "namespace": "default"}, "spec": {}})
@@ -101,12 +147,21 @@ def test_the_projects_own_crd_accepts_its_example(server: ApiServer) -> None:
 def test_custom_resources_refuse_strategic_merge_patches(server: ApiServer) -> None:
     server.store.create(("example.com", "things"), _thing({"size": 2}))
     with pytest.raises(ApiError) as err:
-        server.store.patch(("example.com", "things"), "default", "t", {"spec": {"size": 3}},
-                           "application/strategic-merge-patch+json")
+        server.store.patch(
+            ("example.com", "things"),
+            "default",
+            "t",
+            {"spec": {"size": 3}},
+            "application/strategic-merge-patch+json",
+        )
     assert err.value.code == 415 and "application/merge-patch+json" in err.value.message
-    patched = server.store.patch(("example.com", "things"), "default", "t",
-                                 [{"op": "replace", "path": "/spec/size", "value": 3}],
-                                 "application/json-patch+json")
+    patched = server.store.patch(
+        ("example.com", "things"),
+        "default",
+        "t",
+        [{"op": "replace", "path": "/spec/size", "value": 3}],
+        "application/json-patch+json",
+    )
     assert patched["spec"]["size"] == 3 and patched["metadata"]["generation"] == 2
 
 
@@ -116,8 +171,9 @@ def test_selectable_fields_allow_field_selectors(server: ApiServer) -> None:
     server.store.update(CRDS, crd)
     gr = ("example.com", "things")
     for name, mode in (("a", "fast"), ("b", "slow")):
-        server.store.create(gr, {**_thing({"size": 1, "mode": mode}), "metadata": {"name": name,
-                                                                                  "namespace": "default"}})
+        server.store.create(
+            gr, {**_thing({"size": 1, "mode": mode}), "metadata": {"name": name, "namespace": "default"}}
+        )
     assert [t["metadata"]["name"] for t in server.store.list(gr, field_selector="spec.mode=slow")] == ["b"]
     with pytest.raises(ApiError) as err:
         server.store.list(gr, field_selector="spec.size=1")

@@ -16,9 +16,10 @@ from sim.runner import ServerThread
 async def _get(apiserver: ServerThread, path: str) -> tuple[int, Any, aiohttp.typedefs.LooseHeaders]:
     context = ssl.create_default_context(cafile=str(apiserver.ca_file))
     headers = {"Authorization": f"Bearer {apiserver.server.admin_token}"}
-    async with aiohttp.ClientSession() as session, session.get(
-        apiserver.url + path, headers=headers, ssl=context
-    ) as response:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(apiserver.url + path, headers=headers, ssl=context) as response,
+    ):
         return response.status, await response.json(), response.headers
 
 
@@ -69,8 +70,11 @@ async def test_dropped_watches_end_and_forced_expiry(apiserver: ServerThread) ->
     assert event["type"] == "ERROR" and event["object"]["code"] == 410
     assert event["object"]["reason"] == "Expired"
     # Only the next one: a later watch from the same resourceVersion is served.
-    apiserver.call(lambda: apiserver.server.store.create(("", "configmaps"),
-                                                        {"metadata": {"name": "c", "namespace": "default"}}))
+    apiserver.call(
+        lambda: apiserver.server.store.create(
+            ("", "configmaps"), {"metadata": {"name": "c", "namespace": "default"}}
+        )
+    )
     lines = await _watch_lines(apiserver, f"resourceVersion={rv}", server_timeout=1)
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in lines] == [("ADDED", "c")]
 

@@ -17,9 +17,10 @@ async def _request(
 ) -> tuple[int, Any]:
     context = ssl.create_default_context(cafile=str(apiserver.ca_file))
     headers = {"Authorization": f"Bearer {apiserver.server.admin_token}", "Accept": accept}
-    async with aiohttp.ClientSession() as session, session.request(
-        method, apiserver.url + path, headers=headers, ssl=context, **kwargs
-    ) as response:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.request(method, apiserver.url + path, headers=headers, ssl=context, **kwargs) as response,
+    ):
         return response.status, await response.json(content_type=None)
 
 
@@ -38,10 +39,15 @@ async def test_unknown_routes_and_methods(apiserver: ServerThread) -> None:
 
 
 async def test_table_output_for_a_list_and_an_object(apiserver: ServerThread) -> None:
-    node = {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": "n1", "labels": {"node-role.kubernetes.io/worker": ""}},
-            "status": {"conditions": [{"type": "Ready", "status": "True"}],
-                       "nodeInfo": {"kubeletVersion": "v1.32.0"}}}
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1", "labels": {"node-role.kubernetes.io/worker": ""}},
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "nodeInfo": {"kubeletVersion": "v1.32.0"},
+        },
+    }
     apiserver.call(lambda: apiserver.server.seed([node]))
     status, table = await _request(apiserver, "GET", "/api/v1/nodes", accept=TABLE)
     assert status == 200 and table["kind"] == "Table" and table["apiVersion"] == "meta.k8s.io/v1"

@@ -42,8 +42,10 @@ def test_strategic_merge_directives() -> None:
     assert out["finalizers"] == []
     out = strategic_merge(POD_SPEC, {"finalizers": ["b", "a"]})
     assert out["finalizers"] == ["a", "b"]
-    out = strategic_merge({"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}},
-                          {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}})
+    out = strategic_merge(
+        {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}},
+        {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}},
+    )
     assert out == {"strategy": {"type": "Recreate"}}
     out = strategic_merge({"m": {"a": 1, "b": 2}}, {"m": {"$patch": "replace", "c": 3}})
     assert out == {"m": {"c": 3}}
@@ -53,14 +55,17 @@ def test_strategic_merge_directives() -> None:
 
 def test_json_patch_operations() -> None:
     doc = {"spec": {"replicas": 1, "list": [1, 2]}, "metadata": {"labels": {"a/b": "x"}}}
-    out = json_patch(doc, [
-        {"op": "replace", "path": "/spec/replicas", "value": 3},
-        {"op": "add", "path": "/spec/list/-", "value": 3},
-        {"op": "remove", "path": "/metadata/labels/a~1b"},
-        {"op": "copy", "from": "/spec/replicas", "path": "/spec/copied"},
-        {"op": "move", "from": "/spec/copied", "path": "/spec/moved"},
-        {"op": "test", "path": "/spec/moved", "value": 3},
-    ])
+    out = json_patch(
+        doc,
+        [
+            {"op": "replace", "path": "/spec/replicas", "value": 3},
+            {"op": "add", "path": "/spec/list/-", "value": 3},
+            {"op": "remove", "path": "/metadata/labels/a~1b"},
+            {"op": "copy", "from": "/spec/replicas", "path": "/spec/copied"},
+            {"op": "move", "from": "/spec/copied", "path": "/spec/moved"},
+            {"op": "test", "path": "/spec/moved", "value": 3},
+        ],
+    )
     assert out == {"spec": {"replicas": 3, "list": [1, 2, 3], "moved": 3}, "metadata": {"labels": {}}}
     with pytest.raises(ApiError):
         json_patch(doc, [{"op": "test", "path": "/spec/replicas", "value": 2}])

@@ -17,23 +17,33 @@ async def _post(
 ) -> tuple[int, Any]:
     context = ssl.create_default_context(cafile=str(apiserver.ca_file))
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with aiohttp.ClientSession() as session, session.post(
-        apiserver.url + path, json=body, headers=headers, ssl=context
-    ) as response:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(apiserver.url + path, json=body, headers=headers, ssl=context) as response,
+    ):
         return response.status, await response.json()
 
 
 async def test_token_review_answers_from_known_tokens(apiserver: ServerThread) -> None:
     server = apiserver.server
-    apiserver.call(lambda: server.add_token("hpa-token", "system:serviceaccount:kube-system:hpa",
-                                            ("system:serviceaccounts", "system:authenticated"), uid="u-1"))
+    apiserver.call(
+        lambda: server.add_token(
+            "hpa-token",
+            "system:serviceaccount:kube-system:hpa",
+            ("system:serviceaccounts", "system:authenticated"),
+            uid="u-1",
+        )
+    )
     path = "/apis/authentication.k8s.io/v1/tokenreviews"
     review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": "hpa-token"}}
     status, body = await _post(apiserver, path, review, server.admin_token)
     assert status == 201 and body["kind"] == "TokenReview"
     assert body["status"]["authenticated"] is True
-    assert body["status"]["user"] == {"username": "system:serviceaccount:kube-system:hpa", "uid": "u-1",
-                                      "groups": ["system:serviceaccounts", "system:authenticated"]}
+    assert body["status"]["user"] == {
+        "username": "system:serviceaccount:kube-system:hpa",
+        "uid": "u-1",
+        "groups": ["system:serviceaccounts", "system:authenticated"],
+    }
     status, body = await _post(apiserver, path, {**review, "spec": {"token": "bogus"}}, server.admin_token)
     assert status == 201 and not body["status"].get("authenticated")
     assert [r["spec"]["token"] for r in server.reviews.token_reviews] == ["hpa-token", "bogus"]
@@ -51,11 +61,24 @@ async def test_subject_access_review_uses_policy_and_records(apiserver: ServerTh
         return Decision(False, denied=True, reason="not allowed here")
 
     apiserver.call(lambda: setattr(server.reviews, "policy", policy))
-    attrs = {"namespace": "default", "verb": "get", "group": "custom.metrics.k8s.io", "version": "v1beta2",
-             "resource": "pods", "subresource": "http_requests", "name": "*"}
-    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-              "spec": {"resourceAttributes": attrs, "user": "system:serviceaccount:kube-system:hpa",
-                       "groups": ["system:serviceaccounts", "system:authenticated"]}}
+    attrs = {
+        "namespace": "default",
+        "verb": "get",
+        "group": "custom.metrics.k8s.io",
+        "version": "v1beta2",
+        "resource": "pods",
+        "subresource": "http_requests",
+        "name": "*",
+    }
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "resourceAttributes": attrs,
+            "user": "system:serviceaccount:kube-system:hpa",
+            "groups": ["system:serviceaccounts", "system:authenticated"],
+        },
+    }
     path = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
     status, body = await _post(apiserver, path, review, server.admin_token)
     assert status == 201 and body["status"] == {"allowed": True, "reason": "metrics reader"}
@@ -71,11 +94,17 @@ async def test_client_certificate_authenticates_its_subject(apiserver: ServerThr
     (tmp_path / "c.key").write_bytes(pair.key_pem)
     context = ssl.create_default_context(cafile=str(apiserver.ca_file))
     context.load_cert_chain(tmp_path / "c.crt", tmp_path / "c.key")
-    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-              "spec": {"nonResourceAttributes": {"path": "/apis", "verb": "get"}}}
-    async with aiohttp.ClientSession() as session, session.post(
-        apiserver.url + "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", json=review, ssl=context
-    ) as response:
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"nonResourceAttributes": {"path": "/apis", "verb": "get"}},
+    }
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            apiserver.url + "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", json=review, ssl=context
+        ) as response,
+    ):
         assert response.status == 201
         assert (await response.json())["status"]["allowed"] is True
     (recorded,) = apiserver.server.reviews.access_reviews
@@ -97,8 +126,9 @@ async def test_requests_are_authorized_by_the_same_policy(apiserver: ServerThrea
     async with aiohttp.ClientSession(headers={"Authorization": "Bearer ro"}) as session:
         async with session.get(f"{apiserver.url}/api/v1/namespaces/default/pods", ssl=context) as response:
             assert response.status == 200
-        async with session.post(f"{apiserver.url}/apis/apps/v1/namespaces/default/deployments/web/scale",
-                                json={}, ssl=context) as response:
+        async with session.post(
+            f"{apiserver.url}/apis/apps/v1/namespaces/default/deployments/web/scale", json={}, ssl=context
+        ) as response:
             body = await response.json()
             assert response.status == 403 and body["reason"] == "Forbidden"
             assert body["message"] == (
@@ -107,9 +137,16 @@ async def test_requests_are_authorized_by_the_same_policy(apiserver: ServerThrea
             )
         async with session.get(f"{apiserver.url}/healthz", ssl=context) as response:
             assert response.status == 200
-    assert seen[0] == {"user": "jane", "groups": ["system:authenticated"], "resourceAttributes": {
-        "verb": "list", "version": "v1", "namespace": "default", "resource": "pods"}}
+    assert seen[0] == {
+        "user": "jane",
+        "groups": ["system:authenticated"],
+        "resourceAttributes": {"verb": "list", "version": "v1", "namespace": "default", "resource": "pods"},
+    }
     assert len(seen) == 2  # health checks and system:masters skip the policy
-    status, _ = await _post(apiserver, "/apis/authorization.k8s.io/v1/subjectaccessreviews", {
-        "spec": {"user": "x", "nonResourceAttributes": {"path": "/x", "verb": "get"}}}, server.admin_token)
+    status, _ = await _post(
+        apiserver,
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        {"spec": {"user": "x", "nonResourceAttributes": {"path": "/x", "verb": "get"}}},
+        server.admin_token,
+    )
     assert status == 201 and len(seen) == 3

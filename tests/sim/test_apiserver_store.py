@@ -40,8 +40,13 @@ def test_resource_versions_increase_and_noop_updates_are_free(store: Store) -> N
 
 
 def test_generation_counts_spec_changes_only(store: Store) -> None:
-    d = store.create(DEPLOYMENTS, {"metadata": {"name": "d", "namespace": "default"},
-                                   "spec": {"selector": {"matchLabels": {"a": "b"}}}})
+    d = store.create(
+        DEPLOYMENTS,
+        {
+            "metadata": {"name": "d", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"a": "b"}}},
+        },
+    )
     assert d["metadata"]["generation"] == 1 and d["spec"]["replicas"] == 1  # defaulted
     d = store.patch(DEPLOYMENTS, "default", "d", {"metadata": {"labels": {"x": "y"}}})
     assert d["metadata"]["generation"] == 1
@@ -52,8 +57,11 @@ def test_generation_counts_spec_changes_only(store: Store) -> None:
 
 
 def test_create_resets_status_unless_seeding(store: Store) -> None:
-    pod = {"metadata": {"name": "p", "namespace": "default"}, "spec": {"containers": []},
-           "status": {"phase": "Running"}}
+    pod = {
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": []},
+        "status": {"phase": "Running"},
+    }
     assert store.create(PODS, pod)["status"]["phase"] == "Pending"
     seeded = store.create(PODS, {**pod, "metadata": {"name": "q", "namespace": "default"}}, keep_status=True)
     assert seeded["status"]["phase"] == "Running"
@@ -63,8 +71,9 @@ def test_new_objects_carry_the_empty_status_kube_apiserver_serializes(store: Sto
     meta = {"name": "x", "namespace": "default"}
     deployment = store.create(DEPLOYMENTS, {"metadata": meta, "spec": {}, "status": {"replicas": 3}})
     assert deployment["status"] == {}
-    hpa = store.create(("autoscaling", "horizontalpodautoscalers"),
-                       {"metadata": meta, "spec": {"maxReplicas": 3}})
+    hpa = store.create(
+        ("autoscaling", "horizontalpodautoscalers"), {"metadata": meta, "spec": {"maxReplicas": 3}}
+    )
     assert hpa["status"] == {"desiredReplicas": 0, "currentMetrics": None}
     assert hpa["spec"]["minReplicas"] == 1 and hpa["spec"]["metrics"][0]["resource"]["name"] == "cpu"
     assert "status" not in store.create(CONFIGMAPS, _cm("no-status"))
@@ -80,19 +89,40 @@ def test_generate_name_and_invalid_names(store: Store) -> None:
 
 def test_delete_cascades_to_dependents_unless_orphaned(store: Store) -> None:
     owner = store.create(DEPLOYMENTS, {"metadata": {"name": "d", "namespace": "default"}, "spec": {}})
-    ref = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d", "uid": owner["metadata"]["uid"],
-           "controller": True}
-    rs = store.create(REPLICASETS, {"metadata": {"name": "d-1", "namespace": "default",
-                                                 "ownerReferences": [ref]}, "spec": {}})
+    ref = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": "d",
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+    }
+    rs = store.create(
+        REPLICASETS,
+        {"metadata": {"name": "d-1", "namespace": "default", "ownerReferences": [ref]}, "spec": {}},
+    )
     rs_ref = {**ref, "kind": "ReplicaSet", "name": "d-1", "uid": rs["metadata"]["uid"]}
-    store.create(PODS, {"metadata": {"name": "d-1-x", "namespace": "default", "ownerReferences": [rs_ref]},
-                        "spec": {"containers": []}})
+    store.create(
+        PODS,
+        {
+            "metadata": {"name": "d-1-x", "namespace": "default", "ownerReferences": [rs_ref]},
+            "spec": {"containers": []},
+        },
+    )
     store.delete(DEPLOYMENTS, "default", "d")
     assert store.list(REPLICASETS) == [] and store.list(PODS) == []
 
     owner = store.create(DEPLOYMENTS, {"metadata": {"name": "e", "namespace": "default"}, "spec": {}})
-    store.create(REPLICASETS, {"metadata": {"name": "e-1", "namespace": "default", "ownerReferences": [
-        {**ref, "name": "e", "uid": owner["metadata"]["uid"]}]}, "spec": {}})
+    store.create(
+        REPLICASETS,
+        {
+            "metadata": {
+                "name": "e-1",
+                "namespace": "default",
+                "ownerReferences": [{**ref, "name": "e", "uid": owner["metadata"]["uid"]}],
+            },
+            "spec": {},
+        },
+    )
     store.delete(DEPLOYMENTS, "default", "e", propagation="Orphan")
     (orphan,) = store.list(REPLICASETS)
     assert orphan["metadata"]["ownerReferences"] == []
@@ -138,8 +168,11 @@ def test_listeners_see_every_commit_in_order(store: Store) -> None:
     store.delete(CONFIGMAPS, "default", "a")
     remove()
     store.create(CONFIGMAPS, _cm("b"))
-    assert seen == [("ADDED", "configmaps", "a"), ("MODIFIED", "configmaps", "a"),
-                    ("DELETED", "configmaps", "a")]
+    assert seen == [
+        ("ADDED", "configmaps", "a"),
+        ("MODIFIED", "configmaps", "a"),
+        ("DELETED", "configmaps", "a"),
+    ]
 
 
 async def test_watch_selection_turns_label_changes_into_add_and_delete(store: Store) -> None:
@@ -181,12 +214,18 @@ async def test_watch_initial_events_end_marker(store: Store) -> None:
 def test_crd_registers_and_unregisters_its_resource() -> None:
     server = ApiServer(tls=False)
     crd = {
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
         "metadata": {"name": "gadgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Cluster",
-                 "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-                 "versions": [{"name": "v1beta1", "served": True, "storage": False},
-                              {"name": "v1", "served": True, "storage": True}]},
+        "spec": {
+            "group": "example.com",
+            "scope": "Cluster",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": [
+                {"name": "v1beta1", "served": True, "storage": False},
+                {"name": "v1", "served": True, "storage": True},
+            ],
+        },
     }
     created = server.store.create(("apiextensions.k8s.io", "customresourcedefinitions"), crd)
     conditions = {c["type"]: c["status"] for c in created["status"]["conditions"]}
@@ -217,14 +256,17 @@ def test_pages_follow_key_order_across_namespaces_and_writes_between_pages(store
         store.create(CONFIGMAPS, _cm(name, {"k": ns}, namespace=ns, labels={"ns": ns}))
     everything = [("a/x", "a/y"), ("a/z", "b/a"), ("b/x", "default/c")]
     assert _pages(store, Selection(), 2) == [
-        (list(everything[0]), 4), (list(everything[1]), 2), (list(everything[2]), None)
+        (list(everything[0]), 4),
+        (list(everything[1]), 2),
+        (list(everything[2]), None),
     ]
     assert _pages(store, Selection("a"), 2) == [(["a/x", "a/y"], 1), (["a/z"], None)]
     assert _pages(store, Selection("a"), 3) == [(["a/x", "a/y", "a/z"], None)]
     assert _pages(store, Selection("nowhere"), 2) == [([], None)]
     # With a label selector the rest is unknown: no remainingItemCount (as kube-apiserver).
     assert _pages(store, Selection(None, "ns in (a,b)"), 3) == [
-        (["a/x", "a/y", "a/z"], None), (["b/a", "b/x"], None)
+        (["a/x", "a/y", "a/z"], None),
+        (["b/a", "b/x"], None),
     ]
     assert store.page(CONFIGMAPS, Selection(), 0, None)[0] == store.select(CONFIGMAPS, Selection())
 

@@ -281,14 +281,14 @@ INVALID = [
         ("schedules", 0, "cron"),
         "0 8 * *",
         "spec.schedules[0].cron",
-        "Invalid value: \"0 8 * *\": spec.schedules[0].cron in body should match "
+        'Invalid value: "0 8 * *": spec.schedules[0].cron in body should match '
         "'^\\s*\\S+(\\s+\\S+){4}\\s*$'",
     ),
     (
         ("schedules", 0, "timeZone"),
         "../../etc/passwd",
         "spec.schedules[0].timeZone",
-        "Invalid value: \"../../etc/passwd\": spec.schedules[0].timeZone in body should match "
+        'Invalid value: "../../etc/passwd": spec.schedules[0].timeZone in body should match '
         "'^[A-Za-z0-9_+-]+(/[A-Za-z0-9_+-]+)*$'",
     ),
 ]

@@ -101,12 +101,21 @@ def test_apply_get_scale_annotate_delete_deployment(kubectl: KubectlRunner) -> N
 def test_reapply_merges_containers_by_name(kubectl: KubectlRunner, apiserver: ServerThread) -> None:
     kubectl("apply", "-f", "-", input=DEPLOYMENT)
     # Another writer sets a field the manifest does not mention; client-side apply must keep it.
-    apiserver.call(lambda: apiserver.server.store.patch(
-        ("apps", "deployments"), "default", "web",
-        {"spec": {"template": {"spec": {"containers": [
-            {"name": "app", "resources": {"requests": {"cpu": "250m"}}}]}}}},
-        "application/strategic-merge-patch+json",
-    ))
+    apiserver.call(
+        lambda: apiserver.server.store.patch(
+            ("apps", "deployments"),
+            "default",
+            "web",
+            {
+                "spec": {
+                    "template": {
+                        "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "250m"}}}]}
+                    }
+                }
+            },
+            "application/strategic-merge-patch+json",
+        )
+    )
     assert "unchanged" in kubectl("apply", "-f", "-", input=DEPLOYMENT).stdout
     changed = DEPLOYMENT.replace("nginx:1.27", "nginx:1.28").replace("value: fast", "value: slow")
     assert "configured" in kubectl("apply", "-f", "-", input=changed).stdout
@@ -130,15 +139,25 @@ def test_hpa_get_and_describe(kubectl: KubectlRunner, apiserver: ServerThread) -
     hpa = apiserver.call(lambda: store.get(("autoscaling", "horizontalpodautoscalers"), "default", "web"))
     event = {
         "metadata": {"name": "web.1", "namespace": "default"},
-        "involvedObject": {"kind": "HorizontalPodAutoscaler", "name": "web", "namespace": "default",
-                           "uid": hpa["metadata"]["uid"], "apiVersion": "autoscaling/v2"},
+        "involvedObject": {
+            "kind": "HorizontalPodAutoscaler",
+            "name": "web",
+            "namespace": "default",
+            "uid": hpa["metadata"]["uid"],
+            "apiVersion": "autoscaling/v2",
+        },
         "reason": "SuccessfulRescale",
         "message": "New size: 4; reason: cpu resource utilization above target",
-        "type": "Normal", "count": 1, "source": {"component": "horizontal-pod-autoscaler"},
+        "type": "Normal",
+        "count": 1,
+        "source": {"component": "horizontal-pod-autoscaler"},
     }
-    other = {**event, "metadata": {"name": "other.1", "namespace": "default"},
-             "involvedObject": {**event["involvedObject"], "name": "other", "uid": "x"},
-             "reason": "NotMine"}
+    other = {
+        **event,
+        "metadata": {"name": "other.1", "namespace": "default"},
+        "involvedObject": {**event["involvedObject"], "name": "other", "uid": "x"},
+        "reason": "NotMine",
+    }
     apiserver.call(lambda: [store.create(("", "events"), e) for e in (event, other)])
     described = kubectl("describe", "hpa", "web").stdout
     assert "Reference:" in described and "Deployment/web" in described
@@ -173,11 +192,15 @@ def test_crd_serves_custom_resource_with_printer_columns(kubectl: KubectlRunner)
 
 def test_get_pods_prints_pod_columns(kubectl: KubectlRunner, apiserver: ServerThread) -> None:
     pod = {
-        "apiVersion": "v1", "kind": "Pod",
+        "apiVersion": "v1",
+        "kind": "Pod",
         "metadata": {"name": "web-1", "namespace": "default", "labels": {"app": "web"}},
         "spec": {"nodeName": "node-1", "containers": [{"name": "app", "image": "nginx"}]},
-        "status": {"phase": "Running", "podIP": "10.0.0.7",
-                   "containerStatuses": [{"name": "app", "ready": True, "restartCount": 2}]},
+        "status": {
+            "phase": "Running",
+            "podIP": "10.0.0.7",
+            "containerStatuses": [{"name": "app", "ready": True, "restartCount": 2}],
+        },
     }
     apiserver.call(lambda: apiserver.server.seed([pod]))
     header, row = _rows(kubectl("get", "pods").stdout)
@@ -190,12 +213,17 @@ def test_get_pods_prints_pod_columns(kubectl: KubectlRunner, apiserver: ServerTh
 
 def test_events_api_is_a_view_of_core_events(kubectl: KubectlRunner, apiserver: ServerThread) -> None:
     event = {
-        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
         "metadata": {"name": "web.2", "namespace": "default"},
-        "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "surge-autoscaler",
-        "reportingInstance": "surge-1", "action": "Scale", "reason": "SuccessfulRescale",
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "surge-autoscaler",
+        "reportingInstance": "surge-1",
+        "action": "Scale",
+        "reason": "SuccessfulRescale",
         "regarding": {"kind": "HorizontalPodAutoscaler", "name": "web", "namespace": "default"},
-        "note": "New size: 3", "type": "Normal",
+        "note": "New size: 3",
+        "type": "Normal",
     }
     kubectl("create", "-f", "-", input=json.dumps(event))
     core = json.loads(kubectl("get", "events.v1.", "web.2", "-o", "json").stdout)
@@ -221,8 +249,9 @@ def test_typed_create_commands_send_protobuf_that_is_understood(kubectl: Kubectl
     assert deploy["spec"]["replicas"] == 0
     assert deploy["spec"]["selector"] == {"matchLabels": {"app": "api"}}
     (container,) = deploy["spec"]["template"]["spec"]["containers"]
-    assert container["image"] == "nginx:1.27" and container["ports"] == [{"containerPort": 8080,
-                                                                          "protocol": "TCP"}]
+    assert container["image"] == "nginx:1.27" and container["ports"] == [
+        {"containerPort": 8080, "protocol": "TCP"}
+    ]
     assert container["imagePullPolicy"] == "IfNotPresent"
     service = json.loads(kubectl("get", "svc", "api", "-o", "json").stdout)
     (port,) = service["spec"]["ports"]
@@ -236,8 +265,12 @@ def test_auth_can_i_asks_the_review_policy(kubectl: KubectlRunner, apiserver: Se
     denied = kubectl("auth", "can-i", "delete", "deployments.apps", "-n", "kube-system", check=False)
     assert denied.returncode == 1 and denied.stdout.strip() == "no - nope"
     attributes = reviews.access_reviews[-1]["spec"]["resourceAttributes"]
-    assert attributes == {"namespace": "kube-system", "verb": "delete", "group": "apps",
-                          "resource": "deployments"}
+    assert attributes == {
+        "namespace": "kube-system",
+        "verb": "delete",
+        "group": "apps",
+        "resource": "deployments",
+    }
 
 
 def test_autoscale_writes_v1_and_reads_as_v2(kubectl: KubectlRunner) -> None:
@@ -245,17 +278,33 @@ def test_autoscale_writes_v1_and_reads_as_v2(kubectl: KubectlRunner) -> None:
     kubectl("autoscale", "deployment", "web", "--cpu-percent=55", "--min=2", "--max=7")  # autoscaling/v1
     v2 = json.loads(kubectl("get", "hpa", "web", "-o", "json").stdout)
     assert v2["apiVersion"] == "autoscaling/v2"
-    assert v2["spec"]["metrics"] == [{"type": "Resource", "resource": {
-        "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 55}}}]
-    memory = {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue",
-                                                                           "averageValue": "100Mi"}}}
-    kubectl("patch", "hpa", "web", "--type=json",
-            "-p", json.dumps([{"op": "add", "path": "/spec/metrics/-", "value": memory}]))
+    assert v2["spec"]["metrics"] == [
+        {
+            "type": "Resource",
+            "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 55}},
+        }
+    ]
+    memory = {
+        "type": "Resource",
+        "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "100Mi"}},
+    }
+    kubectl(
+        "patch",
+        "hpa",
+        "web",
+        "--type=json",
+        "-p",
+        json.dumps([{"op": "add", "path": "/spec/metrics/-", "value": memory}]),
+    )
     v1_name = "horizontalpodautoscalers.v1.autoscaling"
     v1 = json.loads(kubectl("get", v1_name, "web", "-o", "json").stdout)
     assert v1["apiVersion"] == "autoscaling/v1"
-    assert v1["spec"] == {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-                          "minReplicas": 2, "maxReplicas": 7, "targetCPUUtilizationPercentage": 55}
+    assert v1["spec"] == {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "minReplicas": 2,
+        "maxReplicas": 7,
+        "targetCPUUtilizationPercentage": 55,
+    }
     kubectl("patch", v1_name, "web", "--type=merge", "-p", '{"spec":{"targetCPUUtilizationPercentage":70}}')
     metrics = json.loads(kubectl("get", "hpa", "web", "-o", "json").stdout)["spec"]["metrics"]
     assert [m["resource"]["name"] for m in metrics] == ["cpu", "memory"]
@@ -275,11 +324,22 @@ def test_server_dry_run_and_diff_change_nothing(kubectl: KubectlRunner, apiserve
 
 
 def test_drain_evicts_pods_of_a_cordoned_node(kubectl: KubectlRunner, apiserver: ServerThread) -> None:
-    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
-            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
-    pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "default"},
-             "spec": {"nodeName": node_name, "containers": [{"name": "c", "image": "nginx"}]},
-             "status": {"phase": "Running"}} for i, node_name in enumerate(["n1", "n1", "n2"])]
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    pods = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"p{i}", "namespace": "default"},
+            "spec": {"nodeName": node_name, "containers": [{"name": "c", "image": "nginx"}]},
+            "status": {"phase": "Running"},
+        }
+        for i, node_name in enumerate(["n1", "n1", "n2"])
+    ]
     apiserver.call(lambda: apiserver.server.seed([node, *pods]))
     drained = kubectl("drain", "n1", "--force", "--timeout=20s")
     assert "node/n1 drained" in drained.stdout, drained.stderr
@@ -303,12 +363,23 @@ def test_pod_disruption_budgets_are_served_with_status(kubectl: KubectlRunner) -
     assert {"poddisruptionbudgets", "poddisruptionbudgets/status"} <= {r["name"] for r in resources}
     assert kubectl("apply", "-f", "-", input=PDB).stdout.strip() == "poddisruptionbudget.policy/web created"
     pdb = json.loads(kubectl("get", "pdb", "web", "-o", "json").stdout)
-    assert pdb["status"] == {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
-                             "expectedPods": 0}
+    assert pdb["status"] == {
+        "disruptionsAllowed": 0,
+        "currentHealthy": 0,
+        "desiredHealthy": 0,
+        "expectedPods": 0,
+    }
     status = {"disruptionsAllowed": 1, "currentHealthy": 2, "desiredHealthy": 1, "expectedPods": 2}
     # The status subresource writes only the status, the main resource only the rest.
-    kubectl("patch", "pdb", "web", "--subresource=status", "--type=merge",
-            "-p", json.dumps({"spec": {"minAvailable": 1}, "status": status}))
+    kubectl(
+        "patch",
+        "pdb",
+        "web",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"minAvailable": 1}, "status": status}),
+    )
     kubectl("patch", "pdb", "web", "--type=merge", "-p", json.dumps({"status": {"expectedPods": 9}}))
     pdb = json.loads(kubectl("get", "pdb", "web", "-o", "json").stdout)
     assert pdb["spec"]["minAvailable"] == "50%" and pdb["status"] == status
@@ -318,11 +389,17 @@ def test_pod_disruption_budgets_are_served_with_status(kubectl: KubectlRunner) -
 
 
 def test_rbac_names_may_contain_colons_but_not_slashes(kubectl: KubectlRunner) -> None:
-    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": "system:surge:reader"}, "rules": []}
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "system:surge:reader"},
+        "rules": [],
+    }
     assert "created" in kubectl("apply", "-f", "-", input=json.dumps(role)).stdout
-    assert kubectl("get", "clusterrole", "system:surge:reader", "-o", "name").stdout.strip() == \
-        "clusterrole.rbac.authorization.k8s.io/system:surge:reader"
+    assert (
+        kubectl("get", "clusterrole", "system:surge:reader", "-o", "name").stdout.strip()
+        == "clusterrole.rbac.authorization.k8s.io/system:surge:reader"
+    )
     # Other kinds keep DNS-1123 names; RBAC kinds only refuse what cannot be one URL path segment.
     configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "system:x"}}
     refused = kubectl("create", "-f", "-", input=json.dumps(configmap), check=False)

@@ -44,10 +44,14 @@ STATS = NodeStats(
     cpu_seconds=30.0,
     memory_bytes=700 * MI,
     pods=(
-        PodStats("shop", 'we"b', (
-            ContainerStats("app", T0 + 1.5, 2.0, Usage(0.25, 64 * MI)),
-            ContainerStats("proxy", T0 + 1.5, 0.5, Usage(0.001, 16 * MI)),
-        )),
+        PodStats(
+            "shop",
+            'we"b',
+            (
+                ContainerStats("app", T0 + 1.5, 2.0, Usage(0.25, 64 * MI)),
+                ContainerStats("proxy", T0 + 1.5, 0.5, Usage(0.001, 16 * MI)),
+            ),
+        ),
     ),
 )
 
@@ -168,19 +172,19 @@ async def test_counters_integrate_the_load_model_and_a_node_keeps_its_gone_pods_
 # (`<<.LabelMatchers>>` = namespace="NS",pod=~"P", `<<.GroupBy>>` = pod,container) and for nodes
 # (node=~"N", node), written out; test_queries_are_the_configs_rendered checks them against the files.
 DEPLOY_MANIFESTS = {
-    ("cpu", "containerQuery"): 'sum by (pod,container) ( irate ( container_cpu_usage_seconds_total'
+    ("cpu", "containerQuery"): "sum by (pod,container) ( irate ( container_cpu_usage_seconds_total"
     '{namespace="NS",pod=~"P",container!="",pod!=""}[4m] ) )',
     ("cpu", "nodeQuery"): 'sum by (node) ( irate( node_cpu_usage_seconds_total{node=~"N"}[4m] ) )',
-    ("memory", "containerQuery"): 'sum by (pod,container) ( container_memory_working_set_bytes'
+    ("memory", "containerQuery"): "sum by (pod,container) ( container_memory_working_set_bytes"
     '{namespace="NS",pod=~"P",container!="",pod!=""} )',
     ("memory", "nodeQuery"): 'sum by (node) ( node_memory_working_set_bytes{node=~"N"} )',
 }
 HELM_CHART = {
-    ("cpu", "containerQuery"): 'sum by (pod,container) ( rate(container_cpu_usage_seconds_total'
+    ("cpu", "containerQuery"): "sum by (pod,container) ( rate(container_cpu_usage_seconds_total"
     '{container!="",namespace="NS",pod=~"P"}[3m]) )',
-    ("cpu", "nodeQuery"): 'sum by (node) ( rate(node_cpu_seconds_total'
+    ("cpu", "nodeQuery"): "sum by (node) ( rate(node_cpu_seconds_total"
     '{mode!="idle",mode!="iowait",mode!="steal",node=~"N"}[3m]) )',
-    ("memory", "containerQuery"): 'sum by (pod,container) ( avg_over_time(container_memory_working_set_bytes'
+    ("memory", "containerQuery"): "sum by (pod,container) ( avg_over_time(container_memory_working_set_bytes"
     '{container!="",namespace="NS",pod=~"P"}[3m]) )',
     ("memory", "nodeQuery"): 'sum by (node) ( avg_over_time(node_memory_MemTotal_bytes{node=~"N"}[3m]) - '
     'avg_over_time(node_memory_MemAvailable_bytes{node=~"N"}[3m]) )',

@@ -41,12 +41,29 @@ class Backend:
     async def handle(self, request: web.Request) -> web.Response:
         self.paths.append(request.path)
         if request.path == f"/apis/{GV}":
-            return web.json_response({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": GV,
-                                      "resources": API_RESOURCES})
-        return web.json_response({"kind": "NodeMetricsList", "apiVersion": GV, "metadata": {}, "items": [
-            {"metadata": {"name": "from-backend"}, "timestamp": "2024-01-01T00:00:00Z", "window": "5m",
-             "usage": {"cpu": "1m", "memory": "1Ki"}},
-        ]})
+            return web.json_response(
+                {
+                    "kind": "APIResourceList",
+                    "apiVersion": "v1",
+                    "groupVersion": GV,
+                    "resources": API_RESOURCES,
+                }
+            )
+        return web.json_response(
+            {
+                "kind": "NodeMetricsList",
+                "apiVersion": GV,
+                "metadata": {},
+                "items": [
+                    {
+                        "metadata": {"name": "from-backend"},
+                        "timestamp": "2024-01-01T00:00:00Z",
+                        "window": "5m",
+                        "usage": {"cpu": "1m", "memory": "1Ki"},
+                    },
+                ],
+            }
+        )
 
 
 @pytest.fixture
@@ -86,8 +103,10 @@ def test_an_apiservice_takes_metrics_k8s_io_over_and_its_deletion_gives_it_back(
     down = sim_kubectl("get", "--raw", f"/apis/{GV}/nodes", check=False)
     assert down.returncode != 0 and "ServiceUnavailable" in down.stderr
 
-    reachable = {**PA_APISERVICE, "metadata": {**PA_APISERVICE["metadata"],
-                                               "annotations": {"sim.surge.dev/url": backend.url}}}
+    reachable = {
+        **PA_APISERVICE,
+        "metadata": {**PA_APISERVICE["metadata"], "annotations": {"sim.surge.dev/url": backend.url}},
+    }
     sim_kubectl("apply", "-f", "-", input=json.dumps(reachable))
     sim_cluster.call(aggregator.probe_all())
     assert _node_names(sim_kubectl) == {"from-backend"}

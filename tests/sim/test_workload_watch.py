@@ -72,8 +72,13 @@ async def test_list_and_watch_pods_through_scale_up_and_scale_down(api: client.A
     w = watch.Watch()
 
     async def collect() -> None:
-        async for event in w.stream(core.list_namespaced_pod, "default", label_selector=selector,
-                                    resource_version=listed.metadata.resource_version, timeout_seconds=300):
+        async for event in w.stream(
+            core.list_namespaced_pod,
+            "default",
+            label_selector=selector,
+            resource_version=listed.metadata.resource_version,
+            timeout_seconds=300,
+        ):
             seen.append(_seen(event))
 
     collector = asyncio.create_task(collect())

@@ -53,7 +53,7 @@ def test_plain_field_error_keeps_gos_message() -> None:
 
 
 def test_variables_declared_between_fields_persist() -> None:
-    template = parse('<<$s := .Series>><<.GroupBy>> <<$s>> <<if .Flag>><<$s>><<end>>')
+    template = parse("<<$s := .Series>><<.GroupBy>> <<$s>> <<if .Flag>><<$s>><<end>>")
     assert template.render(DATA) == "pod,container http_requests_total http_requests_total"
 
 

@@ -149,8 +149,10 @@ def scheduled(replicas: int, usage: int, now: datetime, **kwargs: object) -> Sna
 def test_inside_a_window_the_schedule_raises_the_replicas_to_its_minimum() -> None:
     decision = decide(scheduled(2, 10, b.T0))  # the metrics alone would keep 2 (minReplicas 1)
     assert (decision.rescale, decision.desired_replicas) == (True, 6)
-    assert decision.reason == below_schedule(MIDDAY) == (
-        "Current number of replicas below the minReplicas of schedule 0 10 * * * UTC"
+    assert (
+        decision.reason
+        == below_schedule(MIDDAY)
+        == ("Current number of replicas below the minReplicas of schedule 0 10 * * * UTC")
     )
     assert decision.events[-1].message == f"New size: 6; reason: {decision.reason}"
     assert decision.floor_schedule == MIDDAY

@@ -71,7 +71,6 @@ async def serving(answer: Answer) -> AsyncIterator[tuple[_Server, Http11Client]]
         await listener.wait_closed()
 
 
-
 def _fixed(body: bytes, status: str = "200 OK", extra: bytes = b"") -> list[bytes]:
     head = f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\n".encode() + extra + b"\r\n"
     return [head[:10], head[10:] + body[:3], body[3:]]

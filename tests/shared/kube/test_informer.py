@@ -305,8 +305,10 @@ class PagingApiServer:
 
     def __init__(self, count: int) -> None:
         self.items = [
-            {"metadata": {"name": f"cm{i:03}", "namespace": "default", "resourceVersion": str(10 + i)},
-             "data": {"v": str(i)}}
+            {
+                "metadata": {"name": f"cm{i:03}", "namespace": "default", "resourceVersion": str(10 + i)},
+                "data": {"v": str(i)},
+            }
             for i in range(count)
         ]
         self.asked: list[dict[str, str]] = []
@@ -324,8 +326,14 @@ class PagingApiServer:
         start = int(query.get("continue", "0"))
         if start and start == self.expire_page:
             self.expire_page = None
-            status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Expired",
-                      "message": "The provided continue parameter is too old", "code": 410}
+            status = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "status": "Failure",
+                "reason": "Expired",
+                "message": "The provided continue parameter is too old",
+                "code": 410,
+            }
             return web.json_response(status, status=410)
         limit = int(query["limit"])
         meta: Obj = {"resourceVersion": "99"}
