@@ -8,6 +8,7 @@ import socket
 import uuid
 
 from autoscaler.sources import SOURCES
+from shared.auth import add_auth_flags
 from shared.cli import (
     OneLineErrorParser,
     add_version_flag,
@@ -15,11 +16,13 @@ from shared.cli import (
     integer,
     label_selector,
     number,
-    port_number,
     seconds,
 )
 from shared.logging import add_logging_flags
 from shared.prometheus_flags import add_prometheus_credential_flags
+from shared.serving.options import add_serving_flags
+
+DEFAULT_SECURE_PORT = 8443
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -145,11 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--leader-elect-resource-name", default="surge-autoscaler")
     g.add_argument("--leader-elect-resource-namespace", default="kube-system")
     g.add_argument("--leader-elect-identity", default=f"{socket.gethostname()}_{uuid.uuid4()}")
-    g = p.add_argument_group("serving")
-    g.add_argument("--bind-address", default="0.0.0.0", help="address of /metrics, /healthz, /readyz")
-    g.add_argument(
-        "--port", type=port_number, default=8080, help="port of /metrics, /healthz, /readyz (0: any free)"
-    )
+    # The port of /metrics, /debug/decisions and health: HTTPS with delegated authentication and
+    # authorization, as kube components serve their metrics.
+    add_serving_flags(p, secure_port=DEFAULT_SECURE_PORT, cert_dir="")
+    add_auth_flags(p, kubeconfig_default="--kubeconfig's")
+    g = p.add_argument_group("shutdown")
     g.add_argument(
         "--shutdown-grace-period",
         type=seconds(),

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from autoscaler.core.types import ControllerConfig
 from autoscaler.flags import build_parser
 from autoscaler.leader import LeaseConfig
 from autoscaler.promql.client import PrometheusAccess
+from shared.auth import AuthOptions, auth_options_from_namespace
 from shared.prometheus_flags import prometheus_credentials
+from shared.serving.options import ServingOptions, serving_options_from_namespace
 
 
 @dataclass(frozen=True)
@@ -48,8 +50,8 @@ class AutoscalerOptions:
     prometheus: PrometheusAccess | None
     cluster_wide_query_namespaces: tuple[str, ...]
     lease: LeaseConfig | None
-    bind_address: str
-    port: int
+    serving: ServingOptions
+    auth: AuthOptions
     shutdown_grace_period: float
     log_level: str
     log_format: str
@@ -68,6 +70,16 @@ def _lease(ns: argparse.Namespace) -> LeaseConfig:
     except ValueError as err:
         flags = "--leader-elect-lease-duration, --leader-elect-renew-deadline, --leader-elect-retry-period"
         raise ValueError(f"{flags}: {err}") from None
+
+
+def _auth(ns: argparse.Namespace) -> AuthOptions:
+    """Delegated auth's options; its kubeconfigs default to the cluster access of --kubeconfig."""
+    auth = auth_options_from_namespace(ns)
+    return replace(
+        auth,
+        authentication_kubeconfig=auth.authentication_kubeconfig or ns.kubeconfig or "",
+        authorization_kubeconfig=auth.authorization_kubeconfig or ns.kubeconfig or "",
+    )
 
 
 def options_from_namespace(ns: argparse.Namespace) -> AutoscalerOptions:
@@ -110,8 +122,8 @@ def options_from_namespace(ns: argparse.Namespace) -> AutoscalerOptions:
         ),
         cluster_wide_query_namespaces=tuple(ns.cluster_wide_query_namespace),
         lease=_lease(ns) if ns.leader_elect else None,
-        bind_address=ns.bind_address,
-        port=ns.port,
+        serving=serving_options_from_namespace(ns),
+        auth=_auth(ns),
         shutdown_grace_period=ns.shutdown_grace_period,
         log_level=ns.log_level,
         log_format=ns.log_format,

@@ -36,12 +36,13 @@ def _slice(group: argparse._ArgumentGroup, flag: str, default: list[str], help_t
     group.add_argument(flag, action=_StringSlice, default=default, metavar="strings", help=help_text)
 
 
-def add_auth_flags(parser: argparse.ArgumentParser) -> None:
+def add_auth_flags(parser: argparse.ArgumentParser, kubeconfig_default: str = "in-cluster") -> None:
+    """The groups; `kubeconfig_default` says in the help what an empty kubeconfig flag means."""
     authn = parser.add_argument_group("authentication")
     authn.add_argument(
         "--authentication-kubeconfig",
         default="",
-        help="kubeconfig for TokenReviews and the front-proxy ConfigMap (default: in-cluster)",
+        help=f"kubeconfig for TokenReviews and the front-proxy ConfigMap (default: {kubeconfig_default})",
     )
     authn.add_argument(
         "--authentication-token-webhook-cache-ttl",
@@ -80,7 +81,7 @@ def add_auth_flags(parser: argparse.ArgumentParser) -> None:
     authz.add_argument(
         "--authorization-kubeconfig",
         default="",
-        help="kubeconfig for SubjectAccessReviews (default: in-cluster)",
+        help=f"kubeconfig for SubjectAccessReviews (default: {kubeconfig_default})",
     )
     authz.add_argument(
         "--authorization-webhook-cache-authorized-ttl",

@@ -19,10 +19,17 @@ from shared.clock import FakeClock
 from shared.kube import KubeClient
 from sim.prometheus import PrometheusProcess
 from sim.runner import ServerThread
-from tests.autoscaler.harness import autoscaler_spec, create_hza, install_crd, running_daemon, workload
+from tests.autoscaler.harness import (
+    autoscaler_spec,
+    create_hza,
+    explain_flags,
+    install_crd,
+    running_daemon,
+    workload,
+)
 from tests.autoscaler.helpers import eventually, reconciles
 from tests.autoscaler.metrics_backend import MetricsBackend
-from tests.autoscaler.test_explain import get, scrape, url
+from tests.autoscaler.test_explain import get, scrape
 from tests.surge.test_explain_command import explain
 
 HZA = "/apis/autoscaling.surge.dev/v1alpha1/namespaces/default/horizontalautoscalers"
@@ -68,7 +75,7 @@ async def test_the_daemon_scales_out_ahead_of_the_forecast_rise(
         assert metric["forecast"] == {"value": 1000.0, "error": 0.0, "used": True, "reason": "forecast used"}
         assert metric["value"] == {"averageValue": "500"}  # what the algorithm read: 1000 over 2 pods
 
-        assert await asyncio.to_thread(explain, "default/web", "--autoscaler-url", url(daemon)) == 0
+        assert await asyncio.to_thread(explain, "default/web", *explain_flags(daemon)) == 0
         text = capsys.readouterr().out
         assert (
             'forecast       "http_requests" on pods: 1000 (recent error 0.0%), used: the metric read the '
