@@ -102,4 +102,3 @@ class ObjectCaches:
             return None
         meta = obj["metadata"]
         return CachedObject(meta["namespace"], meta["name"], meta["labels"])
-

@@ -436,9 +436,7 @@ async def main() -> None:
     parser.add_argument("--pods", type=int, default=10)
     parser.add_argument("--series", type=int, default=100_000)
     parser.add_argument("--relist-only", action="store_true", help="run only the relist (3.)")
-    args = parse_args(
-        parser, {"requests": 50, "concurrency": 4, "duration": 1.0, "pods": 2, "series": 2_000}
-    )
+    args = parse_args(parser, {"requests": 50, "concurrency": 4, "duration": 1.0, "pods": 2, "series": 2_000})
     configure_logging("warning")
 
     relist = await bench_relist(args.series)

@@ -39,8 +39,19 @@ FRONT_PROXY_USER = "front-proxy-client"
 AUTH_CONFIGMAP = ("kube-system", "extension-apiserver-authentication")
 PROBE_TIMEOUT = 5.0
 _HOP_HEADERS = frozenset(
-    {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-     "transfer-encoding", "upgrade", "host", "authorization", "content-length"}
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "authorization",
+        "content-length",
+    }
 )
 
 
@@ -56,16 +67,34 @@ def _validate_apiservice(obj: Obj, _old: Obj | None) -> None:
     name = obj["metadata"]["name"]
     expected = f"{spec.get('version', '')}.{spec.get('group', '')}"
     if name != expected:
-        raise errors.invalid("APIService", "apiregistration.k8s.io", name, "metadata.name",
-                             f'Invalid value: "{name}": must be {expected}')
+        raise errors.invalid(
+            "APIService",
+            "apiregistration.k8s.io",
+            name,
+            "metadata.name",
+            f'Invalid value: "{name}": must be {expected}',
+        )
     if spec.get("insecureSkipTLSVerify") and spec.get("caBundle"):
-        raise errors.invalid("APIService", "apiregistration.k8s.io", name, "spec.insecureSkipTLSVerify",
-                             "Invalid value: true: may not be true if caBundle is present")
+        raise errors.invalid(
+            "APIService",
+            "apiregistration.k8s.io",
+            name,
+            "spec.insecureSkipTLSVerify",
+            "Invalid value: true: may not be true if caBundle is present",
+        )
 
 
 def apiservice_type() -> ResourceType:
-    return ResourceType("apiregistration.k8s.io", "v1", "apiservices", "APIService", False,
-                        status=True, validator=_validate_apiservice, on_create=initial_status({}))
+    return ResourceType(
+        "apiregistration.k8s.io",
+        "v1",
+        "apiservices",
+        "APIService",
+        False,
+        status=True,
+        validator=_validate_apiservice,
+        on_create=initial_status({}),
+    )
 
 
 def _condition(obj: Obj) -> Obj:
@@ -79,7 +108,10 @@ class Aggregator:
     """Registers APIServices into discovery, probes their availability and proxies their requests."""
 
     def __init__(
-        self, registry: Registry, store: Store, client_ca: CertificateAuthority | None,
+        self,
+        registry: Registry,
+        store: Store,
+        client_ca: CertificateAuthority | None,
         probe_interval: float,
     ) -> None:
         self.registry = registry
@@ -105,9 +137,13 @@ class Aggregator:
         }
         if client_ca is not None:
             data["client-ca-file"] = client_ca.cert_pem.decode()
-        store.create(("", "configmaps"), {
-            "metadata": {"name": AUTH_CONFIGMAP[1], "namespace": AUTH_CONFIGMAP[0]}, "data": data,
-        })
+        store.create(
+            ("", "configmaps"),
+            {
+                "metadata": {"name": AUTH_CONFIGMAP[1], "namespace": AUTH_CONFIGMAP[0]},
+                "data": data,
+            },
+        )
 
     # ---- lifecycle -------------------------------------------------------------------------------
 
@@ -142,11 +178,16 @@ class Aggregator:
 
     def _sync_group(self, group: str) -> None:
         services = [
-            s for s in self.store.select(APISERVICES, Selection())
+            s
+            for s in self.store.select(APISERVICES, Selection())
             if s.get("spec", {}).get("group") == group and s["spec"].get("service")
         ]
-        services.sort(key=lambda s: (-int(s["spec"].get("versionPriority", 0)),
-                                     version_priority(s["spec"].get("version", ""))))
+        services.sort(
+            key=lambda s: (
+                -int(s["spec"].get("versionPriority", 0)),
+                version_priority(s["spec"].get("version", "")),
+            )
+        )
         self.registry.set_proxied(group, [s["spec"]["version"] for s in services])
 
     def backend(self, group: str, version: str) -> Obj | None:
@@ -182,8 +223,10 @@ class Aggregator:
         if not url.startswith("https://"):
             return {}
         service = spec["service"]
-        return {"ssl": self._ssl(spec),
-                "server_hostname": f"{service['name']}.{service.get('namespace', 'default')}.svc"}
+        return {
+            "ssl": self._ssl(spec),
+            "server_hostname": f"{service['name']}.{service.get('namespace', 'default')}.svc",
+        }
 
     # ---- availability ----------------------------------------------------------------------------
 
@@ -210,7 +253,9 @@ class Aggregator:
         if not base:
             service = spec["service"]
             self._set_available(
-                name, "False", "ServiceNotFound",
+                name,
+                "False",
+                "ServiceNotFound",
                 f'service/{service.get("name")} in "{service.get("namespace")}" is not present '
                 f"(no {URL_ANNOTATION} annotation)",
             )
@@ -220,8 +265,11 @@ class Aggregator:
         assert self._session is not None
         try:
             async with self._session.get(
-                url, headers=headers, allow_redirects=False,
-                timeout=aiohttp.ClientTimeout(total=PROBE_TIMEOUT), **self._request_kwargs(apiservice),
+                url,
+                headers=headers,
+                allow_redirects=False,
+                timeout=aiohttp.ClientTimeout(total=PROBE_TIMEOUT),
+                **self._request_kwargs(apiservice),
             ) as response:
                 body = await response.read()
                 if 200 <= response.status < 300:
@@ -231,8 +279,9 @@ class Aggregator:
                 problem = f"bad status from {url}: {response.status}"
         except (aiohttp.ClientError, TimeoutError, ssl.SSLError, OSError) as err:
             problem = f'Get "{url}": {err}'
-        self._set_available(name, "False", "FailedDiscoveryCheck",
-                            f"failing or missing response from {url}: {problem}")
+        self._set_available(
+            name, "False", "FailedDiscoveryCheck", f"failing or missing response from {url}: {problem}"
+        )
 
     def _remember_discovery(self, spec: Obj, body: bytes) -> None:
         try:
@@ -250,8 +299,13 @@ class Aggregator:
         if [current.get(k) for k in ("status", "reason", "message")] == [status, reason, message]:
             return
         since = current.get("lastTransitionTime") if current.get("status") == status else now_rfc3339()
-        condition = {"type": "Available", "status": status, "lastTransitionTime": since or now_rfc3339(),
-                     "reason": reason, "message": message}
+        condition = {
+            "type": "Available",
+            "status": status,
+            "lastTransitionTime": since or now_rfc3339(),
+            "reason": reason,
+            "message": message,
+        }
         self.store.update(APISERVICES, {**obj, "status": {"conditions": [condition]}}, subresource="status")
         log.info("apiservice availability", apiservice=name, available=status, reason=reason)
 
@@ -275,12 +329,17 @@ class Aggregator:
         assert self._session is not None
         try:
             upstream = await self._session.request(
-                request.method, base + request.raw_path, headers=headers, data=await request.read(),
-                allow_redirects=False, **self._request_kwargs(apiservice),
+                request.method,
+                base + request.raw_path,
+                headers=headers,
+                data=await request.read(),
+                allow_redirects=False,
+                **self._request_kwargs(apiservice),
             )
         except (aiohttp.ClientError, ssl.SSLError, OSError) as err:
-            return web.Response(status=503, text=f"error trying to reach service: {err}",
-                                content_type="text/plain")
+            return web.Response(
+                status=503, text=f"error trying to reach service: {err}", content_type="text/plain"
+            )
         async with upstream:
             response = web.StreamResponse(status=upstream.status)
             for key, value in upstream.headers.items():
@@ -291,4 +350,3 @@ class Aggregator:
                 await response.write(chunk)
             await response.write_eof()
             return response
-

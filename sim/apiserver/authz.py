@@ -9,8 +9,14 @@ from sim.apiserver.errors import ApiError, qualified
 from sim.apiserver.resources import Obj
 from sim.apiserver.reviews import Decision, UserInfo
 
-_VERBS = {"GET": "get", "HEAD": "get", "POST": "create", "PUT": "update", "PATCH": "patch",
-          "DELETE": "delete"}
+_VERBS = {
+    "GET": "get",
+    "HEAD": "get",
+    "POST": "create",
+    "PUT": "update",
+    "PATCH": "patch",
+    "DELETE": "delete",
+}
 ALWAYS_ALLOWED_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
 
 
@@ -60,8 +66,10 @@ def forbidden(user: UserInfo, attrs: Obj, decision: Decision) -> ApiError:
     target = qualified(group, resource) + (f' "{name}"' if name else "")
     full_resource = resource + (f"/{ra['subresource']}" if ra.get("subresource") else "")
     scope = f'in the namespace "{ra["namespace"]}"' if ra.get("namespace") else "at the cluster scope"
-    message = (f'{target} is forbidden: User "{user.name}" cannot {ra["verb"]} resource "{full_resource}" '
-               f'in API group "{group}" {scope}{reason}')
+    message = (
+        f'{target} is forbidden: User "{user.name}" cannot {ra["verb"]} resource "{full_resource}" '
+        f'in API group "{group}" {scope}{reason}'
+    )
     details: Obj = {"kind": resource}
     if name:
         details["name"] = name

@@ -156,9 +156,9 @@ class _ClusterIPs:
 
 def default_namespace(obj: Obj) -> None:
     obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
-    obj.setdefault("metadata", {}).setdefault("labels", {})["kubernetes.io/metadata.name"] = obj[
-        "metadata"
-    ]["name"]
+    obj.setdefault("metadata", {}).setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"][
+        "name"
+    ]
 
 
 def namespace_initial_status(obj: Obj) -> None:
@@ -195,50 +195,148 @@ EVENT_FIELDS = frozenset(
 WORKLOAD_SCALE = ScaleSpec()
 # policy/v1 PodDisruptionBudgetStatus's non-omitempty fields; no disruption controller fills them in.
 PDB_INITIAL_STATUS: Obj = {
-    "disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0,
+    "disruptionsAllowed": 0,
+    "currentHealthy": 0,
+    "desiredHealthy": 0,
+    "expectedPods": 0,
 }
 
 
 def builtin_types() -> list[ResourceType]:
     return [
-        ResourceType("", "v1", "namespaces", "Namespace", False, ("ns",), status=True,
-                     fields=frozenset({"status.phase"}), defaulter=default_namespace,
-                     on_create=namespace_initial_status),
-        ResourceType("", "v1", "pods", "Pod", True, ("po",), ("all",), status=True, fields=POD_FIELDS,
-                     defaulter=default_pod, on_create=pod_initial_status),
-        ResourceType("", "v1", "nodes", "Node", False, ("no",), status=True,
-                     fields=frozenset({"spec.unschedulable"})),
-        ResourceType("", "v1", "services", "Service", True, ("svc",), ("all",), status=True,
-                     defaulter=_ClusterIPs(), on_create=initial_status({"loadBalancer": {}})),
+        ResourceType(
+            "",
+            "v1",
+            "namespaces",
+            "Namespace",
+            False,
+            ("ns",),
+            status=True,
+            fields=frozenset({"status.phase"}),
+            defaulter=default_namespace,
+            on_create=namespace_initial_status,
+        ),
+        ResourceType(
+            "",
+            "v1",
+            "pods",
+            "Pod",
+            True,
+            ("po",),
+            ("all",),
+            status=True,
+            fields=POD_FIELDS,
+            defaulter=default_pod,
+            on_create=pod_initial_status,
+        ),
+        ResourceType(
+            "", "v1", "nodes", "Node", False, ("no",), status=True, fields=frozenset({"spec.unschedulable"})
+        ),
+        ResourceType(
+            "",
+            "v1",
+            "services",
+            "Service",
+            True,
+            ("svc",),
+            ("all",),
+            status=True,
+            defaulter=_ClusterIPs(),
+            on_create=initial_status({"loadBalancer": {}}),
+        ),
         ResourceType("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
         ResourceType("", "v1", "secrets", "Secret", True, fields=frozenset({"type"})),
         ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",)),
         ResourceType("", "v1", "events", "Event", True, ("ev",), fields=EVENT_FIELDS),
-        ResourceType("apps", "v1", "deployments", "Deployment", True, ("deploy",), ("all",), status=True,
-                     scale=WORKLOAD_SCALE, defaulter=default_deployment, on_create=initial_status({})),
-        ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), ("all",), status=True,
-                     scale=WORKLOAD_SCALE, defaulter=default_replicaset,
-                     on_create=initial_status({"replicas": 0})),
-        ResourceType("apps", "v1", "statefulsets", "StatefulSet", True, ("sts",), ("all",), status=True,
-                     scale=WORKLOAD_SCALE, defaulter=default_statefulset,
-                     on_create=initial_status({"replicas": 0, "availableReplicas": 0})),
-        ResourceType("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True,
-                     ("hpa",), ("all",), status=True, defaulter=default_hpa,
-                     on_create=initial_status({"desiredReplicas": 0, "currentMetrics": None})),
+        ResourceType(
+            "apps",
+            "v1",
+            "deployments",
+            "Deployment",
+            True,
+            ("deploy",),
+            ("all",),
+            status=True,
+            scale=WORKLOAD_SCALE,
+            defaulter=default_deployment,
+            on_create=initial_status({}),
+        ),
+        ResourceType(
+            "apps",
+            "v1",
+            "replicasets",
+            "ReplicaSet",
+            True,
+            ("rs",),
+            ("all",),
+            status=True,
+            scale=WORKLOAD_SCALE,
+            defaulter=default_replicaset,
+            on_create=initial_status({"replicas": 0}),
+        ),
+        ResourceType(
+            "apps",
+            "v1",
+            "statefulsets",
+            "StatefulSet",
+            True,
+            ("sts",),
+            ("all",),
+            status=True,
+            scale=WORKLOAD_SCALE,
+            defaulter=default_statefulset,
+            on_create=initial_status({"replicas": 0, "availableReplicas": 0}),
+        ),
+        ResourceType(
+            "autoscaling",
+            "v2",
+            "horizontalpodautoscalers",
+            "HorizontalPodAutoscaler",
+            True,
+            ("hpa",),
+            ("all",),
+            status=True,
+            defaulter=default_hpa,
+            on_create=initial_status({"desiredReplicas": 0, "currentMetrics": None}),
+        ),
         hpa_v1_type(),
         ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
         ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True, path_segment_names=True),
-        ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True,
-                     path_segment_names=True),
-        ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False,
-                     path_segment_names=True),
-        ResourceType("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False,
-                     path_segment_names=True),
-        ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",),
-                     status=True, on_create=initial_status(PDB_INITIAL_STATUS)),
+        ResourceType(
+            "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True, path_segment_names=True
+        ),
+        ResourceType(
+            "rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False, path_segment_names=True
+        ),
+        ResourceType(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "clusterrolebindings",
+            "ClusterRoleBinding",
+            False,
+            path_segment_names=True,
+        ),
+        ResourceType(
+            "policy",
+            "v1",
+            "poddisruptionbudgets",
+            "PodDisruptionBudget",
+            True,
+            ("pdb",),
+            status=True,
+            on_create=initial_status(PDB_INITIAL_STATUS),
+        ),
         events_v1_type(),
-        ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
-                     False, ("crd", "crds"), ("api-extensions",), status=True),
+        ResourceType(
+            "apiextensions.k8s.io",
+            "v1",
+            "customresourcedefinitions",
+            "CustomResourceDefinition",
+            False,
+            ("crd", "crds"),
+            ("api-extensions",),
+            status=True,
+        ),
     ]
 
 

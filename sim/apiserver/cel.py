@@ -33,7 +33,10 @@ from sim.apiserver.errors import FieldError
 from sim.apiserver.resources import Obj
 
 INVALID, REQUIRED, FORBIDDEN, DUPLICATE = (
-    "FieldValueInvalid", "FieldValueRequired", "FieldValueForbidden", "FieldValueDuplicate",
+    "FieldValueInvalid",
+    "FieldValueRequired",
+    "FieldValueForbidden",
+    "FieldValueDuplicate",
 )
 REASONS = (DUPLICATE, FORBIDDEN, INVALID, REQUIRED)
 _OLD_SELF = re.compile(r"\boldSelf\b")
@@ -112,8 +115,13 @@ def _rule(spec: Obj, schema: Obj) -> Rule:
     reason = spec.get("reason") or INVALID
     if reason not in REASONS:
         supported = ", ".join(f'"{r}"' for r in REASONS)
-        raise RuleError(FieldError("reason", "FieldValueNotSupported",
-                                   f'Unsupported value: "{reason}": supported values: {supported}'))
+        raise RuleError(
+            FieldError(
+                "reason",
+                "FieldValueNotSupported",
+                f'Unsupported value: "{reason}": supported values: {supported}',
+            )
+        )
     field_path = spec.get("fieldPath") or ""
     try:
         normalized = normalize_field_path(field_path, schema)
@@ -122,8 +130,14 @@ def _rule(spec: Obj, schema: Obj) -> Rule:
         raise RuleError(FieldError("fieldPath", INVALID, message)) from None
     message = str(spec.get("message") or "").strip()
     _program(text)  # compiles it now (cached): a CRD with a rule that does not compile is refused
-    return Rule(text, message or text, message or f"failed rule: {text}", reason, normalized,
-                bool(_OLD_SELF.search(text)))
+    return Rule(
+        text,
+        message or text,
+        message or f"failed rule: {text}",
+        reason,
+        normalized,
+        bool(_OLD_SELF.search(text)),
+    )
 
 
 def compile_schema(schema: Obj, where: str = "openAPIV3Schema") -> Node | None:
@@ -203,8 +217,10 @@ def _check(node: Node, rule: Rule, value: Any, old: Any, path: str) -> FieldErro
     here = path or "<nil>"
     if outcome:
         if outcome.startswith("no such overload"):
-            text = (f"'{outcome}': call arguments did not match a supported operator, function or macro "
-                    f"signature for rule: {rule.label}")
+            text = (
+                f"'{outcome}': call arguments did not match a supported operator, function or macro "
+                f"signature for rule: {rule.label}"
+            )
         else:
             text = f"{outcome} evaluating rule: {rule.label}"
         return FieldError(here, INVALID, f'Invalid value: "{node.type}": {text}')

@@ -42,9 +42,15 @@ class CertificateAuthority:
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .add_extension(
                 x509.KeyUsage(
-                    digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-                    key_encipherment=False, data_encipherment=False, key_agreement=False,
-                    encipher_only=False, decipher_only=False,
+                    digital_signature=True,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    encipher_only=False,
+                    decipher_only=False,
                 ),
                 critical=True,
             )
@@ -54,7 +60,10 @@ class CertificateAuthority:
         self.cert_pem = self._cert.public_bytes(serialization.Encoding.PEM)
 
     def _issue(
-        self, common_name: str, usage: x509.ObjectIdentifier, sans: list[x509.GeneralName],
+        self,
+        common_name: str,
+        usage: x509.ObjectIdentifier,
+        sans: list[x509.GeneralName],
         organizations: tuple[str, ...] = (),
     ) -> KeyPair:
         key = ec.generate_private_key(ec.SECP256R1())

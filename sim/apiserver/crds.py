@@ -31,10 +31,20 @@ def crd_initial_status(crd: Obj) -> None:
     now = now_rfc3339()
     crd["status"] = {
         "conditions": [
-            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
-             "message": "no conflicts found", "lastTransitionTime": now},
-            {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
-             "message": "the initial names have been accepted", "lastTransitionTime": now},
+            {
+                "type": "NamesAccepted",
+                "status": "True",
+                "reason": "NoConflicts",
+                "message": "no conflicts found",
+                "lastTransitionTime": now,
+            },
+            {
+                "type": "Established",
+                "status": "True",
+                "reason": "InitialNamesAccepted",
+                "message": "the initial names have been accepted",
+                "lastTransitionTime": now,
+            },
         ],
         "acceptedNames": {
             "plural": names.get("plural", ""),
@@ -58,8 +68,9 @@ def validate_crd(crd: Obj, _old: Obj | None) -> None:
         try:
             compile_schema(schema, f"spec.versions[{i}].schema.openAPIV3Schema")
         except RuleError as err:
-            raise errors.invalid_fields("CustomResourceDefinition", CRDS[0], crd["metadata"]["name"],
-                                        [err.error]) from None
+            raise errors.invalid_fields(
+                "CustomResourceDefinition", CRDS[0], crd["metadata"]["name"], [err.error]
+            ) from None
 
 
 def resource_types(crd: Obj) -> list[ResourceType]:
@@ -73,8 +84,11 @@ def resource_types(crd: Obj) -> list[ResourceType]:
         scale = subresources.get("scale")
         columns = tuple(
             PrinterColumn(
-                name=c["name"], type=c.get("type", "string"), json_path=c["jsonPath"],
-                description=c.get("description", ""), priority=c.get("priority", 0),
+                name=c["name"],
+                type=c.get("type", "string"),
+                json_path=c["jsonPath"],
+                description=c.get("description", ""),
+                priority=c.get("priority", 0),
                 format=c.get("format", ""),
             )
             for c in version.get("additionalPrinterColumns") or []
@@ -95,7 +109,9 @@ def resource_types(crd: Obj) -> list[ResourceType]:
                     spec_replicas_path=scale["specReplicasPath"],
                     status_replicas_path=scale["statusReplicasPath"],
                     label_selector_path=scale.get("labelSelectorPath") or "",
-                ) if scale else None,
+                )
+                if scale
+                else None,
                 printer_columns=columns,
                 fields=frozenset(f["jsonPath"].lstrip(".") for f in version.get("selectableFields") or []),
                 defaulter=checker.default if checker else None,

@@ -64,15 +64,39 @@ def _resource_entries(rt: ResourceType) -> list[Obj]:
     entry["storageVersionHash"] = hashlib.sha256(f"{rt.group}/{rt.kind}".encode()).hexdigest()[:12]
     entries = [entry]
     if rt.status:
-        entries.append({"name": f"{rt.plural}/status", "singularName": "", "namespaced": rt.namespaced,
-                        "kind": rt.kind, "verbs": ["get", "patch", "update"]})
+        entries.append(
+            {
+                "name": f"{rt.plural}/status",
+                "singularName": "",
+                "namespaced": rt.namespaced,
+                "kind": rt.kind,
+                "verbs": ["get", "patch", "update"],
+            }
+        )
     if rt.gr == ("", "pods"):
-        entries.append({"name": "pods/eviction", "singularName": "", "namespaced": True,
-                        "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]})
+        entries.append(
+            {
+                "name": "pods/eviction",
+                "singularName": "",
+                "namespaced": True,
+                "group": "policy",
+                "version": "v1",
+                "kind": "Eviction",
+                "verbs": ["create"],
+            }
+        )
     if rt.scale:
-        entries.append({"name": f"{rt.plural}/scale", "singularName": "", "namespaced": rt.namespaced,
-                        "group": "autoscaling", "version": "v1", "kind": "Scale",
-                        "verbs": ["get", "patch", "update"]})
+        entries.append(
+            {
+                "name": f"{rt.plural}/scale",
+                "singularName": "",
+                "namespaced": rt.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": ["get", "patch", "update"],
+            }
+        )
     return entries
 
 
@@ -93,6 +117,7 @@ def resource_list(registry: Registry, group: str, version: str) -> Obj | None:
 
 
 # ---- aggregated discovery (apidiscovery.k8s.io/v2) ----------------------------------------------
+
 
 def aggregated_version(accept: str) -> str | None:
     """The apidiscovery version an Accept header prefers ("v2"/"v2beta1"), or None for legacy."""
@@ -116,16 +141,21 @@ def _aggregated_resources(group: str, version: str, entries: list[Obj]) -> list[
     parents: dict[str, Obj] = {}
 
     def kind_of(entry: Obj) -> Obj:
-        return {"group": entry.get("group", group), "version": entry.get("version", version),
-                "kind": entry.get("kind", "")}
+        return {
+            "group": entry.get("group", group),
+            "version": entry.get("version", version),
+            "kind": entry.get("kind", ""),
+        }
 
     for entry in entries:
         if "/" in entry["name"]:
             continue
         resource: Obj = {
-            "resource": entry["name"], "responseKind": kind_of(entry),
+            "resource": entry["name"],
+            "responseKind": kind_of(entry),
             "scope": "Namespaced" if entry.get("namespaced") else "Cluster",
-            "singularResource": entry.get("singularName", ""), "verbs": entry.get("verbs", []),
+            "singularResource": entry.get("singularName", ""),
+            "verbs": entry.get("verbs", []),
         }
         for key in ("shortNames", "categories"):
             if entry.get(key):
@@ -135,10 +165,15 @@ def _aggregated_resources(group: str, version: str, entries: list[Obj]) -> list[
         if "/" not in entry["name"]:
             continue
         parent_name, sub = entry["name"].split("/", 1)
-        parent = parents.setdefault(parent_name, {
-            "resource": parent_name, "scope": "Namespaced" if entry.get("namespaced") else "Cluster",
-            "singularResource": "", "verbs": [],
-        })
+        parent = parents.setdefault(
+            parent_name,
+            {
+                "resource": parent_name,
+                "scope": "Namespaced" if entry.get("namespaced") else "Cluster",
+                "singularResource": "",
+                "verbs": [],
+            },
+        )
         parent.setdefault("subresources", []).append(
             {"subresource": sub, "responseKind": kind_of(entry), "verbs": entry.get("verbs", [])}
         )
@@ -161,11 +196,20 @@ def aggregated_discovery(
             else:
                 listing = resource_list(registry, group, v)
                 entries, fresh = (listing or {}).get("resources"), True
-            served.append({"version": v, "resources": _aggregated_resources(group, v, entries or []),
-                           "freshness": "Current" if fresh else "Stale"})
+            served.append(
+                {
+                    "version": v,
+                    "resources": _aggregated_resources(group, v, entries or []),
+                    "freshness": "Current" if fresh else "Stale",
+                }
+            )
         items.append({"metadata": {"name": group} if group else {}, "versions": served})
-    return {"kind": "APIGroupDiscoveryList", "apiVersion": f"apidiscovery.k8s.io/{version}",
-            "metadata": {}, "items": items}
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": f"apidiscovery.k8s.io/{version}",
+        "metadata": {},
+        "items": items,
+    }
 
 
 # ---- OpenAPI v3 ----------------------------------------------------------------------------------
@@ -184,8 +228,11 @@ def openapi_v3_doc(registry: Registry, group: str, version: str) -> Obj | None:
     paths: Obj = {}
     for rt in registry.resources(group, version):
         base = f"/{_gv_path(group, version)}"
-        item = f"{base}/namespaces/{{namespace}}/{rt.plural}/{{name}}" if rt.namespaced else \
-            f"{base}/{rt.plural}/{{name}}"
+        item = (
+            f"{base}/namespaces/{{namespace}}/{rt.plural}/{{name}}"
+            if rt.namespaced
+            else f"{base}/{rt.plural}/{{name}}"
+        )
         paths[item] = {
             "patch": {
                 "operationId": f"patch{rt.kind}",

@@ -13,9 +13,7 @@ def qualified(group: str, plural: str) -> str:
 class ApiError(Exception):
     """An error the API answers with a `Status` body; raised by the store and the handlers alike."""
 
-    def __init__(
-        self, code: int, reason: str, message: str, details: dict[str, Any] | None = None
-    ) -> None:
+    def __init__(self, code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
@@ -112,15 +110,25 @@ def route_not_found() -> ApiError:
 
 def method_not_allowed(verb: str, group: str, plural: str) -> ApiError:
     """405 for `verb` on a resource that does not support it (the message is kube-apiserver's)."""
-    return ApiError(405, "MethodNotAllowed",
-                    "the server does not allow this method on the requested resource",
-                    {"kind": plural, **({"group": group} if group else {}), "causes": [
-                        {"reason": "UnsupportedMethod", "message": verb}]})
+    return ApiError(
+        405,
+        "MethodNotAllowed",
+        "the server does not allow this method on the requested resource",
+        {
+            "kind": plural,
+            **({"group": group} if group else {}),
+            "causes": [{"reason": "UnsupportedMethod", "message": verb}],
+        },
+    )
 
 
 def unsupported_media_type(accepted: tuple[str, ...]) -> ApiError:
-    return ApiError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - "
-                    f"accepted media types include: {', '.join(accepted)}")
+    return ApiError(
+        415,
+        "UnsupportedMediaType",
+        "the body of the request was in an unknown format - "
+        f"accepted media types include: {', '.join(accepted)}",
+    )
 
 
 def expired(message: str) -> ApiError:

@@ -38,5 +38,13 @@ def from_core(core: Obj) -> Obj:
 
 
 def events_v1_type() -> ResourceType:
-    return ResourceType("events.k8s.io", "v1", "events", "Event", True, ("ev",),
-                        storage_gr=("", "events"), codec=Codec(to_core, from_core))
+    return ResourceType(
+        "events.k8s.io",
+        "v1",
+        "events",
+        "Event",
+        True,
+        ("ev",),
+        storage_gr=("", "events"),
+        codec=Codec(to_core, from_core),
+    )

@@ -76,8 +76,15 @@ class Faults:
         self._random.seed(seed)
 
     def add(
-        self, path: str, *, method: str | None = None, latency: float = 0.0, error: int | None = None,
-        rate: float = 1.0, times: int | None = None, watch: bool | None = None,
+        self,
+        path: str,
+        *,
+        method: str | None = None,
+        latency: float = 0.0,
+        error: int | None = None,
+        rate: float = 1.0,
+        times: int | None = None,
+        watch: bool | None = None,
     ) -> Fault:
         if error is not None and error not in _ERRORS:
             raise ValueError(f"unsupported injected status {error}; choose from {sorted(_ERRORS)}")

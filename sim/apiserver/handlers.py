@@ -169,8 +169,12 @@ class ResourceHandlers:
         if method == "GET":
             obj = self.store.get_ref(target.rt.storage, target.namespace, target.name)
             if _wants_table(request) and target.subresource is None:
-                table = tables.to_table(self._printed(target.rt), [obj], obj["metadata"]["resourceVersion"],
-                                        request.query.get("includeObject", "Metadata"))
+                table = tables.to_table(
+                    self._printed(target.rt),
+                    [obj],
+                    obj["metadata"]["resourceVersion"],
+                    request.query.get("includeObject", "Metadata"),
+                )
                 return json_response(table)
             if _wants_metadata(request) and target.subresource is None:
                 return json_response(partial_metadata(obj))
@@ -213,8 +217,14 @@ class ResourceHandlers:
         if remaining is not None:
             meta["remainingItemCount"] = remaining
         if _wants_metadata(request):
-            return json_response({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
-                                  "metadata": meta, "items": [partial_metadata(o) for o in items]})
+            return json_response(
+                {
+                    "kind": "PartialObjectMetadataList",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": meta,
+                    "items": [partial_metadata(o) for o in items],
+                }
+            )
         body = {
             "kind": f"{rt.kind}List",
             "apiVersion": rt.group_version,
@@ -236,11 +246,14 @@ class ResourceHandlers:
     def _check_kind(self, rt: ResourceType, body: Obj) -> None:
         version, kind = body.get("apiVersion"), body.get("kind")
         if version and version != rt.group_version:
-            raise errors.bad_request(f"the API version in the data ({version}) does not match the expected "
-                                     f"API version ({rt.group_version})")
+            raise errors.bad_request(
+                f"the API version in the data ({version}) does not match the expected "
+                f"API version ({rt.group_version})"
+            )
         if kind and kind != rt.kind:
-            raise errors.bad_request(f"the kind in the data ({kind}) does not match the expected kind "
-                                     f"({rt.kind})")
+            raise errors.bad_request(
+                f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})"
+            )
 
     def delete_collection(self, request: web.Request, target: Target) -> web.Response:
         rt = target.rt
@@ -249,8 +262,12 @@ class ResourceHandlers:
             meta = obj["metadata"]
             last, _ = self.store.delete_ref(rt.storage, meta.get("namespace"), meta["name"])
             deleted.append(self._out(rt, last))
-        body = {"kind": f"{rt.kind}List", "apiVersion": rt.group_version,
-                "metadata": {"resourceVersion": str(self.store.resource_version)}, "items": deleted}
+        body = {
+            "kind": f"{rt.kind}List",
+            "apiVersion": rt.group_version,
+            "metadata": {"resourceVersion": str(self.store.resource_version)},
+            "items": deleted,
+        }
         return json_response(body)
 
     # ---- watch ----------------------------------------------------------------------------------
@@ -285,8 +302,16 @@ class ResourceHandlers:
             return response
         await response.prepare(request)
         try:
-            await self._stream(response, watcher, rt, bookmarks, table, _wants_metadata(request), timeout,
-                               query.get("includeObject", "Metadata"))
+            await self._stream(
+                response,
+                watcher,
+                rt,
+                bookmarks,
+                table,
+                _wants_metadata(request),
+                timeout,
+                query.get("includeObject", "Metadata"),
+            )
             await response.write_eof()
         except ConnectionResetError:
             pass  # the client went away
@@ -295,8 +320,15 @@ class ResourceHandlers:
         return response
 
     async def _stream(
-        self, response: web.StreamResponse, watcher: Watcher, rt: ResourceType, bookmarks: bool,
-        table: bool, metadata_only: bool, duration: float, include_object: str,
+        self,
+        response: web.StreamResponse,
+        watcher: Watcher,
+        rt: ResourceType,
+        bookmarks: bool,
+        table: bool,
+        metadata_only: bool,
+        duration: float,
+        include_object: str,
     ) -> None:
         """Write events until the timeout, a closed watcher (shutdown, dropped) or a write failure."""
         deadline = time.monotonic() + duration
@@ -318,8 +350,9 @@ class ResourceHandlers:
                     await response.write(self._bookmark(rt, {"k8s.io/initial-events-end": "true"}))
                 continue
             if table:
-                out = tables.to_table(self._printed(rt), [obj], obj["metadata"]["resourceVersion"],
-                                      include_object)
+                out = tables.to_table(
+                    self._printed(rt), [obj], obj["metadata"]["resourceVersion"], include_object
+                )
                 await response.write((dumps({"type": event_type, "object": out}) + "\n").encode())
             elif metadata_only:
                 out = partial_metadata(obj)
@@ -369,7 +402,8 @@ class ResourceHandlers:
             raise errors.unsupported_media_type(CUSTOM_PATCH_TYPES if target.rt.custom else PATCH_TYPES)
         if content_type == APPLY_PATCH and not request.query.get("fieldManager"):
             raise errors.ApiError(
-                422, "Invalid",
+                422,
+                "Invalid",
                 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: '
                 "is required for apply patch",
             )
@@ -390,8 +424,9 @@ class ResourceHandlers:
         else:
             if codec is not None:
                 body = codec.to_storage(body, None)
-            obj = self.store.patch_ref(target.rt.storage, target.namespace, target.name, body, content_type,
-                                    target.subresource)
+            obj = self.store.patch_ref(
+                target.rt.storage, target.namespace, target.name, body, content_type, target.subresource
+            )
         return json_response(self._out(target.rt, obj), 200 if existed else 201)
 
     async def delete(self, request: web.Request, target: Target) -> web.Response:
@@ -413,7 +448,11 @@ class ResourceHandlers:
         dry_run = self.store.dry_run() if options.get("dryRun") == ["All"] else contextlib.nullcontext()
         with dry_run:  # DeleteOptions can ask for a dry run in the body too
             obj, removed = self.store.delete_ref(
-                rt.storage, target.namespace, target.name, propagation or "Background", grace,
+                rt.storage,
+                target.namespace,
+                target.name,
+                propagation or "Background",
+                grace,
                 options.get("preconditions"),
             )
         if not removed or rt.storage == PODS:
@@ -432,11 +471,16 @@ class ResourceHandlers:
             raise errors.method_not_allowed(request.method, "", "pods/eviction")
         eviction = await read_body(request)
         options = (eviction or {}).get("deleteOptions") or {}
-        self.store.delete_ref(PODS, target.namespace, target.name,
-                              grace_period_seconds=options.get("gracePeriodSeconds"),
-                              preconditions=options.get("preconditions"))
-        return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                              "code": 201}, 201)
+        self.store.delete_ref(
+            PODS,
+            target.namespace,
+            target.name,
+            grace_period_seconds=options.get("gracePeriodSeconds"),
+            preconditions=options.get("preconditions"),
+        )
+        return json_response(
+            {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201
+        )
 
     async def scale(self, request: web.Request, target: Target) -> web.Response:
         assert target.name is not None
@@ -451,8 +495,11 @@ class ResourceHandlers:
             if content_type == APPLY_PATCH:
                 content_type = MERGE_PATCH
             patch_body = await read_body(request)
-            scale = apply_patch(to_scale(rt, obj), patch_body,
-                                MERGE_PATCH if content_type == STRATEGIC_PATCH else content_type)
+            scale = apply_patch(
+                to_scale(rt, obj),
+                patch_body,
+                MERGE_PATCH if content_type == STRATEGIC_PATCH else content_type,
+            )
         else:
             raise errors.method_not_allowed(request.method, rt.group, f"{rt.plural}/scale")
         if not isinstance(scale, dict):

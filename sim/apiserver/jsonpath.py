@@ -53,7 +53,8 @@ def find(obj: Any, path: str) -> list[Any]:
                     nxt.extend(node.values())
             elif isinstance(node, list):
                 nxt.extend(
-                    item for item in node
+                    item
+                    for item in node
                     if [str(v) for v in find(item, "." + token["fpath"])] == [token["fvalue"]]
                 )
         nodes = nxt

@@ -191,8 +191,11 @@ def _merge_list(field: str, current: list[Any], patch: list[Any]) -> list[Any]:
         if item.get("$patch") == "replace":
             return [copy.deepcopy(i) for i in patch if i.get("$patch") != "replace"]
         index = next(
-            (i for i, existing in enumerate(result) if isinstance(existing, dict)
-             and existing.get(key) == item.get(key)),
+            (
+                i
+                for i, existing in enumerate(result)
+                if isinstance(existing, dict) and existing.get(key) == item.get(key)
+            ),
             None,
         )
         if item.get("$patch") == "delete":

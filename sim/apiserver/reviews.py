@@ -53,14 +53,29 @@ nonResourceAttributes) and decides. The default allows everything. The same poli
 request to the server itself (except system:masters and health checks), like RBAC would."""
 
 TOKEN_REVIEW_RESOURCES = [
-    {"name": "tokenreviews", "singularName": "tokenreview", "namespaced": False, "kind": "TokenReview",
-     "verbs": ["create"]},
+    {
+        "name": "tokenreviews",
+        "singularName": "tokenreview",
+        "namespaced": False,
+        "kind": "TokenReview",
+        "verbs": ["create"],
+    },
 ]
 ACCESS_REVIEW_RESOURCES = [
-    {"name": "subjectaccessreviews", "singularName": "subjectaccessreview", "namespaced": False,
-     "kind": "SubjectAccessReview", "verbs": ["create"]},
-    {"name": "selfsubjectaccessreviews", "singularName": "selfsubjectaccessreview", "namespaced": False,
-     "kind": "SelfSubjectAccessReview", "verbs": ["create"]},
+    {
+        "name": "subjectaccessreviews",
+        "singularName": "subjectaccessreview",
+        "namespaced": False,
+        "kind": "SubjectAccessReview",
+        "verbs": ["create"],
+    },
+    {
+        "name": "selfsubjectaccessreviews",
+        "singularName": "selfsubjectaccessreview",
+        "namespaced": False,
+        "kind": "SelfSubjectAccessReview",
+        "verbs": ["create"],
+    },
 ]
 
 
@@ -84,7 +99,8 @@ class Reviews:
         if caller == ANONYMOUS:
             group = "authentication.k8s.io" if kind == "TokenReview" else "authorization.k8s.io"
             raise errors.ApiError(
-                403, "Forbidden",
+                403,
+                "Forbidden",
                 f'{kind.lower()}s.{group} is forbidden: User "system:anonymous" cannot create resource '
                 f'"{kind.lower()}s" in API group "{group}" at the cluster scope',
             )
@@ -97,8 +113,11 @@ class Reviews:
         user = self.tokens.get(str(spec.get("token", "")))
         status: Obj = {"user": {}}
         if user is not None:
-            status = {"authenticated": True, "user": user.as_review_user(),
-                      "audiences": spec.get("audiences") or []}
+            status = {
+                "authenticated": True,
+                "user": user.as_review_user(),
+                "audiences": spec.get("audiences") or [],
+            }
         return json_response(_answer(body, "authentication.k8s.io/v1", "TokenReview", status), 201)
 
     async def access_review(self, request: web.Request) -> web.StreamResponse:
@@ -115,8 +134,13 @@ class Reviews:
             caller = self._user_of(request)
             spec.update({"user": caller.name, "groups": list(caller.groups)})
         elif not spec.get("user") and not spec.get("groups"):
-            raise errors.invalid(kind, "authorization.k8s.io", "", "spec.user",
-                                 "Invalid value: \"\": at least one of user or group must be specified")
+            raise errors.invalid(
+                kind,
+                "authorization.k8s.io",
+                "",
+                "spec.user",
+                'Invalid value: "": at least one of user or group must be specified',
+            )
         self.access_reviews.append({**body, "spec": spec})
         decision = self.policy(spec)
         status: Obj = {"allowed": decision.allowed}

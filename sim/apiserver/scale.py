@@ -31,8 +31,9 @@ def to_scale(rt: ResourceType, obj: Obj) -> Obj:
     status: dict[str, Any] = {"replicas": jsonpath.get(obj, spec.status_replicas_path) or 0}
     if selector:
         status["selector"] = selector
-    scale_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-                  if k in meta}
+    scale_meta = {
+        k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta
+    }
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
@@ -48,8 +49,13 @@ def apply_scale(rt: ResourceType, obj: Obj, scale: Obj) -> Obj:
     assert spec is not None
     replicas = (scale.get("spec") or {}).get("replicas", 0)
     if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-        raise errors.invalid("Scale", "autoscaling", obj["metadata"]["name"], "spec.replicas",
-                             f"Invalid value: {replicas}: must be greater than or equal to 0")
+        raise errors.invalid(
+            "Scale",
+            "autoscaling",
+            obj["metadata"]["name"],
+            "spec.replicas",
+            f"Invalid value: {replicas}: must be greater than or equal to 0",
+        )
     new = copy.deepcopy(obj)
     jsonpath.set_path(new, spec.spec_replicas_path, replicas)
     rv = (scale.get("metadata") or {}).get("resourceVersion")

@@ -16,12 +16,20 @@ from sim.apiserver.resources import Obj
 
 _ROOT_KEEP = ("apiVersion", "kind", "metadata")
 INVALID, REQUIRED, NOT_SUPPORTED, TOO_LONG, TOO_MANY, TYPE_INVALID = (
-    "FieldValueInvalid", "FieldValueRequired", "FieldValueNotSupported", "FieldValueTooLong",
-    "FieldValueTooMany", "FieldValueTypeInvalid",
+    "FieldValueInvalid",
+    "FieldValueRequired",
+    "FieldValueNotSupported",
+    "FieldValueTooLong",
+    "FieldValueTooMany",
+    "FieldValueTypeInvalid",
 )
 _TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
-    "object": (dict,), "array": (list,),
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
 }
 
 
@@ -97,11 +105,14 @@ def validate(value: Any, schema: Obj, path: str, errs: list[FieldError]) -> None
     expected = schema.get("type")
     if schema.get("x-kubernetes-int-or-string"):
         if not isinstance(value, int | str) or isinstance(value, bool):
-            add(TYPE_INVALID, f"Invalid value: {_render(value)}: {path} in body must be of type "
-                              "integer,string")
+            add(
+                TYPE_INVALID,
+                f"Invalid value: {_render(value)}: {path} in body must be of type integer,string",
+            )
             return
-    elif expected in _TYPES and (not isinstance(value, _TYPES[expected])
-                                 or (isinstance(value, bool) and expected != "boolean")):
+    elif expected in _TYPES and (
+        not isinstance(value, _TYPES[expected]) or (isinstance(value, bool) and expected != "boolean")
+    ):
         kind = _json_type(value)
         add(TYPE_INVALID, f'Invalid value: "{kind}": {path} in body must be of type {expected}: "{kind}"')
         return
@@ -110,20 +121,29 @@ def validate(value: Any, schema: Obj, path: str, errs: list[FieldError]) -> None
         add(NOT_SUPPORTED, f"Unsupported value: {_render(value)}: supported values: {supported}")
     if isinstance(value, int | float) and not isinstance(value, bool):
         if "minimum" in schema and value < schema["minimum"]:
-            add(INVALID, f"Invalid value: {value}: {path} in body should be greater than or equal to "
-                         f"{schema['minimum']}")
+            add(
+                INVALID,
+                f"Invalid value: {value}: {path} in body should be greater than or equal to "
+                f"{schema['minimum']}",
+            )
         if "maximum" in schema and value > schema["maximum"]:
-            add(INVALID, f"Invalid value: {value}: {path} in body should be less than or equal to "
-                         f"{schema['maximum']}")
+            add(
+                INVALID,
+                f"Invalid value: {value}: {path} in body should be less than or equal to {schema['maximum']}",
+            )
     if isinstance(value, str):
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             add(TOO_LONG, f"Too long: may not be longer than {schema['maxLength']}")
         if "minLength" in schema and len(value) < schema["minLength"]:
-            add(INVALID, f"Invalid value: {_render(value)}: {path} in body should be at least "
-                         f"{schema['minLength']} chars long")
+            add(
+                INVALID,
+                f"Invalid value: {_render(value)}: {path} in body should be at least "
+                f"{schema['minLength']} chars long",
+            )
         if "pattern" in schema and not _regex(schema["pattern"]).search(value):
-            add(INVALID, f"Invalid value: {_render(value)}: {path} in body should match "
-                         f"'{schema['pattern']}'")
+            add(
+                INVALID, f"Invalid value: {_render(value)}: {path} in body should match '{schema['pattern']}'"
+            )
     if isinstance(value, dict):
         for key in schema.get("required") or []:
             if key not in value:
@@ -145,7 +165,9 @@ def validate(value: Any, schema: Obj, path: str, errs: list[FieldError]) -> None
 # A failure of these leaves the object unfit for CEL rules: kube-apiserver then skips them (hasBlockingErr).
 _BLOCKING = frozenset({NOT_SUPPORTED, REQUIRED, TOO_LONG, TOO_MANY, TYPE_INVALID})
 RULES_NOT_CHECKED = FieldError(
-    "<nil>", INVALID, 'Invalid value: "null": some validation rules were not checked because the object was '
+    "<nil>",
+    INVALID,
+    'Invalid value: "null": some validation rules were not checked because the object was '
     "invalid; correct the existing errors to complete validation",
 )
 
@@ -180,8 +202,9 @@ class CrdSchema:
         old_status = (old or {}).get("status")
         self._check(obj, errs, self.status_rules, status, old_status, "status")
 
-    def _check(self, obj: Obj, errs: list[FieldError], rules: cel.Node | None, value: Any, old: Any,
-               path: str) -> None:
+    def _check(
+        self, obj: Obj, errs: list[FieldError], rules: cel.Node | None, value: Any, old: Any, path: str
+    ) -> None:
         if rules is not None:
             if any(e.reason in _BLOCKING for e in errs):
                 errs.append(RULES_NOT_CHECKED)

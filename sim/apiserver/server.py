@@ -137,7 +137,11 @@ class ApiServer:
         return self._workdir / "ca.crt"
 
     def add_token(
-        self, token: str, user: str, groups: tuple[str, ...] = ("system:authenticated",), uid: str = "",
+        self,
+        token: str,
+        user: str,
+        groups: tuple[str, ...] = ("system:authenticated",),
+        uid: str = "",
         extra: dict[str, list[str]] | None = None,
     ) -> None:
         """Accept `token` as `user` — for requests to this server and in TokenReviews."""
@@ -212,8 +216,11 @@ class ApiServer:
             raise
         except Exception:
             log.exception("apiserver handler failed", method=request.method, path=request.path)
-            return error_response(ApiError(500, "InternalError", "an error on the server has prevented "
-                                           "the request from succeeding"))
+            return error_response(
+                ApiError(
+                    500, "InternalError", "an error on the server has prevented the request from succeeding"
+                )
+            )
 
     @web.middleware
     async def _authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -228,7 +235,7 @@ class ApiServer:
     def _user(self, request: web.Request) -> UserInfo:
         auth = request.headers.get("Authorization", "")
         if auth.startswith("Bearer "):
-            user = self.tokens.get(auth[len("Bearer "):].strip())
+            user = self.tokens.get(auth[len("Bearer ") :].strip())
             if user is None:
                 raise ApiError(401, "Unauthorized", "Unauthorized")
             return user
@@ -251,20 +258,24 @@ class ApiServer:
                 return json_response(discovery.version_info())
             case ["healthz" | "livez" | "readyz", *_]:
                 return web.Response(text="ok", content_type="text/plain")
-            case ["api" | "apis"] if (version := discovery.aggregated_version(accept)):
+            case ["api" | "apis"] if version := discovery.aggregated_version(accept):
                 body = discovery.aggregated_discovery(
                     self.registry, parts[0] == "api", version, self.aggregator.discovery
                 )
-                return web.Response(body=dumps(body).encode(),
-                                    headers={"Content-Type": discovery.aggregated_content_type(version)})
+                return web.Response(
+                    body=dumps(body).encode(),
+                    headers={"Content-Type": discovery.aggregated_content_type(version)},
+                )
             case ["api"]:
                 return json_response(discovery.api_versions(self.url.split("://", 1)[-1]))
             case ["apis"]:
                 return json_response(discovery.api_group_list(self.registry))
             case ["openapi", "v2"]:
                 if discovery.OPENAPI_V2_PROTOBUF in accept:
-                    return web.Response(body=discovery.openapi_v2_protobuf(),
-                                        headers={"Content-Type": discovery.OPENAPI_V2_PROTOBUF_CONTENT_TYPE})
+                    return web.Response(
+                        body=discovery.openapi_v2_protobuf(),
+                        headers={"Content-Type": discovery.OPENAPI_V2_PROTOBUF_CONTENT_TYPE},
+                    )
                 return json_response(discovery.openapi_v2_doc())
             case ["openapi", "v3"]:
                 return json_response(discovery.openapi_v3_root(self.registry))
@@ -276,7 +287,7 @@ class ApiServer:
                 return self._found(discovery.resource_list(self.registry, "", version))
             case ["apis", group]:
                 return self._found(discovery.api_group(self.registry, group))
-            case ["apis", group, version, *rest] if (backend := self.aggregator.backend(group, version)):
+            case ["apis", group, version, *rest] if backend := self.aggregator.backend(group, version):
                 return await self.aggregator.proxy(request, backend, request[USER])
             case ["apis", group, version]:
                 return self._found(discovery.resource_list(self.registry, group, version))

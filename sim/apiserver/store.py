@@ -179,11 +179,10 @@ class Store:
             raise errors.bad_request("metadata must be an object")
         if not meta.get("name"):
             if not meta.get("generateName"):
-                raise errors.invalid(rt.kind, rt.group, "", "metadata.name",
-                                     "Required value: name or generateName is required")
-            meta["name"] = meta["generateName"] + "".join(
-                secrets.choice(_SUFFIX_ALPHABET) for _ in range(5)
-            )
+                raise errors.invalid(
+                    rt.kind, rt.group, "", "metadata.name", "Required value: name or generateName is required"
+                )
+            meta["name"] = meta["generateName"] + "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(5))
         name = meta["name"]
         if rt.namespaced:
             ns = namespace or meta.get("namespace") or ""
@@ -260,8 +259,14 @@ class Store:
                 new = {k: v for k, v in new.items() if k != "status"}
                 if "status" in old:
                     new["status"] = old["status"]
-            kept = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
-                    "generation", "namespace")
+            kept = (
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+                "namespace",
+            )
             new_meta = {k: v for k, v in meta.items() if k not in kept and k != "managedFields"}
             new_meta.update({k: old["metadata"][k] for k in kept if k in old["metadata"]})
             new["metadata"] = new_meta
@@ -303,7 +308,12 @@ class Store:
         return copy.deepcopy(self.patch_ref(gr, namespace, name, patch, patch_type, subresource))
 
     def patch_ref(
-        self, gr: GroupResource, namespace: str | None, name: str, patch: Any, patch_type: str = MERGE_PATCH,
+        self,
+        gr: GroupResource,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        patch_type: str = MERGE_PATCH,
         subresource: str | None = None,
     ) -> Obj:
         rt = self.type_of(gr)
@@ -340,8 +350,13 @@ class Store:
         return copy.deepcopy(obj), removed
 
     def delete_ref(
-        self, gr: GroupResource, namespace: str | None, name: str, propagation: str = "Background",
-        grace_period_seconds: int | None = None, preconditions: dict[str, str] | None = None,
+        self,
+        gr: GroupResource,
+        namespace: str | None,
+        name: str,
+        propagation: str = "Background",
+        grace_period_seconds: int | None = None,
+        preconditions: dict[str, str] | None = None,
     ) -> tuple[Obj, bool]:
         rt = self.type_of(gr)
         old = self.get_ref(gr, namespace, name)
@@ -350,7 +365,9 @@ class Store:
             want = (preconditions or {}).get(field)
             if want and want != meta.get(field):
                 raise errors.conflict(
-                    rt.group, rt.plural, name,
+                    rt.group,
+                    rt.plural,
+                    name,
                     f"Precondition failed: {label} in precondition: {want}, {label} in object meta: "
                     f"{meta.get(field)}",
                 )
@@ -405,9 +422,13 @@ class Store:
                 continue
             if orphan:
                 refs = [r for r in dependent["metadata"].get("ownerReferences", []) if r.get("uid") != uid]
-                self.update_ref(dep_gr, dep_key[0], dep_key[1],
-                             {**dependent, "metadata": {**dependent["metadata"], "ownerReferences": refs}},
-                             None)
+                self.update_ref(
+                    dep_gr,
+                    dep_key[0],
+                    dep_key[1],
+                    {**dependent, "metadata": {**dependent["metadata"], "ownerReferences": refs}},
+                    None,
+                )
             else:
                 self.delete_ref(dep_gr, dep_key[0], dep_key[1])
         if gr == NAMESPACES:
@@ -589,20 +610,18 @@ def _validate_name(rt: ResourceType, name: str) -> None:
     """DNS-1123 subdomain names, as most kinds require; path-segment names for the kinds that allow them."""
     problem = _path_segment_problem(name) if rt.path_segment_names else _subdomain_problem(name)
     if problem:
-        raise errors.invalid(rt.kind, rt.group, name, "metadata.name",
-                             f"Invalid value: \"{name}\": {problem}")
+        raise errors.invalid(rt.kind, rt.group, name, "metadata.name", f'Invalid value: "{name}": {problem}')
 
 
 def _subdomain_problem(name: str) -> str:
-    ok = (
-        0 < len(name) <= 253
-        and set(name) <= _NAME_CHARS
-        and name[0].isalnum()
-        and name[-1].isalnum()
-    )
-    return "" if ok else (
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-        "and must start and end with an alphanumeric character"
+    ok = 0 < len(name) <= 253 and set(name) <= _NAME_CHARS and name[0].isalnum() and name[-1].isalnum()
+    return (
+        ""
+        if ok
+        else (
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+            "and must start and end with an alphanumeric character"
+        )
     )
 
 

@@ -115,8 +115,13 @@ def _deployment_row(d: Obj) -> list[Any]:
 def _replicaset_row(rs: Obj) -> list[Any]:
     spec, status = rs.get("spec", {}), rs.get("status", {})
     return [
-        _name(rs), spec.get("replicas", 0), status.get("replicas", 0), status.get("readyReplicas", 0),
-        _age(rs), *_containers(rs), _selector(rs),
+        _name(rs),
+        spec.get("replicas", 0),
+        status.get("replicas", 0),
+        status.get("readyReplicas", 0),
+        _age(rs),
+        *_containers(rs),
+        _selector(rs),
     ]
 
 
@@ -194,7 +199,7 @@ def _node_row(node: Obj) -> list[Any]:
     if node.get("spec", {}).get("unschedulable"):
         state += ",SchedulingDisabled"
     prefix = "node-role.kubernetes.io/"
-    roles = sorted(k[len(prefix):] for k in node["metadata"].get("labels", {}) if k.startswith(prefix))
+    roles = sorted(k[len(prefix) :] for k in node["metadata"].get("labels", {}) if k.startswith(prefix))
     version = node.get("status", {}).get("nodeInfo", {}).get("kubeletVersion", "")
     return [_name(node), state, ",".join(roles) or "<none>", _age(node), version]
 
@@ -206,8 +211,14 @@ def _service_row(svc: Obj) -> list[Any]:
         for p in spec.get("ports") or []
     )
     external = ",".join(spec.get("externalIPs") or []) or "<none>"
-    return [_name(svc), spec.get("type", "ClusterIP"), spec.get("clusterIP") or "<none>", external,
-            ports or "<none>", _age(svc)]
+    return [
+        _name(svc),
+        spec.get("type", "ClusterIP"),
+        spec.get("clusterIP") or "<none>",
+        external,
+        ports or "<none>",
+        _age(svc),
+    ]
 
 
 def _event_row(ev: Obj) -> list[Any]:
@@ -225,8 +236,9 @@ def _event_row(ev: Obj) -> list[Any]:
 def _apiservice_row(svc: Obj) -> list[Any]:
     service = svc.get("spec", {}).get("service")
     where = f"{service.get('namespace', '')}/{service.get('name', '')}" if service else "Local"
-    available = next((c for c in svc.get("status", {}).get("conditions") or []
-                      if c.get("type") == "Available"), None)
+    available = next(
+        (c for c in svc.get("status", {}).get("conditions") or [] if c.get("type") == "Available"), None
+    )
     if available is None:
         state = "Unknown"
     elif available.get("status") == "True":
@@ -254,23 +266,51 @@ _CREATED_AT: Printer = (
 )
 _BINDING: Printer = (
     [("Name", S, 0), ("Role", S, 0), ("Age", S, 0)],
-    lambda b: [_name(b), f"{b.get('roleRef', {}).get('kind', '')}/{b.get('roleRef', {}).get('name', '')}",
-               _age(b)],
+    lambda b: [
+        _name(b),
+        f"{b.get('roleRef', {}).get('kind', '')}/{b.get('roleRef', {}).get('name', '')}",
+        _age(b),
+    ],
 )
 _PRINTERS: dict[tuple[str, str], Printer] = {
     ("", "pods"): (
-        [("Name", S, 0), ("Ready", S, 0), ("Status", S, 0), ("Restarts", S, 0), ("Age", S, 0),
-         ("IP", S, 1), ("Node", S, 1), ("Nominated Node", S, 1), ("Readiness Gates", S, 1)],
+        [
+            ("Name", S, 0),
+            ("Ready", S, 0),
+            ("Status", S, 0),
+            ("Restarts", S, 0),
+            ("Age", S, 0),
+            ("IP", S, 1),
+            ("Node", S, 1),
+            ("Nominated Node", S, 1),
+            ("Readiness Gates", S, 1),
+        ],
         _pod_row,
     ),
     ("apps", "deployments"): (
-        [("Name", S, 0), ("Ready", S, 0), ("Up-to-date", INT, 0), ("Available", INT, 0), ("Age", S, 0),
-         ("Containers", S, 1), ("Images", S, 1), ("Selector", S, 1)],
+        [
+            ("Name", S, 0),
+            ("Ready", S, 0),
+            ("Up-to-date", INT, 0),
+            ("Available", INT, 0),
+            ("Age", S, 0),
+            ("Containers", S, 1),
+            ("Images", S, 1),
+            ("Selector", S, 1),
+        ],
         _deployment_row,
     ),
     ("apps", "replicasets"): (
-        [("Name", S, 0), ("Desired", INT, 0), ("Current", INT, 0), ("Ready", INT, 0), ("Age", S, 0),
-         ("Containers", S, 1), ("Images", S, 1), ("Selector", S, 1)],
+        [
+            ("Name", S, 0),
+            ("Desired", INT, 0),
+            ("Current", INT, 0),
+            ("Ready", INT, 0),
+            ("Age", S, 0),
+            ("Containers", S, 1),
+            ("Images", S, 1),
+            ("Selector", S, 1),
+        ],
         _replicaset_row,
     ),
     ("apps", "statefulsets"): (
@@ -278,8 +318,15 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
         _statefulset_row,
     ),
     ("autoscaling", "horizontalpodautoscalers"): (
-        [("Name", S, 0), ("Reference", S, 0), ("Targets", S, 0), ("MinPods", S, 0), ("MaxPods", INT, 0),
-         ("Replicas", INT, 0), ("Age", S, 0)],
+        [
+            ("Name", S, 0),
+            ("Reference", S, 0),
+            ("Targets", S, 0),
+            ("MinPods", S, 0),
+            ("MaxPods", INT, 0),
+            ("Replicas", INT, 0),
+            ("Age", S, 0),
+        ],
         _hpa_row,
     ),
     ("", "nodes"): (
@@ -291,8 +338,14 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
         lambda ns: [_name(ns), ns.get("status", {}).get("phase", ""), _age(ns)],
     ),
     ("", "services"): (
-        [("Name", S, 0), ("Type", S, 0), ("Cluster-IP", S, 0), ("External-IP", S, 0), ("Port(s)", S, 0),
-         ("Age", S, 0)],
+        [
+            ("Name", S, 0),
+            ("Type", S, 0),
+            ("Cluster-IP", S, 0),
+            ("External-IP", S, 0),
+            ("Port(s)", S, 0),
+            ("Age", S, 0),
+        ],
         _service_row,
     ),
     ("", "configmaps"): (
@@ -304,8 +357,13 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
         _event_row,
     ),
     ("policy", "poddisruptionbudgets"): (
-        [("Name", S, 0), ("Min Available", S, 0), ("Max Unavailable", S, 0), ("Allowed Disruptions", INT, 0),
-         ("Age", S, 0)],
+        [
+            ("Name", S, 0),
+            ("Min Available", S, 0),
+            ("Max Unavailable", S, 0),
+            ("Allowed Disruptions", INT, 0),
+            ("Age", S, 0),
+        ],
         _pdb_row,
     ),
     ("coordination.k8s.io", "leases"): (
@@ -351,7 +409,10 @@ def printer_for(rt: ResourceType) -> Printer:
 
 
 def to_table(
-    rt: ResourceType, objects: list[Obj], resource_version: str, include_object: str = "Metadata",
+    rt: ResourceType,
+    objects: list[Obj],
+    resource_version: str,
+    include_object: str = "Metadata",
     continue_token: str | None = None,
 ) -> Obj:
     columns, row = printer_for(rt)
@@ -375,8 +436,13 @@ def to_table(
         "apiVersion": "meta.k8s.io/v1",
         "metadata": meta,
         "columnDefinitions": [
-            {"name": name, "type": typ, "format": "name" if name == "Name" and i == 0 else "",
-             "description": "", "priority": priority}
+            {
+                "name": name,
+                "type": typ,
+                "format": "name" if name == "Name" and i == 0 else "",
+                "description": "",
+                "priority": priority,
+            }
             for i, (name, typ, priority) in enumerate(columns)
         ],
         "rows": rows,

@@ -59,19 +59,27 @@ def node_target_groups(address: str, nodes: Iterable[str]) -> list[Group]:
     """Two groups per node: its kubelet's `/metrics/resource` and its node-exporter."""
     groups: list[Group] = []
     for node in sorted(nodes):
-        groups.append({
-            "targets": [address],
-            "labels": {
-                "__metrics_path__": resource_metrics_path(node),
-                "job": KUBELET_JOB,
-                "metrics_path": "/metrics/resource",
-                "node": node,
-            },
-        })
-        groups.append({
-            "targets": [address],
-            "labels": {"__metrics_path__": node_exporter_path(node), "job": NODE_EXPORTER_JOB, "node": node},
-        })
+        groups.append(
+            {
+                "targets": [address],
+                "labels": {
+                    "__metrics_path__": resource_metrics_path(node),
+                    "job": KUBELET_JOB,
+                    "metrics_path": "/metrics/resource",
+                    "node": node,
+                },
+            }
+        )
+        groups.append(
+            {
+                "targets": [address],
+                "labels": {
+                    "__metrics_path__": node_exporter_path(node),
+                    "job": NODE_EXPORTER_JOB,
+                    "node": node,
+                },
+            }
+        )
     return groups
 
 

@@ -22,9 +22,7 @@ NodeLookup = Callable[[str, float], NodeStats | None]
 
 
 class MetricsServer:
-    def __init__(
-        self, pods: PodLookup, nodes: NodeLookup, host: str = "127.0.0.1", port: int = 0
-    ) -> None:
+    def __init__(self, pods: PodLookup, nodes: NodeLookup, host: str = "127.0.0.1", port: int = 0) -> None:
         self._pods = pods
         self._nodes = nodes
         self._host = host

@@ -34,41 +34,53 @@ def render_resource_metrics(stats: NodeStats) -> str:
     pods = [(_labels(namespace=p.namespace, pod=p.name), p) for p in stats.pods]
     lines = [
         *_family(
-            "container_cpu_usage_seconds_total", "counter",
+            "container_cpu_usage_seconds_total",
+            "counter",
             "[STABLE] Cumulative cpu time consumed by the container in core-seconds",
             (f"container_cpu_usage_seconds_total{{{lab}}} {c.cpu_seconds!r}{at}" for lab, c in containers),
         ),
         *_family(
-            "container_memory_working_set_bytes", "gauge",
+            "container_memory_working_set_bytes",
+            "gauge",
             "[STABLE] Current working set of the container in bytes",
-            (f"container_memory_working_set_bytes{{{lab}}} {c.usage.memory_bytes}{at}"
-             for lab, c in containers),
+            (
+                f"container_memory_working_set_bytes{{{lab}}} {c.usage.memory_bytes}{at}"
+                for lab, c in containers
+            ),
         ),
         *_family(
-            "container_start_time_seconds", "gauge",
+            "container_start_time_seconds",
+            "gauge",
             "[STABLE] Start time of the container since unix epoch in seconds",
             (f"container_start_time_seconds{{{lab}}} {c.start_time!r}" for lab, c in containers),
         ),
         *_family(
-            "node_cpu_usage_seconds_total", "counter",
+            "node_cpu_usage_seconds_total",
+            "counter",
             "[STABLE] Cumulative cpu time consumed by the node in core-seconds",
             [f"node_cpu_usage_seconds_total {stats.cpu_seconds!r}{at}"],
         ),
         *_family(
-            "node_memory_working_set_bytes", "gauge", "[STABLE] Current working set of the node in bytes",
+            "node_memory_working_set_bytes",
+            "gauge",
+            "[STABLE] Current working set of the node in bytes",
             [f"node_memory_working_set_bytes {stats.memory_bytes}{at}"],
         ),
         *_family(
-            "pod_cpu_usage_seconds_total", "counter",
+            "pod_cpu_usage_seconds_total",
+            "counter",
             "[STABLE] Cumulative cpu time consumed by the pod in core-seconds",
             (f"pod_cpu_usage_seconds_total{{{lab}}} {p.cpu_seconds!r}{at}" for lab, p in pods),
         ),
         *_family(
-            "pod_memory_working_set_bytes", "gauge", "[STABLE] Current working set of the pod in bytes",
+            "pod_memory_working_set_bytes",
+            "gauge",
+            "[STABLE] Current working set of the pod in bytes",
             (f"pod_memory_working_set_bytes{{{lab}}} {p.memory_bytes}{at}" for lab, p in pods),
         ),
         *_family(
-            "resource_scrape_error", "gauge",
+            "resource_scrape_error",
+            "gauge",
             "[STABLE] 1 if there was an error while getting container metrics, 0 otherwise",
             ["resource_scrape_error 0"],
         ),
@@ -84,21 +96,32 @@ def render_node_exporter(stats: NodeStats) -> str:
     busy = stats.cpu_seconds / cores
     idle = (stats.time - stats.start_time) - busy
     total = stats.capacity.memory_bytes
-    return "\n".join([
-        *_family(
-            "node_cpu_seconds_total", "counter", "Seconds the CPUs spent in each mode.",
-            (
-                f"node_cpu_seconds_total{{{_labels(cpu=str(cpu), mode=mode)}}} {value!r}"
-                for cpu in range(cores)
-                for mode, value in (("idle", idle), ("user", busy))
-            ),
-        ),
-        *_family(
-            "node_memory_MemAvailable_bytes", "gauge", "Memory information field MemAvailable_bytes.",
-            [f"node_memory_MemAvailable_bytes {total - stats.memory_bytes}"],
-        ),
-        *_family(
-            "node_memory_MemTotal_bytes", "gauge", "Memory information field MemTotal_bytes.",
-            [f"node_memory_MemTotal_bytes {total}"],
-        ),
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                *_family(
+                    "node_cpu_seconds_total",
+                    "counter",
+                    "Seconds the CPUs spent in each mode.",
+                    (
+                        f"node_cpu_seconds_total{{{_labels(cpu=str(cpu), mode=mode)}}} {value!r}"
+                        for cpu in range(cores)
+                        for mode, value in (("idle", idle), ("user", busy))
+                    ),
+                ),
+                *_family(
+                    "node_memory_MemAvailable_bytes",
+                    "gauge",
+                    "Memory information field MemAvailable_bytes.",
+                    [f"node_memory_MemAvailable_bytes {total - stats.memory_bytes}"],
+                ),
+                *_family(
+                    "node_memory_MemTotal_bytes",
+                    "gauge",
+                    "Memory information field MemTotal_bytes.",
+                    [f"node_memory_MemTotal_bytes {total}"],
+                ),
+            ]
+        )
+        + "\n"
+    )

@@ -330,7 +330,7 @@ class FaultDaemon(Daemon):
                 f"--kubeconfig={stack.kubeconfig}",
                 f"--metrics-url={metrics_url}",
                 "--metrics-insecure-skip-tls-verify",
-                f"--port={self.port}",
+                f"--secure-port={self.port}",
                 "--bind-address=127.0.0.1",
                 "--leader-elect",
                 f"--leader-elect-identity={identity}",
