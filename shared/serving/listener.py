@@ -208,19 +208,18 @@ class Listener:
         loop = asyncio.get_running_loop()
         while True:
             await self._slots.acquire()
-            self.open_connections += 1
-            slot = _Slot(self._released)
             try:
                 conn, _ = await loop.sock_accept(self._sock)
             except OSError as err:
-                slot.release()
+                self._slots.release()
                 log.warning("accept failed", error=str(err))
                 await asyncio.sleep(_ACCEPT_RETRY_SECONDS)
                 continue
             except BaseException:
-                slot.release()
+                self._slots.release()
                 raise
-            task = loop.create_task(self._connect(conn, slot))
+            self.open_connections += 1
+            task = loop.create_task(self._connect(conn, _Slot(self._released)))
             self._handshakes.add(task)
             task.add_done_callback(self._handshakes.discard)
 
