@@ -24,6 +24,7 @@ import random
 import resource
 import shlex
 import ssl
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from sim.apiserver import ApiServer
 from sim.prometheus import free_port
 from sim.runner import ServerThread
 
-MIB = 1024 * 1024
+Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 
 @dataclass
@@ -89,12 +90,12 @@ async def attacker(number: int, port: int, tls: ssl.SSLContext, trickle: float, 
             writer.close()
 
 
-async def probe(port: int, tls: ssl.SSLContext, tally: Tally, until: float) -> None:
-    """/healthz every second, on a kept-alive connection and on a new one; None for no answer in 10 s."""
-    kept: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+async def probe(port: int, tls: ssl.SSLContext, tally: Tally, until: float, kept: Connection | None) -> None:
+    """/healthz every second, on a kept-alive connection (opened before the attack, as the aggregator's
+    are) and on a new one; None for no answer in 10 s."""
     request = b"GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"
 
-    async def ask(connection: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> None:
+    async def ask(connection: Connection) -> None:
         reader, writer = connection
         writer.write(request)
         status = await reader.readuntil(b"\r\n\r\n")
@@ -130,6 +131,7 @@ async def attack(args: argparse.Namespace, adapter: ServerProcess, port: int) ->
     tally = Tally()
     pid = adapter.proc.pid
     baseline = rss_mib(pid)
+    kept = await asyncio.open_connection("127.0.0.1", port, ssl=tls)
     started = time.monotonic()
     attackers = []
     for number in range(args.connections):  # opened 100 at a time, as fast as the handshakes go
@@ -138,17 +140,20 @@ async def attack(args: argparse.Namespace, adapter: ServerProcess, port: int) ->
             await asyncio.sleep(0.05)
     ramp = time.monotonic() - started
     until = time.monotonic() + args.hold
-    probing = asyncio.create_task(probe(port, tls, tally, until))
+    probing = asyncio.create_task(probe(port, tls, tally, until, kept))
     peak = baseline
     while time.monotonic() < until:
         adapter.check_running()
         peak = max(peak, rss_mib(pid))
         await asyncio.sleep(0.5)
+        elapsed = args.hold - (until - time.monotonic())
+        print(
+            f"  {elapsed:3.0f} s: held {tally.held:,}, RSS {rss_mib(pid):.0f} MiB",
+            file=sys.stderr,
+            flush=True,
+        )
     held_at_end, end = tally.held, rss_mib(pid)
     await probing
-    for task in attackers:
-        task.cancel()
-    await asyncio.gather(*attackers, return_exceptions=True)
 
     print(f"adapter flags: {args.adapter_flags or '(defaults)'}")
     print(

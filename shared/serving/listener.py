@@ -10,9 +10,12 @@ IdleTimeout and, with netutil.LimitListener, a connection cap; this module adds 
 aiohttp allows, with public interfaces only:
 
 - Cap: the listener accepts in its own loop (`loop.sock_accept`, then `loop.connect_accepted_socket` for
-  the TLS handshake) and takes a slot before each accept, as LimitListener does: at the cap, new
-  connections wait in the kernel's listen backlog instead of being accepted and dropped. A slot is held
-  from accept, so connections still in their TLS handshake count, until the connection closes.
+  the TLS handshake) and gives each connection a slot, held from accept (so TLS handshakes count) until
+  it closes. At the cap, a newcomer takes the slot of the connection that has waited longest without a
+  request in progress (in its TLS handshake, for a head, or idle): slowloris connections always wait
+  while a real client's head arrives within milliseconds, so under such an attack others are still
+  served, and memory stays bounded. When every connection is in a request, newcomers wait in the
+  listen backlog until one closes, as with Go's netutil.LimitListener.
 - Head deadline: each connection's protocol is aiohttp's own (`RequestHandler`) inside a thin wrapper
   (`_Guard`) that arms a timer when the connection starts and when the first byte of a next request
   arrives. aiohttp parses heads itself and says nothing when one is complete, except by running the
@@ -68,20 +71,49 @@ class _Slot:
             self._release = None
 
 
+class _Waiting:
+    """Connections without a request in progress, the longest waiting first, each with how to close it."""
+
+    def __init__(self, added: asyncio.Event) -> None:
+        self._closers: dict[object, Callable[[], object]] = {}
+        self._added = added
+
+    def add(self, connection: object, close: Callable[[], object]) -> None:
+        """From now on (again, if it was there before: its wait starts over)."""
+        self._closers.pop(connection, None)
+        self._closers[connection] = close
+        self._added.set()
+
+    def discard(self, connection: object) -> None:
+        self._closers.pop(connection, None)
+
+    def close_longest(self) -> bool:
+        """Close the connection that has waited longest; False when none waits."""
+        if not self._closers:
+            return False
+        connection = next(iter(self._closers))
+        self._closers.pop(connection)()
+        return True
+
+
 class _Guard(asyncio.Protocol):
     """A connection: aiohttp's protocol inside, the head and body deadlines around it."""
 
-    def __init__(self, inner: asyncio.Protocol, limits: ConnectionLimits, clock: Clock, slot: _Slot) -> None:
+    def __init__(
+        self, inner: asyncio.Protocol, limits: ConnectionLimits, clock: Clock, slot: _Slot, waiting: _Waiting
+    ) -> None:
         self._inner = inner
         self._limits = limits
         self._clock = clock
         self._slot = slot
+        self._waiting = waiting
         self._transport: asyncio.BaseTransport | None = None
         self._timer: TimerHandle | None = None
         self._idle = False  # between a response and the next request's first byte
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport
+        self._waiting.add(self, self._abort)
         self._arm(self._limits.read_header_timeout, arrived=None)
         self._inner.connection_made(transport)
 
@@ -102,6 +134,7 @@ class _Guard(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._waiting.discard(self)
         self._transport = None
         self._slot.release()
         self._inner.connection_lost(exc)
@@ -109,6 +142,7 @@ class _Guard(asyncio.Protocol):
     def head_received(self, body_arrived: Callable[[], bool]) -> None:
         """A request's head is parsed: its body must be in within the body timeout."""
         self._idle = False
+        self._waiting.discard(self)
         self._arm(self._limits.read_body_timeout, arrived=body_arrived)
 
     def response_given(self) -> None:
@@ -116,6 +150,7 @@ class _Guard(asyncio.Protocol):
         bounds that), whose first byte starts a head deadline."""
         self._disarm()
         self._idle = True
+        self._waiting.add(self, self._abort)
 
     def _arm(self, seconds: float, arrived: Callable[[], bool] | None) -> None:
         self._disarm()
@@ -128,8 +163,10 @@ class _Guard(asyncio.Protocol):
 
     def _expire(self, arrived: Callable[[], bool] | None) -> None:
         self._timer = None
-        if arrived is not None and arrived():
-            return
+        if arrived is None or not arrived():
+            self._abort()
+
+    def _abort(self) -> None:
         if self._transport is not None:
             self._transport.abort()  # type: ignore[attr-defined]
 
@@ -174,6 +211,9 @@ class Listener:
         self._limits = limits
         self._clock = clock
         self._slots = asyncio.Semaphore(limits.max_connections)
+        # Set when a connection starts waiting or one closes: a newcomer held at the cap looks again.
+        self._changed = asyncio.Event()
+        self._waiting = _Waiting(self._changed)
         self._handshakes: set[asyncio.Task[None]] = set()
         self._accepting = asyncio.get_running_loop().create_task(self._accept())
         self.port: int = sock.getsockname()[1]
@@ -203,32 +243,48 @@ class Listener:
     def _released(self) -> None:
         self.open_connections -= 1
         self._slots.release()
+        self._changed.set()
+
+    async def _take_slot(self) -> None:
+        """A slot for a newcomer: a free one, else the one of the longest waiting connection (closed for
+        it), else the first that frees or starts waiting."""
+        while self._slots.locked():
+            if self._waiting.close_longest():
+                break  # its slot frees once it has closed
+            self._changed.clear()
+            await self._changed.wait()
+        await self._slots.acquire()
 
     async def _accept(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            await self._slots.acquire()
             try:
                 conn, _ = await loop.sock_accept(self._sock)
             except OSError as err:
-                self._slots.release()
                 log.warning("accept failed", error=str(err))
                 await asyncio.sleep(_ACCEPT_RETRY_SECONDS)
                 continue
+            try:
+                await self._take_slot()
             except BaseException:
-                self._slots.release()
+                conn.close()
                 raise
             self.open_connections += 1
             task = loop.create_task(self._connect(conn, _Slot(self._released)))
             self._handshakes.add(task)
-            task.add_done_callback(self._handshakes.discard)
+            self._waiting.add(task, task.cancel)
+            task.add_done_callback(self._handshaken)
+
+    def _handshaken(self, task: asyncio.Task[None]) -> None:
+        self._handshakes.discard(task)
+        self._waiting.discard(task)
 
     async def _connect(self, conn: socket.socket, slot: _Slot) -> None:
         server = self._runner.server
         assert server is not None
         try:
             await asyncio.get_running_loop().connect_accepted_socket(
-                lambda: _Guard(server(), self._limits, self._clock, slot),
+                lambda: _Guard(server(), self._limits, self._clock, slot, self._waiting),
                 conn,
                 ssl=self._tls,
                 ssl_handshake_timeout=self._limits.read_header_timeout if self._tls is not None else None,

@@ -30,6 +30,7 @@ class Served:
     listener: Listener | None = None
     entered: asyncio.Event = field(default_factory=asyncio.Event)  # a handler that reads or waits runs
     release: asyncio.Event = field(default_factory=asyncio.Event)  # /slow may answer
+    slow: int = 0  # requests in /slow
 
     async def connect(self) -> Connection:
         return await asyncio.open_connection("127.0.0.1", self.port, ssl=self.client_tls)
@@ -44,6 +45,7 @@ class Served:
 
         async def slow(_: web.Request) -> web.Response:
             self.entered.set()
+            self.slow += 1
             await self.release.wait()
             return web.Response(text="done")
 
@@ -151,22 +153,38 @@ async def test_a_body_must_arrive_within_the_body_timeout_a_slow_handler_is_not_
         assert (await answer(reader)).startswith(OK)
 
 
-async def test_connections_beyond_the_cap_wait_in_the_backlog_until_one_closes() -> None:
+async def test_at_the_cap_a_newcomer_takes_the_longest_waiting_connection_or_waits_for_one() -> None:
     async with serving(max_connections=2) as served:
         assert served.listener is not None
         listener = served.listener
-        first = await served.connect()
+        request = b"GET /ok HTTP/1.1\r\nHost: a\r\n\r\n"
+        first = await served.connect()  # both wait for a head that never comes
         second = await served.connect()
         await settle(lambda: listener.open_connections == 2)
-        reader, writer = await served.connect()  # the kernel completes it; the listener does not accept
-        writer.write(b"GET /ok HTTP/1.1\r\nHost: a\r\n\r\n")
+
+        third = await served.connect()
+        third[1].write(request)
+        assert (await answer(third[0])).startswith(OK)  # in the slot of the first, which is closed
+        assert await closed(first[0])
+        assert listener.open_connections == 2
+
+        # The third now idles, the second waited longer: the fourth takes the second's slot.
+        fourth = await served.connect()
+        fourth[1].write(request)
+        assert (await answer(fourth[0])).startswith(OK)
+        assert await closed(second[0])
+
+        # Both in a request: nobody waits, a newcomer waits in the backlog until one has answered.
+        for _, writer in (third, fourth):
+            writer.write(b"GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+        await settle(lambda: served.slow == 2)
+        fifth = await served.connect()
+        fifth[1].write(request)
         with pytest.raises(TimeoutError):
-            await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 0.3)
+            await asyncio.wait_for(fifth[0].readuntil(b"\r\n\r\n"), 0.3)
         assert listener.open_connections == 2
-        first[1].close()
-        assert (await answer(reader)).startswith(OK)
-        assert listener.open_connections == 2
-        second[1].close()
-        await settle(lambda: listener.open_connections == 1)
-        writer.close()
+        served.release.set()
+        assert (await answer(fifth[0])).startswith(OK)
+        for connection in (third, fourth, fifth):
+            connection[1].close()
         await settle(lambda: listener.open_connections == 0)
