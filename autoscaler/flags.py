@@ -150,7 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--leader-elect-identity", default=f"{socket.gethostname()}_{uuid.uuid4()}")
     # The port of /metrics, /debug/decisions and health: HTTPS with delegated authentication and
     # authorization, as kube components serve their metrics.
-    add_serving_flags(p, secure_port=DEFAULT_SECURE_PORT, cert_dir="")
+    # Few clients (Prometheus, probes, surge explain), and on asyncio's own loop each TLS connection holds
+    # a 256 KiB read buffer (asyncio.sslproto): a cap of 256 bounds them to about 75 MiB.
+    add_serving_flags(p, secure_port=DEFAULT_SECURE_PORT, cert_dir="", max_connections=256)
     add_auth_flags(p, kubeconfig_default="--kubeconfig's")
     g = p.add_argument_group("shutdown")
     g.add_argument(

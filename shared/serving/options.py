@@ -15,9 +15,7 @@ from shared.serving.tls import ServingTLS, ensure_self_signed, openssl_cipher_li
 
 # k8s.io/apiserver's secure serving: ReadHeaderTimeout 32 s ("just shy of requestTimeoutUpperBound"),
 # IdleTimeout 90 s (http.DefaultTransport's keep-alive); a body has its request timeout, 60 s.
-DEFAULT_LIMITS = ConnectionLimits(
-    read_header_timeout=32.0, read_body_timeout=60.0, idle_timeout=90.0, max_connections=2048
-)
+READ_HEADER_TIMEOUT, READ_BODY_TIMEOUT, IDLE_TIMEOUT = 32.0, 60.0, 90.0
 
 
 @dataclass(frozen=True)
@@ -33,8 +31,10 @@ class ServingOptions:
     limits: ConnectionLimits
 
 
-def add_serving_flags(parser: argparse.ArgumentParser, *, secure_port: int, cert_dir: str) -> None:
-    """The serving group; `secure_port` and `cert_dir` are the daemon's defaults."""
+def add_serving_flags(
+    parser: argparse.ArgumentParser, *, secure_port: int, cert_dir: str, max_connections: int
+) -> None:
+    """The serving group; `secure_port`, `cert_dir` and `max_connections` are the daemon's defaults."""
     group = parser.add_argument_group("serving")
     group.add_argument("--bind-address", default="0.0.0.0", help="address to serve on")
     group.add_argument(
@@ -55,35 +55,35 @@ def add_serving_flags(parser: argparse.ArgumentParser, *, secure_port: int, cert
         help="comma-separated Go/IANA cipher suite names for TLS 1.2 (default: OpenSSL's)",
     )
     add_bool_flag(group, "--insecure-http", "serve plain HTTP on --secure-port (local use only)")
-    limits = DEFAULT_LIMITS
     group.add_argument(
         "--read-header-timeout",
         type=seconds(0.001),
-        default=limits.read_header_timeout,
+        default=READ_HEADER_TIMEOUT,
         help="a connection whose TLS handshake and request head (request line and headers) take longer "
         f"is closed; counted from the connection's start or the request's first byte (default "
-        f"{limits.read_header_timeout:g}s, as kube-apiserver's)",
+        f"{READ_HEADER_TIMEOUT:g}s, as kube-apiserver's)",
     )
     group.add_argument(
         "--read-body-timeout",
         type=seconds(0.001),
-        default=limits.read_body_timeout,
+        default=READ_BODY_TIMEOUT,
         help="a connection whose request body has not fully arrived this long after its head is closed "
-        f"(default {limits.read_body_timeout:g}s)",
+        f"(default {READ_BODY_TIMEOUT:g}s)",
     )
     group.add_argument(
         "--idle-timeout",
         type=seconds(0.001),
-        default=limits.idle_timeout,
+        default=IDLE_TIMEOUT,
         help="a kept-alive connection that sends no next request for this long is closed "
-        f"(default {limits.idle_timeout:g}s, as kube-apiserver's)",
+        f"(default {IDLE_TIMEOUT:g}s, as kube-apiserver's)",
     )
     group.add_argument(
         "--max-connections",
         type=integer(1),
-        default=limits.max_connections,
-        help="connections served at once, TLS handshakes included; more wait in the listen backlog "
-        f"(default {limits.max_connections})",
+        default=max_connections,
+        help="connections at once, TLS handshakes included; at the cap a newcomer takes the place of the "
+        "connection that has waited longest without a request in progress, or waits in the listen "
+        f"backlog (default {max_connections})",
     )
 
 

@@ -15,8 +15,7 @@ from aiohttp import web
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from shared.serving.listener import Listener
-from shared.serving.options import DEFAULT_LIMITS
+from shared.serving.listener import ConnectionLimits, Listener
 from shared.serving.tls import ServingTLS, ensure_self_signed, openssl_cipher_list
 from sim.prometheus import PrometheusProcess
 
@@ -55,7 +54,8 @@ async def tls_server(tmp_path: Path) -> AsyncIterator[tuple[ServingTLS, int, tru
     tls = ServingTLS(cert_file, key_file)
     app = web.Application()
     app.router.add_get("/", _hello)
-    listener = await Listener.start(app, "127.0.0.1", 0, tls.context, DEFAULT_LIMITS)
+    limits = ConnectionLimits(read_header_timeout=5, read_body_timeout=5, idle_timeout=5, max_connections=10)
+    listener = await Listener.start(app, "127.0.0.1", 0, tls.context, limits)
     yield tls, listener.port, ca
     await listener.close()
 
