@@ -11,11 +11,12 @@ aiohttp allows, with public interfaces only:
 
 - Cap: the listener accepts in its own loop (`loop.sock_accept`, then `loop.connect_accepted_socket` for
   the TLS handshake) and gives each connection a slot, held from accept (so TLS handshakes count) until
-  it closes. At the cap, a newcomer takes the slot of the connection that has waited longest without a
-  request in progress (in its TLS handshake, for a head, or idle): slowloris connections always wait
-  while a real client's head arrives within milliseconds, so under such an attack others are still
-  served, and memory stays bounded. When every connection is in a request, newcomers wait in the
-  listen backlog until one closes, as with Go's netutil.LimitListener.
+  it closes. At the cap, a newcomer takes the slot of the connection that has waited longest for a
+  head (or in its TLS handshake): slowloris connections always wait there while a real client's head
+  arrives within milliseconds, so under such an attack newcomers are still let in, and memory stays
+  bounded. Connections in a request or idle between requests (a client's kept-alive pool) are not
+  taken: when none waits for a head, newcomers wait in the listen backlog until one closes, as with
+  Go's netutil.LimitListener.
 - Head deadline: each connection's protocol is aiohttp's own (`RequestHandler`) inside a thin wrapper
   (`_Guard`) that arms a timer when the connection starts and when the first byte of a next request
   arrives. aiohttp parses heads itself and says nothing when one is complete, except by running the
@@ -72,7 +73,8 @@ class _Slot:
 
 
 class _Waiting:
-    """Connections without a request in progress, the longest waiting first, each with how to close it."""
+    """Connections waiting for a head (or in their TLS handshake), the longest waiting first, each with
+    how to close it."""
 
     def __init__(self, added: asyncio.Event) -> None:
         self._closers: dict[object, Callable[[], object]] = {}
@@ -120,6 +122,7 @@ class _Guard(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._idle:
             self._idle = False
+            self._waiting.add(self, self._abort)
             self._arm(self._limits.read_header_timeout, arrived=None)
         self._inner.data_received(data)
 
@@ -150,7 +153,6 @@ class _Guard(asyncio.Protocol):
         bounds that), whose first byte starts a head deadline."""
         self._disarm()
         self._idle = True
-        self._waiting.add(self, self._abort)
 
     def _arm(self, seconds: float, arrived: Callable[[], bool] | None) -> None:
         self._disarm()

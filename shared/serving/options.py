@@ -82,8 +82,8 @@ def add_serving_flags(
         type=integer(1),
         default=max_connections,
         help="connections at once, TLS handshakes included; at the cap a newcomer takes the place of the "
-        "connection that has waited longest without a request in progress, or waits in the listen "
-        f"backlog (default {max_connections})",
+        "connection that has waited longest for its request head, or waits in the listen backlog "
+        f"(default {max_connections})",
     )
 
 

@@ -76,8 +76,14 @@ async def serving(tls: bool = False, max_connections: int = 100) -> AsyncIterato
 
 
 async def answer(reader: asyncio.StreamReader) -> bytes:
-    """A response's status line and headers (the bodies here are short and come with them)."""
-    return await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+    """A whole response: its head and its body (of Content-Length bytes)."""
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+    length = next(
+        int(line.split(b":")[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    return head + await asyncio.wait_for(reader.readexactly(length), 5)
 
 
 async def closed(reader: asyncio.StreamReader) -> bool:
@@ -133,8 +139,8 @@ async def test_a_body_must_arrive_within_the_body_timeout_a_slow_handler_is_not_
         await served.entered.wait()
         served.clock.advance(BODY - 0.01)
         writer.write(b"67890")
-        assert (await answer(reader)).startswith(OK)
-        assert await reader.readexactly(2) == b"10"
+        response = await answer(reader)
+        assert response.startswith(OK) and response.endswith(b"\r\n\r\n10")
 
         served.entered.clear()
         reader, writer = await served.connect()
@@ -153,7 +159,7 @@ async def test_a_body_must_arrive_within_the_body_timeout_a_slow_handler_is_not_
         assert (await answer(reader)).startswith(OK)
 
 
-async def test_at_the_cap_a_newcomer_takes_the_longest_waiting_connection_or_waits_for_one() -> None:
+async def test_at_the_cap_a_newcomer_takes_the_longest_wait_for_a_head_or_waits_for_a_close() -> None:
     async with serving(max_connections=2) as served:
         assert served.listener is not None
         listener = served.listener
@@ -168,23 +174,26 @@ async def test_at_the_cap_a_newcomer_takes_the_longest_waiting_connection_or_wai
         assert await closed(first[0])
         assert listener.open_connections == 2
 
-        # The third now idles, the second waited longer: the fourth takes the second's slot.
+        # The third now idles (a kept-alive connection is not taken), the second still waits for a head.
         fourth = await served.connect()
         fourth[1].write(request)
         assert (await answer(fourth[0])).startswith(OK)
         assert await closed(second[0])
+        third[1].write(request)  # kept alive all along
+        assert (await answer(third[0])).startswith(OK)
 
-        # Both in a request: nobody waits, a newcomer waits in the backlog until one has answered.
-        for _, writer in (third, fourth):
-            writer.write(b"GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
-        await settle(lambda: served.slow == 2)
+        # Idle or in a request, nobody waits for a head: a newcomer waits until a connection closes.
+        fourth[1].write(b"GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+        await settle(lambda: served.slow == 1)
         fifth = await served.connect()
         fifth[1].write(request)
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(fifth[0].readuntil(b"\r\n\r\n"), 0.3)
         assert listener.open_connections == 2
-        served.release.set()
+        third[1].close()
         assert (await answer(fifth[0])).startswith(OK)
-        for connection in (third, fourth, fifth):
+        served.release.set()
+        assert (await answer(fourth[0])).startswith(OK)
+        for connection in (fourth, fifth):
             connection[1].close()
         await settle(lambda: listener.open_connections == 0)
