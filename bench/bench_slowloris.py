@@ -27,6 +27,7 @@ import ssl
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,7 +93,9 @@ async def attacker(number: int, port: int, tls: ssl.SSLContext, trickle: float, 
         await asyncio.sleep(trickle)
 
 
-async def probe(port: int, tls: ssl.SSLContext, tally: Tally, until: float, kept: Connection | None) -> None:
+async def probe(
+    port: int, tls: ssl.SSLContext, tally: Tally, until: Callable[[], float], kept: Connection | None
+) -> None:
     """/healthz every second, on a kept-alive connection (opened before the attack, as the aggregator's
     are) and on a new one; None for no answer in 10 s."""
     request = b"GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"
@@ -105,7 +108,7 @@ async def probe(port: int, tls: ssl.SSLContext, tally: Tally, until: float, kept
             raise RuntimeError(status.decode(errors="replace"))
         await reader.readexactly(2)  # "ok"
 
-    while time.monotonic() < until:
+    while time.monotonic() < until():
         for kind in ("kept-alive", "new"):
             started = time.monotonic()
             try:
@@ -133,7 +136,11 @@ async def attack(args: argparse.Namespace, adapter: ServerProcess, port: int) ->
     tally = Tally()
     pid = adapter.proc.pid
     baseline = rss_mib(pid)
+    # The others' client starts first: its kept-alive connection has asked once before the attack.
     kept = await asyncio.open_connection("127.0.0.1", port, ssl=tls)
+    until = float("inf")
+    probing = asyncio.create_task(probe(port, tls, tally, lambda: until, kept))
+    await asyncio.sleep(0.5)
     started = time.monotonic()
     attackers = []
     for number in range(args.connections):  # opened 100 at a time, as fast as the handshakes go
@@ -142,7 +149,6 @@ async def attack(args: argparse.Namespace, adapter: ServerProcess, port: int) ->
             await asyncio.sleep(0.05)
     ramp = time.monotonic() - started
     until = time.monotonic() + args.hold
-    probing = asyncio.create_task(probe(port, tls, tally, until, kept))
     peak = baseline
     while time.monotonic() < until:
         adapter.check_running()
