@@ -203,7 +203,7 @@ def add_discovery_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def add_adapter_serving_flags(parser: argparse.ArgumentParser) -> None:
-    # An idle TLS connection costs the adapter (on uvloop) about 40 KiB: 2,048 stay well inside 512Mi.
+    # A TLS connection costs the adapter (on uvloop) 40-95 KiB (bench_slowloris): 2,048 stay inside 512Mi.
     add_serving_flags(
         parser, secure_port=443, cert_dir="apiserver.local.config/certificates", max_connections=2048
     )

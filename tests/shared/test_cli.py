@@ -133,7 +133,7 @@ def _demo(argv: Sequence[str]) -> object:
         (_autoscaler, "surge-autoscaler", ["--sync-period=0"], "--sync-period"),
         (_autoscaler, "surge-autoscaler", ["--tolerance=-0.1"], "--tolerance"),
         (_autoscaler, "surge-autoscaler", ["--tolerance=lots"], "--tolerance"),
-        (_autoscaler, "surge-autoscaler", ["--port=65536"], "--port"),
+        (_autoscaler, "surge-autoscaler", ["--secure-port=65536"], "--secure-port"),
         (_autoscaler, "surge-autoscaler", ["--workers=abc"], "--workers"),
         (_autoscaler, "surge-autoscaler", ["--selector=app in (web"], "--selector"),
         (_autoscaler, "surge-autoscaler", ["--selector=-bad-key=x"], "--selector"),
