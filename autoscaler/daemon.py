@@ -33,7 +33,7 @@ from shared.auth import Security, SecurityStartupError
 from shared.clock import LOOP_CLOCK, Clock
 from shared.kube import KubeClient, RestMapper, direct_access, load_access
 from shared.lifecycle import start_unless_stopped
-from shared.serving.listener import Listener
+from shared.serving.listener import ConnectionMetrics, Listener
 from shared.serving.options import serving_tls
 from shared.supervisor import Supervisor
 
@@ -219,6 +219,7 @@ class AutoscalerDaemon:
                 serving.secure_port,
                 tls.context if tls is not None else None,
                 serving.limits,
+                ConnectionMetrics(self.telemetry.registry, "surge_autoscaler"),
             )
         except OSError as err:
             raise StartupError(

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import os
 import random
+import re
 import resource
 import shlex
 import ssl
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import uvloop
+import yaml
 from bench_common import ServerProcess, parse_args, require
 
 from sim.apiserver import ApiServer
@@ -129,7 +131,20 @@ async def probe(
         await asyncio.sleep(1)
 
 
-async def attack(args: argparse.Namespace, adapter: ServerProcess, port: int) -> Tally:
+async def closed_by_limit(port: int, tls: ssl.SSLContext, token: str) -> str:
+    """The adapter's own count of connections its limits closed, by limit (its /metrics, as the admin)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=tls)
+    head = f"GET /metrics HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer {token}\r\nConnection: close"
+    writer.write(f"{head}\r\n\r\n".encode())
+    text = (await reader.read()).decode()
+    writer.close()
+    counts = re.findall(
+        r'^surge_adapter_connections_closed_by_limit_total\{reason="(\w+)"\} ([\d.e+]+)$', text, re.M
+    )
+    return ", ".join(f"{reason} {float(value):,.0f}" for reason, value in counts) or "none reported"
+
+
+async def attack(args: argparse.Namespace, adapter: ServerProcess, port: int, token: str) -> Tally:
     tls = ssl.create_default_context()
     tls.check_hostname = False
     tls.verify_mode = ssl.CERT_NONE
@@ -179,6 +194,7 @@ async def attack(args: argparse.Namespace, adapter: ServerProcess, port: int) ->
         f"at the end {held_at_end:,}"
     )
     print(f"connections closed by the adapter: {tally.closed_by_adapter:,}")
+    print(f"  by its limits: {await closed_by_limit(port, tls, token)}")
     for kind, times in tally.probes.items():
         answered = [t for t in times if t is not None]
         worst = f"{max(answered) * 1000:.0f} ms" if answered else "-"
@@ -236,12 +252,19 @@ def main() -> None:
         try:
             # uvloop: asyncio's own TLS transport holds a 256 KiB buffer per connection, too much for the
             # attackers' side of 5,000 connections.
-            uvloop.run(_run(args, adapter, port))
+            uvloop.run(
+                _run(
+                    args,
+                    adapter,
+                    port,
+                    str(yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"]),
+                )
+            )
         finally:
             adapter.stop()
 
 
-async def _run(args: argparse.Namespace, adapter: ServerProcess, port: int) -> None:
+async def _run(args: argparse.Namespace, adapter: ServerProcess, port: int, token: str) -> None:
     tls = ssl.create_default_context()
     tls.check_hostname = False
     tls.verify_mode = ssl.CERT_NONE
@@ -257,7 +280,7 @@ async def _run(args: argparse.Namespace, adapter: ServerProcess, port: int) -> N
 
     await adapter.wait_until(healthy, 60, "/healthz")
     await asyncio.sleep(1)  # settled
-    tally = await attack(args, adapter, port)
+    tally = await attack(args, adapter, port, token)
     if args.smoke:
         require(tally.closed_by_adapter > 0, "the adapter closed no trickling connection")
         require(all(t is not None for t in tally.probes["kept-alive"]), "a kept-alive probe went unanswered")

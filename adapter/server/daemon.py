@@ -31,7 +31,7 @@ from adapter.server.reload import ConfigReloader, config_digest
 from adapter.server.rules import RulesBuilder, RulesHolder
 from adapter.server.selfmetrics import AdapterMetrics
 from shared.kube import KubeClient, KubeConfigError, RestMapper, bearer_token, load_access, load_configuration
-from shared.serving.listener import Listener
+from shared.serving.listener import ConnectionMetrics, Listener
 from shared.serving.options import serving_tls
 from shared.serving.tls import ServingTLS
 from shared.supervisor import Loop, Supervisor
@@ -199,6 +199,7 @@ class AdapterDaemon:
                 serving.secure_port,
                 self.tls.context if self.tls is not None else None,
                 serving.limits,
+                ConnectionMetrics(self.metrics.registry, "surge_adapter"),
             )
         except OSError as err:
             raise StartupError(

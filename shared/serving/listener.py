@@ -35,6 +35,7 @@ measures it. Timers run on an injectable clock (shared/clock.py), so their logic
 from __future__ import annotations
 
 import asyncio
+import functools
 import socket
 import ssl
 from collections.abc import Callable
@@ -43,6 +44,7 @@ from dataclasses import dataclass
 import structlog
 from aiohttp import web
 from aiohttp.typedefs import Handler
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from shared.clock import LOOP_CLOCK, Clock, TimerHandle
 
@@ -58,6 +60,27 @@ class ConnectionLimits:
     read_body_timeout: float  # the body's full arrival, from its head
     idle_timeout: float  # between a response and the next request's head
     max_connections: int
+
+
+class ConnectionMetrics:
+    """A listener's series: connections open, and connections a limit closed, by which."""
+
+    def __init__(self, registry: CollectorRegistry, prefix: str) -> None:
+        self.open = Gauge(
+            f"{prefix}_connections_open",
+            "Connections holding a slot (TLS handshakes included).",
+            registry=registry,
+        )
+        closed = Counter(
+            f"{prefix}_connections_closed_by_limit",
+            "Connections closed by a limit: header_timeout (TLS handshake or request head too slow), "
+            "body_timeout, taken (at --max-connections, for a newcomer).",
+            ["reason"],
+            registry=registry,
+        )
+        self.header_timeout = closed.labels(reason="header_timeout")
+        self.body_timeout = closed.labels(reason="body_timeout")
+        self.taken = closed.labels(reason="taken")
 
 
 class _Slot:
@@ -102,27 +125,34 @@ class _Guard(asyncio.Protocol):
     """A connection: aiohttp's protocol inside, the head and body deadlines around it."""
 
     def __init__(
-        self, inner: asyncio.Protocol, limits: ConnectionLimits, clock: Clock, slot: _Slot, waiting: _Waiting
+        self,
+        inner: asyncio.Protocol,
+        limits: ConnectionLimits,
+        clock: Clock,
+        slot: _Slot,
+        waiting: _Waiting,
+        metrics: ConnectionMetrics,
     ) -> None:
         self._inner = inner
         self._limits = limits
         self._clock = clock
         self._slot = slot
         self._waiting = waiting
+        self._metrics = metrics
         self._transport: asyncio.BaseTransport | None = None
         self._timer: TimerHandle | None = None
         self._idle = False  # between a response and the next request's first byte
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport
-        self._waiting.add(self, self._abort)
+        self._waiting.add(self, self._taken)
         self._arm(self._limits.read_header_timeout, arrived=None)
         self._inner.connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
         if self._idle:
             self._idle = False
-            self._waiting.add(self, self._abort)
+            self._waiting.add(self, self._taken)
             self._arm(self._limits.read_header_timeout, arrived=None)
         self._inner.data_received(data)
 
@@ -165,12 +195,19 @@ class _Guard(asyncio.Protocol):
 
     def _expire(self, arrived: Callable[[], bool] | None) -> None:
         self._timer = None
-        if arrived is None or not arrived():
-            self._abort()
+        if arrived is None:
+            self._abort(self._metrics.header_timeout)
+        elif not arrived():
+            self._abort(self._metrics.body_timeout)
 
-    def _abort(self) -> None:
+    def _taken(self) -> None:
+        self._abort(self._metrics.taken)
+
+    def _abort(self, reason: Counter) -> None:
         if self._transport is not None:
+            reason.inc()
             self._transport.abort()  # type: ignore[attr-defined]
+            self._transport = None
 
 
 @web.middleware
@@ -205,12 +242,14 @@ class Listener:
         sock: socket.socket,
         tls: ssl.SSLContext | None,
         limits: ConnectionLimits,
+        metrics: ConnectionMetrics,
         clock: Clock,
     ) -> None:
         self._runner = runner
         self._sock = sock
         self._tls = tls
         self._limits = limits
+        self._metrics = metrics
         self._clock = clock
         self._slots = asyncio.Semaphore(limits.max_connections)
         # Set when a connection starts waiting or one closes: a newcomer held at the cap looks again.
@@ -220,6 +259,7 @@ class Listener:
         self._accepting = asyncio.get_running_loop().create_task(self._accept())
         self.port: int = sock.getsockname()[1]
         self.open_connections = 0  # holding a slot: accepted (TLS handshakes included), not yet closed
+        metrics.open.set_function(lambda: self.open_connections)
 
     @classmethod
     async def start(
@@ -229,6 +269,7 @@ class Listener:
         port: int,
         tls: ssl.SSLContext | None,
         limits: ConnectionLimits,
+        metrics: ConnectionMetrics,
         clock: Clock = LOOP_CLOCK,
     ) -> Listener:
         """Serve `app` (plain HTTP when `tls` is None); OSError when the address cannot be bound."""
@@ -240,7 +281,7 @@ class Listener:
         except BaseException:
             await runner.cleanup()
             raise
-        return cls(runner, sock, tls, limits, clock)
+        return cls(runner, sock, tls, limits, metrics, clock)
 
     def _released(self) -> None:
         self.open_connections -= 1
@@ -274,8 +315,12 @@ class Listener:
             self.open_connections += 1
             task = loop.create_task(self._connect(conn, _Slot(self._released)))
             self._handshakes.add(task)
-            self._waiting.add(task, task.cancel)
+            self._waiting.add(task, functools.partial(self._take_handshake, task))
             task.add_done_callback(self._handshaken)
+
+    def _take_handshake(self, task: asyncio.Task[None]) -> None:
+        self._metrics.taken.inc()
+        task.cancel()
 
     def _handshaken(self, task: asyncio.Task[None]) -> None:
         self._handshakes.discard(task)
@@ -286,12 +331,16 @@ class Listener:
         assert server is not None
         try:
             await asyncio.get_running_loop().connect_accepted_socket(
-                lambda: _Guard(server(), self._limits, self._clock, slot, self._waiting),
+                lambda: _Guard(server(), self._limits, self._clock, slot, self._waiting, self._metrics),
                 conn,
                 ssl=self._tls,
                 ssl_handshake_timeout=self._limits.read_header_timeout if self._tls is not None else None,
             )
-        except (OSError, ssl.SSLError, TimeoutError):  # a failed or too slow handshake; the socket is closed
+        except TimeoutError:  # the handshake took longer than the head may
+            self._metrics.header_timeout.inc()
+            slot.release()
+            conn.close()
+        except (OSError, ssl.SSLError):  # a failed handshake
             slot.release()
             conn.close()
         except BaseException:

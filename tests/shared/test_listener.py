@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 import pytest
 import trustme
 from aiohttp import web
+from prometheus_client import CollectorRegistry
 
 from shared.clock import FakeClock
-from shared.serving.listener import ConnectionLimits, Listener
+from shared.serving.listener import ConnectionLimits, ConnectionMetrics, Listener
 
 HEADER, BODY, IDLE = 5.0, 7.0, 100.0
 OK = b"HTTP/1.1 200 OK"
@@ -31,6 +32,11 @@ class Served:
     entered: asyncio.Event = field(default_factory=asyncio.Event)  # a handler that reads or waits runs
     release: asyncio.Event = field(default_factory=asyncio.Event)  # /slow may answer
     slow: int = 0  # requests in /slow
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def closed_by(self, reason: str) -> float:
+        value = self.registry.get_sample_value("test_connections_closed_by_limit_total", {"reason": reason})
+        return value or 0.0
 
     async def connect(self) -> Connection:
         return await asyncio.open_connection("127.0.0.1", self.port, ssl=self.client_tls)
@@ -67,7 +73,10 @@ async def serving(tls: bool = False, max_connections: int = 100) -> AsyncIterato
         ca.configure_trust(client_tls)
     served = Served(FakeClock(), client_tls)
     limits = ConnectionLimits(HEADER, BODY, IDLE, max_connections)
-    listener = await Listener.start(served.app(), "127.0.0.1", 0, server_tls, limits, clock=served.clock)
+    metrics = ConnectionMetrics(served.registry, "test")
+    listener = await Listener.start(
+        served.app(), "127.0.0.1", 0, server_tls, limits, metrics, clock=served.clock
+    )
     served.port, served.listener = listener.port, listener
     try:
         yield served
@@ -129,6 +138,7 @@ async def test_a_head_must_arrive_within_the_header_timeout(tls: bool) -> None:
         served.clock.advance(HEADER)
         assert await closed(reader)
         writer.close()
+        assert served.closed_by("header_timeout") == 2
 
 
 async def test_a_body_must_arrive_within_the_body_timeout_a_slow_handler_is_not_cut() -> None:
@@ -148,6 +158,7 @@ async def test_a_body_must_arrive_within_the_body_timeout_a_slow_handler_is_not_
         await served.entered.wait()
         served.clock.advance(BODY)
         assert await closed(reader)
+        assert served.closed_by("body_timeout") == 1
 
         # No body to wait for: the handler takes as long as it takes.
         served.entered.clear()
@@ -179,6 +190,7 @@ async def test_at_the_cap_a_newcomer_takes_the_longest_wait_for_a_head_or_waits_
         fourth[1].write(request)
         assert (await answer(fourth[0])).startswith(OK)
         assert await closed(second[0])
+        assert served.closed_by("taken") == 2
         third[1].write(request)  # kept alive all along
         assert (await answer(third[0])).startswith(OK)
 
@@ -197,3 +209,5 @@ async def test_at_the_cap_a_newcomer_takes_the_longest_wait_for_a_head_or_waits_
         for connection in (fourth, fifth):
             connection[1].close()
         await settle(lambda: listener.open_connections == 0)
+        assert served.registry.get_sample_value("test_connections_open") == 0
+        assert served.closed_by("taken") == 2

@@ -14,8 +14,9 @@ import trustme
 from aiohttp import web
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
+from prometheus_client import CollectorRegistry
 
-from shared.serving.listener import ConnectionLimits, Listener
+from shared.serving.listener import ConnectionLimits, ConnectionMetrics, Listener
 from shared.serving.tls import ServingTLS, ensure_self_signed, openssl_cipher_list
 from sim.prometheus import PrometheusProcess
 
@@ -55,7 +56,9 @@ async def tls_server(tmp_path: Path) -> AsyncIterator[tuple[ServingTLS, int, tru
     app = web.Application()
     app.router.add_get("/", _hello)
     limits = ConnectionLimits(read_header_timeout=5, read_body_timeout=5, idle_timeout=5, max_connections=10)
-    listener = await Listener.start(app, "127.0.0.1", 0, tls.context, limits)
+    listener = await Listener.start(
+        app, "127.0.0.1", 0, tls.context, limits, ConnectionMetrics(CollectorRegistry(), "test")
+    )
     yield tls, listener.port, ca
     await listener.close()
 
