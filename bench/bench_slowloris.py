@@ -202,6 +202,12 @@ async def attack(args: argparse.Namespace, adapter: ServerProcess, port: int, to
         print(
             f"others served ({kind}): {len(answered)}/{len(times)} ({unanswered} unanswered), worst {worst}"
         )
+    sys.stdout.flush()
+    # The adapter goes first: every attacker's connection, queued connect or handshake then ends at once.
+    await asyncio.to_thread(adapter.stop)
+    for task in attackers:
+        task.cancel()
+    await asyncio.wait(attackers, timeout=30)
     return tally
 
 
