@@ -18,12 +18,12 @@ from collections.abc import Sequence
 import structlog
 import uvloop
 
-from adapter.auth import Security, SecurityStartupError, add_auth_flags, auth_options_from_namespace
 from adapter.config import AdapterConfig, ConfigError, parse_config, read_config_text
 from adapter.explain.cli import main as explain_main
 from adapter.flags import FLAG_GROUPS, PROG, AdapterOptions, parse_flags
 from adapter.server.daemon import AdapterDaemon, StartupError
 from adapter.server.reload import config_digest
+from shared.auth import Security, SecurityStartupError, add_auth_flags, auth_options_from_namespace
 from shared.cli import usage_error
 from shared.lifecycle import start_unless_stopped, stop_on_signals
 from shared.logging import configure_logging
@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     configure_logging(options.log_level, options.log_format)
     for warning in warnings:
         log.warning(warning)
-    sys.exit(uvloop.run(run(options, Security(auth_options))))
+    sys.exit(uvloop.run(run(options, Security(auth_options, user_agent=PROG))))
 
 
 if __name__ == "__main__":

@@ -17,8 +17,15 @@ from pathlib import Path
 from adapter.config import CONFIG_MAX_BYTES
 from adapter.delegate.options import DelegateOptions, add_delegate_flags, delegate_options_from_namespace
 from adapter.querycache import DEFAULT_MAX_ENTRIES, DEFAULT_TTL
-from adapter.server.tls import openssl_cipher_list
-from shared.cli import OneLineErrorParser, add_version_flag, go_duration, http_url, integer, port_number
+from shared.cli import (
+    OneLineErrorParser,
+    add_bool_flag,
+    add_version_flag,
+    go_bool,
+    go_duration,
+    http_url,
+    integer,
+)
 from shared.logging import add_logging_flags
 from shared.prometheus import check_header
 from shared.prometheus_flags import (
@@ -26,6 +33,10 @@ from shared.prometheus_flags import (
     add_prometheus_credential_flags,
     prometheus_credentials,
 )
+from shared.serving.options import ServingOptions, add_serving_flags, serving_options_from_namespace
+
+# argparse type of the adapter's Go duration flags: seconds, never negative.
+duration_arg = go_duration()
 
 FlagGroup = Callable[[argparse.ArgumentParser], None]
 
@@ -73,35 +84,12 @@ _BOOL_COMPAT_FLAGS = frozenset(
 )
 
 
-def parse_go_bool(text: str) -> bool:
-    """Go's strconv.ParseBool."""
-    if text in {"1", "t", "T", "TRUE", "true", "True"}:
-        return True
-    if text in {"0", "f", "F", "FALSE", "false", "False"}:
-        return False
-    raise ValueError(f"invalid boolean {text!r}")
-
-
-# argparse type of the Go duration flags here and in adapter/auth/flags.py: seconds, never negative.
-duration_arg = go_duration()
-
-
-def _bool(text: str) -> bool:
-    try:
-        return parse_go_bool(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-
-
-def add_bool_flag(group: argparse._ActionsContainer, flag: str, help_text: str) -> None:
-    """A Go-style boolean: `--flag`, `--flag=true` or `--flag=false`."""
-    group.add_argument(flag, nargs="?", const=True, default=False, type=_bool, help=help_text)
-
-
 def explicit_bools(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
     """`argv` with each bare boolean of `parser` (add_bool_flag) written `--flag=true`: as in Go's flag
     package, a boolean then never takes the argument after it (a command's positional) as its value."""
-    bools = {option for action in parser._actions if action.type is _bool for option in action.option_strings}
+    bools = {
+        option for action in parser._actions if action.type is go_bool for option in action.option_strings
+    }
     return [f"{arg}=true" if arg in bools else arg for arg in argv]
 
 
@@ -239,32 +227,19 @@ def add_discovery_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_serving_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("serving")
-    group.add_argument("--bind-address", default="0.0.0.0", help="address to serve on")
-    group.add_argument("--secure-port", type=port_number, default=443, help="HTTPS port")
-    group.add_argument(
-        "--cert-dir",
-        default="apiserver.local.config/certificates",
-        help="where a self-signed serving pair is kept when no cert files are given",
+def add_adapter_serving_flags(parser: argparse.ArgumentParser) -> None:
+    # A TLS connection costs the adapter (on uvloop) 40-95 KiB (bench_slowloris): 2,048 stay inside 512Mi.
+    add_serving_flags(
+        parser, secure_port=443, cert_dir="apiserver.local.config/certificates", max_connections=2048
     )
-    group.add_argument("--tls-cert-file", default="", help="serving certificate (reloaded when it changes)")
-    group.add_argument("--tls-private-key-file", default="", help="serving key (reloaded when it changes)")
-    group.add_argument("--tls-min-version", default="", help="VersionTLS12 or VersionTLS13")
-    group.add_argument(
-        "--tls-cipher-suites",
-        default="",
-        help="comma-separated Go/IANA cipher suite names for TLS 1.2 (default: OpenSSL's)",
-    )
-    add_bool_flag(group, "--insecure-http", "serve plain HTTP on --secure-port (local use only)")
 
 
 # The flag groups, in help order. Authentication/authorization flags (requestheader, client CA,
-# delegated authn/authz) belong in this list once adapter/auth provides its group function.
+# delegated authn/authz) belong in this list once shared/auth provides its group function.
 FLAG_GROUPS: tuple[FlagGroup, ...] = (
     add_discovery_flags,
     add_prometheus_flags,
-    add_serving_flags,
+    add_adapter_serving_flags,
     add_delegate_flags,
     add_logging_flags,
 )
@@ -337,14 +312,7 @@ class AdapterOptions:
     max_age: float
     lister_kubeconfig: str
     mapper_refresh_interval: float
-    bind_address: str
-    secure_port: int
-    cert_dir: str
-    tls_cert_file: str
-    tls_private_key_file: str
-    tls_min_version: str
-    tls_cipher_suites: tuple[str, ...]
-    insecure_http: bool
+    serving: ServingOptions
     log_level: str
     log_format: str
     delegates: DelegateOptions
@@ -368,15 +336,10 @@ def options_from_namespace(ns: argparse.Namespace) -> AdapterOptions:
         credentials = prometheus_credentials(ns)
     except ValueError as err:
         raise FlagError(str(err)) from None
-    if bool(ns.tls_cert_file) != bool(ns.tls_private_key_file):
-        raise FlagError("--tls-cert-file and --tls-private-key-file must be given together")
-    if ns.tls_min_version not in {"", "VersionTLS12", "VersionTLS13"}:
-        raise FlagError(f"--tls-min-version: {ns.tls_min_version!r}: use VersionTLS12 or VersionTLS13")
-    cipher_suites = tuple(c.strip() for c in ns.tls_cipher_suites.split(",") if c.strip())
     try:
-        openssl_cipher_list(list(cipher_suites))
+        serving = serving_options_from_namespace(ns)
     except ValueError as err:
-        raise FlagError(f"--tls-cipher-suites: {err}") from None
+        raise FlagError(str(err)) from None
     if ns.prometheus_timeout <= 0:
         raise FlagError("--prometheus-timeout: must be more than 0s")
     headers = parse_header_args(ns.prometheus_header)
@@ -407,14 +370,7 @@ def options_from_namespace(ns: argparse.Namespace) -> AdapterOptions:
         max_age=max_age,
         lister_kubeconfig=ns.lister_kubeconfig or ns.kubeconfig,
         mapper_refresh_interval=ns.discovery_interval or 300.0,
-        bind_address=ns.bind_address,
-        secure_port=ns.secure_port,
-        cert_dir=ns.cert_dir,
-        tls_cert_file=ns.tls_cert_file,
-        tls_private_key_file=ns.tls_private_key_file,
-        tls_min_version=ns.tls_min_version,
-        tls_cipher_suites=cipher_suites,
-        insecure_http=ns.insecure_http,
+        serving=serving,
         log_level=ns.log_level,
         log_format=ns.log_format,
         delegates=delegates,

@@ -1,6 +1,8 @@
 """Wiring of the whole autoscaler: cluster access, caches, metrics clients, work queue, leader election,
 and the endpoints of its port: /metrics (with the per-target series), health, and the decision records at
-/debug/decisions/<namespace>/<name>.
+/debug/decisions/<namespace>/<name>. The port is served as kube components serve theirs: HTTPS (plain HTTP
+only with --insecure-http), every request authenticated and authorized by delegation to the API server
+(shared/auth; health paths always allowed), on the shared listener with its connection limits.
 
 `AutoscalerDaemon` is what `python -m autoscaler` runs and what tests and benchmarks start in-process,
 always from `AutoscalerOptions` (parsed flags), so there is one way to build it.
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import ssl
 
 import structlog
 from aiohttp import web
@@ -17,6 +20,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from autoscaler import target_metrics
 from autoscaler.controller import Controller, ControllerOptions
+from autoscaler.debug_access import decision_access
 from autoscaler.history import Histories
 from autoscaler.leader import LeaderElector, LeaseGuard
 from autoscaler.metrics import MetricsClient
@@ -25,19 +29,24 @@ from autoscaler.promql.client import PrometheusClient
 from autoscaler.promql.direct import DirectMetrics
 from autoscaler.sources import SOURCES
 from autoscaler.telemetry import Telemetry
+from shared.auth import Security, SecurityStartupError
 from shared.cli import surge_version
 from shared.clock import LOOP_CLOCK, Clock
 from shared.kube import KubeClient, RestMapper, direct_access, load_access, user_agent
 from shared.lifecycle import start_unless_stopped
+from shared.serving.listener import ConnectionMetrics, Listener
+from shared.serving.options import serving_tls
 from shared.supervisor import Supervisor
 
 log = structlog.get_logger("autoscaler")
 
 COMPONENT = "surge-autoscaler"
+_CERT_RELOAD_SECONDS = 10.0
 
 
 class StartupError(Exception):
-    """The autoscaler cannot start (no cluster access, port taken)."""
+    """The autoscaler cannot start (no cluster access, port taken, bad serving certificate, delegated
+    authentication impossible)."""
 
 
 class AutoscalerDaemon:
@@ -102,8 +111,13 @@ class AutoscalerDaemon:
             direct=direct,
             histories=Histories(self._prometheus, direct, clock),
         )
+        self.security = Security(
+            options.auth,
+            user_agent=user_agent(COMPONENT, surge_version(), options.identity),
+            attributes_for=decision_access(SOURCES[options.source]),
+        )
         self.port = 0
-        self._runner: web.AppRunner | None = None
+        self._listener: Listener | None = None
         self._lease_lost = asyncio.Event()
 
     @classmethod
@@ -134,16 +148,14 @@ class AutoscalerDaemon:
 
     async def start(self) -> None:
         """Serve /metrics and health, sync the caches, start the workers and, if asked, leader election."""
-        self._runner = web.AppRunner(self._http_app(), access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.options.bind_address, self.options.port)
-        try:
-            await site.start()
-        except OSError as err:
-            where = f"{self.options.bind_address}:{self.options.port}"
-            raise StartupError(f"cannot listen on {where}: {err}") from err
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        log.info("serving", port=self.port, source=self.options.source, workers=self.options.workers)
+        await self._serve()
+        log.info(
+            "serving",
+            port=self.port,
+            scheme="http" if self.options.serving.insecure_http else "https",
+            source=self.options.source,
+            workers=self.options.workers,
+        )
         await self.controller.start()
         # The caches are long-lived: keep the collector from re-scanning them on every full collection
         # (with 100k cached pods those scans stall the event loop for hundreds of milliseconds).
@@ -191,8 +203,9 @@ class AutoscalerDaemon:
                     await self.elector.release()
             except TimeoutError:
                 log.warning("lease not released within the grace period", grace=grace)
-        if self._runner is not None:
-            await self._runner.cleanup()
+        if self._listener is not None:
+            await self._listener.close()
+        await self.security.close()
         if self._metrics_kube is not self.kube:
             await self._metrics_kube.close()
         if self._lease_kube is not None:
@@ -210,6 +223,35 @@ class AutoscalerDaemon:
         self.telemetry.is_leader.set(1)
         # Whatever the previous leader left pending is ours now.
         self.controller.resync_all()
+
+    async def _serve(self) -> None:
+        """Open the port: delegated auth first (its clients and the front-proxy ConfigMap), then TLS."""
+        serving = self.options.serving
+        try:
+            await self.security.start()
+            tls = serving_tls(serving)
+        except SecurityStartupError as err:
+            raise StartupError(str(err)) from err
+        except (OSError, ssl.SSLError, ValueError) as err:
+            raise StartupError(f"invalid serving certificate or TLS settings: {err}") from err
+        self.supervisor.start("auth settings refresh", self.security.refresh_forever)
+        if tls is not None:
+            self.security.configure_tls(tls.context)
+            self.supervisor.start("cert reload", lambda: tls.watch(_CERT_RELOAD_SECONDS))
+        try:
+            self._listener = await Listener.start(
+                self._http_app(),
+                serving.bind_address,
+                serving.secure_port,
+                tls.context if tls is not None else None,
+                serving.limits,
+                ConnectionMetrics(self.telemetry.registry, "surge_autoscaler"),
+            )
+        except OSError as err:
+            raise StartupError(
+                f"cannot listen on {serving.bind_address}:{serving.secure_port}: {err}"
+            ) from err
+        self.port = self._listener.port
 
     def _http_app(self) -> web.Application:
         async def metrics(_: web.Request) -> web.Response:
@@ -236,7 +278,7 @@ class AutoscalerDaemon:
                 return web.Response(status=503, text="restarting after a crash: " + ", ".join(down))
             return web.Response(text="ok")
 
-        app = web.Application()
+        app = web.Application(middlewares=[self.security.middleware])
         app.router.add_get("/metrics", metrics)
         app.router.add_get("/healthz", alive)
         app.router.add_get("/livez", alive)

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from autoscaler.core.types import FEATURE_GATE_NAMES, FeatureGates
 from autoscaler.sources import SOURCES
+from shared.auth import add_auth_flags
 from shared.cli import (
     OneLineErrorParser,
     add_version_flag,
@@ -17,11 +18,13 @@ from shared.cli import (
     integer,
     label_selector,
     number,
-    port_number,
     seconds,
 )
 from shared.logging import add_logging_flags
 from shared.prometheus_flags import add_prometheus_credential_flags
+from shared.serving.options import add_serving_flags
+
+DEFAULT_SECURE_PORT = 8443
 
 
 def feature_gates(text: str) -> FeatureGates:
@@ -212,11 +215,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="this replica's name in the Lease and in its User-Agent, surge-autoscaler/VERSION (IDENTITY) "
         "(default: hostname_random-UUID)",
     )
-    g = p.add_argument_group("serving")
-    g.add_argument("--bind-address", default="0.0.0.0", help="address of /metrics, /healthz, /readyz")
-    g.add_argument(
-        "--port", type=port_number, default=8080, help="port of /metrics, /healthz, /readyz (0: any free)"
-    )
+    # The port of /metrics, /debug/decisions and health: HTTPS with delegated authentication and
+    # authorization, as kube components serve their metrics.
+    # Few clients (Prometheus, probes, surge explain), and on asyncio's own loop each TLS connection holds
+    # a 256 KiB read buffer (asyncio.sslproto): a cap of 256 bounds them to about 75 MiB.
+    add_serving_flags(p, secure_port=DEFAULT_SECURE_PORT, cert_dir="", max_connections=256)
+    add_auth_flags(p, kubeconfig_default="--kubeconfig's")
+    g = p.add_argument_group("shutdown")
     g.add_argument(
         "--shutdown-grace-period",
         type=seconds(),

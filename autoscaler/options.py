@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from autoscaler.core.types import ControllerConfig
 from autoscaler.flags import build_parser
 from autoscaler.leader import LeaseConfig
 from autoscaler.promql.client import PrometheusAccess
+from shared.auth import AuthOptions, auth_options_from_namespace
 from shared.prometheus_flags import prometheus_credentials
+from shared.serving.options import ServingOptions, serving_options_from_namespace
 
 
 @dataclass(frozen=True)
@@ -49,8 +51,8 @@ class AutoscalerOptions:
     cluster_wide_query_namespaces: tuple[str, ...]
     lease: LeaseConfig | None
     identity: str  # in the User-Agent, with or without leader election
-    bind_address: str
-    port: int
+    serving: ServingOptions
+    auth: AuthOptions
     shutdown_grace_period: float
     log_level: str
     log_format: str
@@ -79,6 +81,16 @@ def _check_elector_rate(qps: float, retry_period: float) -> None:
             f"--qps {qps:g} and --leader-elect-retry-period {retry_period:g}s: the leader elector sends 2 "
             "requests every retry period, so it needs qps x retry period >= 2"
         )
+
+
+def _auth(ns: argparse.Namespace) -> AuthOptions:
+    """Delegated auth's options; its kubeconfigs default to the cluster access of --kubeconfig."""
+    auth = auth_options_from_namespace(ns)
+    return replace(
+        auth,
+        authentication_kubeconfig=auth.authentication_kubeconfig or ns.kubeconfig or "",
+        authorization_kubeconfig=auth.authorization_kubeconfig or ns.kubeconfig or "",
+    )
 
 
 def options_from_namespace(ns: argparse.Namespace) -> AutoscalerOptions:
@@ -125,8 +137,8 @@ def options_from_namespace(ns: argparse.Namespace) -> AutoscalerOptions:
         cluster_wide_query_namespaces=tuple(ns.cluster_wide_query_namespace),
         lease=_lease(ns) if ns.leader_elect else None,
         identity=ns.leader_elect_identity,
-        bind_address=ns.bind_address,
-        port=ns.port,
+        serving=serving_options_from_namespace(ns),
+        auth=_auth(ns),
         shutdown_grace_period=ns.shutdown_grace_period,
         log_level=ns.log_level,
         log_format=ns.log_format,

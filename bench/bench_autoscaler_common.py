@@ -148,8 +148,21 @@ def metrics_app(pods_each: int, delays: dict[str, float]) -> web.Application:
     return app
 
 
+def _session() -> aiohttp.ClientSession:
+    """For the daemon's port: its certificate is self-signed, not verified."""
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=False))
+
+
+def kubeconfig_token(kubeconfig: Path) -> str:
+    """The bearer token of a kubeconfig the simulated API server wrote: the daemon's port authenticates
+    its scrapes with it (the cluster's admin: authorized without a review)."""
+    return str(yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"])
+
+
 class Daemon(ServerProcess):
     """The autoscaler daemon as a subprocess, and readings of its /metrics."""
+
+    token: str  # what its scrapes authenticate with
 
     @classmethod
     def start(
@@ -157,23 +170,25 @@ class Daemon(ServerProcess):
     ) -> Daemon:
         """`python -m autoscaler` (or `program`, a module or a script taking its flags) on a free port."""
         port = free_port()
-        return cls.spawn(
+        daemon = cls.spawn(
             program,
-            f"http://127.0.0.1:{port}",
+            f"https://127.0.0.1:{port}",
             log,
             f"--kubeconfig={kubeconfig}",
             f"--metrics-url={metrics_url}",
             "--bind-address=127.0.0.1",
-            f"--port={port}",
+            f"--secure-port={port}",
             "--log-level=warning",
             "--log-format=json",
             *flags,
         )
+        daemon.token = kubeconfig_token(kubeconfig)
+        return daemon
 
     async def wait_ready(self, within: float) -> None:
         async def ready() -> bool:
             try:
-                async with aiohttp.ClientSession() as http, http.get(self.url + "/readyz") as r:
+                async with _session() as http, http.get(self.url + "/readyz") as r:
                     return r.status == 200
             except aiohttp.ClientError:
                 return False
@@ -190,7 +205,10 @@ class Daemon(ServerProcess):
 
     async def scrape(self) -> dict[str, float]:
         """/metrics as {series line without value: value}."""
-        async with aiohttp.ClientSession() as http, http.get(self.url + "/metrics") as r:
+        async with (
+            _session() as http,
+            http.get(self.url + "/metrics", headers={"Authorization": f"Bearer {self.token}"}) as r,
+        ):
             text = await r.text()
         out: dict[str, float] = {}
         for line in text.splitlines():

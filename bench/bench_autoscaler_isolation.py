@@ -73,7 +73,7 @@ async def run(
                     f"--metrics-url=http://127.0.0.1:{port}",
                     f"--workers={workers}",
                     "--bind-address=127.0.0.1",
-                    "--port=0",
+                    "--secure-port=0",
                     "--shutdown-grace-period=5s",
                 ]
             )

@@ -48,11 +48,13 @@ class ServerProcess:
     log: Path
 
     @classmethod
-    def spawn(cls, module: str, url: str, log: Path, *flags: str) -> Self:
-        """Run `python -m <module>`, or the script when `module` is a `.py` path."""
+    def spawn(cls, module: str, url: str, log: Path, *flags: str, env: dict[str, str] | None = None) -> Self:
+        """Run `python -m <module>`, or the script when `module` is a `.py` path (in `env`, if given)."""
         program = [module] if module.endswith(".py") else ["-m", module]
         with log.open("wb") as out:
-            proc = subprocess.Popen([sys.executable, *program, *flags], stdout=out, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(
+                [sys.executable, *program, *flags], stdout=out, stderr=subprocess.STDOUT, env=env
+            )
         return cls(proc, module, url, log)
 
     def tail(self, lines: int = 20) -> str:

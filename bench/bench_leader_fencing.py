@@ -193,7 +193,7 @@ class Replica:
             f"--kubeconfig={self._kubeconfig}",
             f"--metrics-url={self._metrics_url}",
             "--bind-address=127.0.0.1",
-            "--port=0",
+            "--secure-port=0",
             "--log-level=warning",
             "--log-format=json",
             f"--qps={self._args.qps:g}",

@@ -32,7 +32,7 @@ from demo.record import (
     replay_command,
     write_record,
 )
-from demo.stack import AUTOSCALER_LOG, running_adapter, running_autoscaler
+from demo.stack import AUTOSCALER_LOG, autoscaler_ca, running_adapter, running_autoscaler
 from demo.world import DEMO_TIMING, DEPLOYMENTS, HZAS, World, running_world
 from sim.workload import manifests
 
@@ -326,10 +326,14 @@ async def run(
             say(f"  Prometheus       {world.prometheus.url}")
             say(f"  pod metrics      {cluster.metrics_url}/pods/<namespace>/<pod>/metrics")
             say(f"  adapter          {adapter_url}/apis/custom.metrics.k8s.io/v1beta2")
-            say(f"  autoscaler       {autoscaler_url}/metrics")
+            say(f"  autoscaler       {autoscaler_url}/metrics (with the kubeconfig's bearer token)")
             say(f"  try              kubectl --kubeconfig {world.kubeconfig} get hza,deploy,pods")
-            explain = [sys.executable, "-m", "surge", "explain", f"{NAMESPACE}/{NAME}"]
-            say(f"  why              {shlex.join(explain)} --autoscaler-url {autoscaler_url}")
+            explain = [
+                *(sys.executable, "-m", "surge", "explain", f"{NAMESPACE}/{NAME}"),
+                *("--autoscaler-url", autoscaler_url, "--kubeconfig", str(world.kubeconfig)),
+                *("--certificate-authority", str(autoscaler_ca(workdir))),
+            ]
+            say(f"  why              {shlex.join(explain)}")
             say(
                 f"  Deployment       {NAME}: {INITIAL_REPLICAS} replicas, {BEFORE_RPS:g} rps offered, "
                 f"{CAPACITY_RPS:g} rps capacity per pod; HorizontalAutoscaler target {CAPACITY_RPS:g} rps "

@@ -240,7 +240,7 @@ async def run(profile: Profile, say: Callable[[str], None], limit: float) -> Run
                 say(f"  adapter          {adapter_url}/apis/metrics.k8s.io/v1beta1 (via the API server)")
                 cpu = CPU_RATES[profile.name]
                 say(f"  CPU usage        {cpu.of('container_cpu_usage_seconds_total')}, window {cpu.window}")
-                say(f"  autoscaler       {scaler}/metrics")
+                say(f"  autoscaler       {scaler}/metrics (with the kubeconfig's bearer token)")
                 say(f"  try              kubectl --kubeconfig {world.kubeconfig} top pods")
                 say(
                     f"  Deployment       {NAME}: {MIN_REPLICAS} replicas requesting {CPU_REQUEST} CPU, idle; "

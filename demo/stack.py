@@ -97,17 +97,25 @@ async def running_adapter(
         yield url
 
 
+def autoscaler_ca(workdir: Path) -> Path:
+    """The autoscaler's self-signed serving chain, its CA included: what a client of its port trusts."""
+    return workdir / "autoscaler-certs" / "apiserver.crt"
+
+
 @asynccontextmanager
 async def running_autoscaler(kubeconfig: Path, workdir: Path, flags: list[str]) -> AsyncIterator[str]:
-    """The autoscaler with `flags` added; yields the URL of its /metrics, /healthz and /readyz."""
+    """The autoscaler with `flags` added, over HTTPS with a self-signed certificate and delegated
+    authentication and authorization against the simulated API server; yields the URL of its /metrics,
+    /debug/decisions, /healthz and /readyz."""
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
+    url = f"https://127.0.0.1:{port}"
     args = [
         "-m",
         "autoscaler",
         f"--kubeconfig={kubeconfig}",
+        f"--cert-dir={autoscaler_ca(workdir).parent}",
         "--bind-address=127.0.0.1",
-        f"--port={port}",
+        f"--secure-port={port}",
         "--log-format=json",
         *flags,
     ]

@@ -141,6 +141,28 @@ def seconds(minimum: float = 0.0) -> Callable[[str], float]:
     return _at_least(_seconds, "a duration like 30s, 1m30s or 0.5", minimum, f"{minimum:g}s")
 
 
+def parse_go_bool(text: str) -> bool:
+    """Go's strconv.ParseBool."""
+    if text in {"1", "t", "T", "TRUE", "true", "True"}:
+        return True
+    if text in {"0", "f", "F", "FALSE", "false", "False"}:
+        return False
+    raise ValueError(f"invalid boolean {text!r}")
+
+
+def go_bool(text: str) -> bool:
+    """argparse type: a Go boolean (`true`, `false`, `1`, `0`, `t`, `F`, ...)."""
+    try:
+        return parse_go_bool(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def add_bool_flag(group: argparse._ActionsContainer, flag: str, help_text: str) -> None:
+    """A Go-style boolean: `--flag`, `--flag=true` or `--flag=false`."""
+    group.add_argument(flag, nargs="?", const=True, default=False, type=go_bool, help=help_text)
+
+
 def label_selector(text: str) -> str:
     """argparse type: a label selector (`app=web,tier in (a,b)`), checked as the API server would parse it."""
     try:

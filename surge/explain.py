@@ -3,20 +3,28 @@
 Reads the newest decision record the autoscaler daemon keeps for the target (`/debug/decisions/<namespace>/
 <name>` on its metrics port) and prints it like `kubectl describe hpa`, followed by the derivation: each
 metric's value, ratio and proposal, then stabilization, limits and the result. `-o json` prints the record.
-An unknown target or an unreachable daemon is one line on stderr and exit status 1; flag errors exit 2.
+The daemon authorizes the read as `get` on the autoscaler: the request carries the credentials of
+--kubeconfig's user (bearer token or client certificate), as kubectl would send them to the API server.
+An unknown target, a refusal or an unreachable daemon is one line on stderr and exit status 1; flag errors
+exit 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import os
+import ssl
 import sys
-import urllib.error
-import urllib.request
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+import aiohttp
+
 from shared.cli import http_url
+from shared.kube import ApiError, ClusterAccess, KubeClient, KubeConfigError, direct_access, load_access
 
 NAME = "explain"
 HELP = "why an autoscaler has its replica count: its last decision, from the autoscaler daemon"
@@ -24,7 +32,7 @@ DESCRIPTION = (
     "Prints the newest decision the autoscaler daemon recorded for NAMESPACE/NAME: the autoscaler as "
     "`kubectl describe hpa` shows it, the reason in one sentence, and the derivation (metric -> ratio -> "
     "proposal -> stabilization -> limits -> result). The daemon serves its records on its metrics port "
-    "(--port, 8080 by default); only the leader decides, so ask the leading replica."
+    "(--secure-port, 8443 by default); only the leader decides, so ask the leading replica."
 )
 TIMEOUT_SECONDS = 10.0
 
@@ -52,7 +60,18 @@ def register(subcommands: Any) -> None:
         type=http_url,
         required=True,
         metavar="URL",
-        help="the autoscaler daemon's metrics port, e.g. http://127.0.0.1:8080",
+        help="the autoscaler daemon's metrics port, e.g. https://127.0.0.1:8443",
+    )
+    p.add_argument(
+        "--kubeconfig",
+        default=os.environ.get("KUBECONFIG") or None,
+        help="whose credentials to present (default: $KUBECONFIG; without one the request is anonymous)",
+    )
+    p.add_argument(
+        "--certificate-authority", default="", metavar="FILE", help="CA bundle of the daemon's certificate"
+    )
+    p.add_argument(
+        "--insecure-skip-tls-verify", action="store_true", help="do not verify the daemon's certificate"
     )
     p.add_argument(
         "-o", "--output", choices=("text", "json"), default="text", help="text (default) or the JSON record"
@@ -61,8 +80,11 @@ def register(subcommands: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    daemon = Daemon(
+        args.autoscaler_url, args.kubeconfig, args.certificate_authority, args.insecure_skip_tls_verify
+    )
     try:
-        record = latest_record(args.autoscaler_url, args.target)
+        record = asyncio.run(latest_record(daemon, args.target))
     except ExplainError as err:
         sys.stderr.write(f"surge explain: error: {err}\n")
         return 1
@@ -70,35 +92,50 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def latest_record(base_url: str, target: tuple[str, str]) -> Record:
-    """The newest decision record of `target` from the daemon at `base_url`."""
+@dataclass(frozen=True)
+class Daemon:
+    """Where the autoscaler daemon is, and how to reach it."""
+
+    url: str
+    kubeconfig: str | None = None  # whose credentials; None: anonymous
+    ca_file: str = ""
+    insecure_skip_tls_verify: bool = False
+
+    async def access(self) -> ClusterAccess:
+        """KubeConfigError, OSError or ssl.SSLError when the kubeconfig or the CA file is unusable."""
+        cluster = await load_access(self.kubeconfig) if self.kubeconfig else ClusterAccess(self.url)
+        return direct_access(self.url, self.ca_file, self.insecure_skip_tls_verify, cluster)
+
+
+async def latest_record(daemon: Daemon, target: tuple[str, str]) -> Record:
+    """The newest decision record of `target` from the daemon."""
     namespace, name = target
-    url = f"{base_url.rstrip('/')}/debug/decisions/{quote(namespace, safe='')}/{quote(name, safe='')}"
+    path = f"/debug/decisions/{quote(namespace, safe='')}/{quote(name, safe='')}"
+    url = f"{daemon.url.rstrip('/')}{path}"
     try:
-        with urllib.request.urlopen(url, timeout=TIMEOUT_SECONDS) as answer:
-            body = json.load(answer)
-    except urllib.error.HTTPError as err:
-        raise ExplainError(_refusal(err)) from None
-    except (urllib.error.URLError, OSError) as err:
-        reason = getattr(err, "reason", err)
-        raise ExplainError(f"cannot reach the autoscaler at {base_url}: {reason}") from None
+        access = await daemon.access()
+    except (KubeConfigError, OSError, ssl.SSLError) as err:
+        raise ExplainError(str(err)) from None
+    client = KubeClient(access, user_agent="surge-explain")
+    try:
+        body = await client.get(path, request_timeout=TIMEOUT_SECONDS)
+    except ApiError as err:
+        raise ExplainError(
+            err.message if err.code == 404 else f"{url} answered {err.code}: {err.message}"
+        ) from None
+    except (aiohttp.ClientError, OSError, TimeoutError) as err:
+        raise ExplainError(
+            f"cannot reach the autoscaler at {daemon.url}: {err or type(err).__name__}"
+        ) from None
     except ValueError:
         raise ExplainError(f"{url} did not answer with JSON: is it an autoscaler's metrics port?") from None
+    finally:
+        await client.close()
     decisions = body.get("decisions") if isinstance(body, dict) else None
     if not decisions:
         raise ExplainError(f"{url} answered without a decision record")
     record: Record = decisions[0]
     return record
-
-
-def _refusal(err: urllib.error.HTTPError) -> str:
-    try:
-        message = json.load(err).get("message")
-    except (ValueError, AttributeError):
-        message = None
-    if err.code == 404 and message:
-        return str(message)
-    return f"{err.url} answered {err.code}: {message or err.reason}"
 
 
 # --- text ------------------------------------------------------------------------------------------

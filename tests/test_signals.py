@@ -50,7 +50,7 @@ def daemon_argv(name: str, kubeconfig: Path, tmp_path: Path) -> list[str]:
         return [
             f"--kubeconfig={kubeconfig}",
             "--bind-address=127.0.0.1",
-            "--port=0",
+            "--secure-port=0",
             f"--shutdown-grace-period={GRACE_SECONDS}s",
         ]
     config = tmp_path / "config.yaml"

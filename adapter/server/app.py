@@ -1,4 +1,4 @@
-"""The aiohttp application: routes, error rendering, content negotiation, self-metrics, serving."""
+"""The aiohttp application: routes, error rendering, content negotiation, self-metrics."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from adapter.server.routes import MetricRoutes
 from adapter.server.rules import RulesHolder
 from adapter.server.selfmetrics import AdapterMetrics
 from adapter.server.status import StatusError, internal_error, method_not_allowed, not_acceptable, not_found
-from adapter.server.tls import ServingTLS
 
 log = structlog.get_logger(__name__)
 
@@ -91,25 +90,3 @@ def make_app(deps: AppDependencies, middlewares: Sequence[Middleware] = ()) -> w
     app.router.add_get("/version", version)
     app.router.add_get("/metrics", deps.metrics.handle)
     return app
-
-
-async def serve(app: web.Application, host: str, port: int, tls: ServingTLS | None) -> web.AppRunner:
-    """Start serving; returns the runner (call `cleanup()` to stop). Plain HTTP when `tls` is None."""
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port, ssl_context=tls.context if tls else None)
-    try:
-        await site.start()
-    except BaseException:
-        await runner.cleanup()
-        raise
-    return runner
-
-
-def bound_port(runner: web.AppRunner) -> int:
-    """The port the first site listens on (for port 0 in tests)."""
-    for site in runner.sites:
-        server = getattr(site, "_server", None)
-        if server is not None and server.sockets:
-            return int(server.sockets[0].getsockname()[1])
-    raise RuntimeError("runner has no listening socket")

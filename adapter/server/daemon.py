@@ -11,10 +11,8 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import structlog
-from aiohttp import web
 
 from adapter.config import AdapterConfig, ConfigError, read_config_text
 from adapter.delegate.middleware import make_delegate_middleware
@@ -25,15 +23,17 @@ from adapter.objects import ObjectCaches
 from adapter.prometheus import PrometheusClient, PrometheusSettings
 from adapter.querycache import QueryCache
 from adapter.resourcemapper import DISCOVERY_ERRORS, DiscoveryResourceMapper
-from adapter.server.app import AppDependencies, Middleware, bound_port, make_app, serve
+from adapter.server.app import AppDependencies, Middleware, make_app
 from adapter.server.documents import group_versions
 from adapter.server.explain_routes import ExplainRoutes
 from adapter.server.health import HealthChecks
 from adapter.server.reload import ConfigReloader, config_digest
 from adapter.server.rules import RulesBuilder, RulesHolder
 from adapter.server.selfmetrics import AdapterMetrics
-from adapter.server.tls import ServingTLS, ensure_self_signed, openssl_cipher_list
 from shared.kube import KubeClient, KubeConfigError, RestMapper, bearer_token, load_access, load_configuration
+from shared.serving.listener import ConnectionMetrics, Listener
+from shared.serving.options import serving_tls
+from shared.serving.tls import ServingTLS
 from shared.supervisor import Loop, Supervisor
 
 log = structlog.get_logger(__name__)
@@ -79,18 +79,6 @@ async def prometheus_settings(options: AdapterOptions) -> PrometheusSettings:
     return settings
 
 
-def serving_tls(options: AdapterOptions) -> ServingTLS:
-    if options.tls_cert_file:
-        cert, key = Path(options.tls_cert_file), Path(options.tls_private_key_file)
-    else:
-        cert, key = ensure_self_signed(options.cert_dir, options.bind_address)
-    minimum = ssl.TLSVersion.TLSv1_3 if options.tls_min_version == "VersionTLS13" else ssl.TLSVersion.TLSv1_2
-    try:
-        return ServingTLS(cert, key, minimum, openssl_cipher_list(list(options.tls_cipher_suites)))
-    except (OSError, ssl.SSLError, ValueError) as err:
-        raise StartupError(f"invalid serving certificate or TLS settings: {err}") from err
-
-
 @dataclass
 class AdapterDaemon:
     options: AdapterOptions
@@ -115,7 +103,7 @@ class AdapterDaemon:
     relister: Relister = field(init=False)
     reloader: ConfigReloader = field(init=False)
     supervisor: Supervisor = field(init=False)
-    _runner: web.AppRunner | None = field(default=None, init=False)
+    _listener: Listener | None = field(default=None, init=False)
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
@@ -199,17 +187,28 @@ class AdapterDaemon:
             middlewares.append(make_delegate_middleware(delegates))
         explain = ExplainRoutes(lambda: self.rules.current, prometheus, self.options.max_age)
         app = make_app(AppDependencies(self.rules, health, self.metrics, explain), middlewares)
-        self.tls = None if self.options.insecure_http else serving_tls(self.options)
+        serving = self.options.serving
+        try:
+            self.tls = serving_tls(serving)
+        except (OSError, ssl.SSLError, ValueError) as err:
+            raise StartupError(f"invalid serving certificate or TLS settings: {err}") from err
         if self.tls is not None:
             for configure in self.tls_hooks:
                 configure(self.tls.context)
         try:
-            self._runner = await serve(app, self.options.bind_address, self.options.secure_port, self.tls)
+            self._listener = await Listener.start(
+                app,
+                serving.bind_address,
+                serving.secure_port,
+                self.tls.context if self.tls is not None else None,
+                serving.limits,
+                ConnectionMetrics(self.metrics.registry, "surge_adapter"),
+            )
         except OSError as err:
             raise StartupError(
-                f"cannot listen on {self.options.bind_address}:{self.options.secure_port}: {err}"
+                f"cannot listen on {serving.bind_address}:{serving.secure_port}: {err}"
             ) from err
-        self.port = bound_port(self._runner)
+        self.port = self._listener.port
         self.supervisor.start("relist", self.relister.run)
         self.supervisor.start("config reload", self.reloader.run)
         self.supervisor.start("resource mapper", lambda: mapper.run(self.options.mapper_refresh_interval))
@@ -222,7 +221,7 @@ class AdapterDaemon:
             self.supervisor.start(name, loop)
         log.info(
             "serving",
-            address=self.options.bind_address,
+            address=serving.bind_address,
             port=self.port,
             scheme="http" if self.tls is None else "https",
             apis=group_versions(rules.groups),
@@ -256,8 +255,8 @@ class AdapterDaemon:
 
     async def stop(self) -> None:
         await self.supervisor.stop()
-        if self._runner is not None:
-            await self._runner.cleanup()
+        if self._listener is not None:
+            await self._listener.close()
         for close in reversed(self._closers):
             await close()
         self._closers = []

@@ -19,8 +19,6 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import structlog
 from aiohttp import ClientError, web
 
-from adapter.auth.attributes import InvalidRequestPath
-from adapter.auth.middleware import ACCESS_KEY, CallerAccess
 from adapter.explain.explanation import Explanation, explain
 from adapter.explain.live import SharedDiscovery, with_result, with_usage
 from adapter.explain.paths import ExplainPathError, ResourceRead, parse_api_path
@@ -37,6 +35,8 @@ from adapter.server.resource_provider import ResourceMetricsProvider
 from adapter.server.routes import CustomRequest
 from adapter.server.rules import ServedRules
 from adapter.server.status import StatusError, bad_request, internal_error
+from shared.auth.attributes import InvalidRequestPath
+from shared.auth.middleware import ACCESS_KEY, CallerAccess
 from shared.clock import LOOP_CLOCK, Clock
 from shared.selectors import parse_selector
 

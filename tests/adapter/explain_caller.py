@@ -7,14 +7,14 @@ from typing import Any
 from aiohttp import ClientSession, web
 from aiohttp.test_utils import TestServer
 
-from adapter.auth.authenticator import Authenticator
-from adapter.auth.authorizer import AlwaysAllowPaths, Authorizer, Decision
-from adapter.auth.cache import TTLCache
-from adapter.auth.configmap import AuthenticationSources
-from adapter.auth.middleware import make_middleware
 from adapter.server.app import render_errors
 from adapter.server.explain_routes import ExplainRoutes
 from adapter.server.rules import ServedRules
+from shared.auth.authenticator import Authenticator
+from shared.auth.authorizer import AlwaysAllowPaths, Authorizer, Decision
+from shared.auth.cache import TTLCache
+from shared.auth.configmap import AuthenticationSources
+from shared.auth.middleware import make_middleware
 
 
 async def explain_as_caller(

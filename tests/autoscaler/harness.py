@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import yaml
 
 from autoscaler.controller import Controller
@@ -183,7 +184,7 @@ async def running_daemon(
             f"--workers={workers}",
             f"--reconcile-deadline={reconcile_deadline}s",
             "--bind-address=127.0.0.1",
-            "--port=0",
+            "--secure-port=0",
             "--shutdown-grace-period=5s",
             *flags,
         ]
@@ -194,6 +195,43 @@ async def running_daemon(
         yield daemon
     finally:
         await daemon.stop()
+
+
+def kubeconfig_token(kubeconfig: str | Path) -> str:
+    """The bearer token of a kubeconfig the simulated API server wrote."""
+    config = yaml.safe_load(Path(kubeconfig).read_text())
+    return str(config["users"][0]["user"]["token"])
+
+
+def daemon_url(daemon: AutoscalerDaemon) -> str:
+    return f"https://127.0.0.1:{daemon.port}"
+
+
+def explain_flags(daemon: AutoscalerDaemon) -> list[str]:
+    """`surge explain`'s flags to reach this daemon as the user of its kubeconfig (self-signed serving)."""
+    assert daemon.options.kubeconfig is not None
+    return [
+        "--autoscaler-url",
+        daemon_url(daemon),
+        "--kubeconfig",
+        daemon.options.kubeconfig,
+        "--insecure-skip-tls-verify",
+    ]
+
+
+async def daemon_get(daemon: AutoscalerDaemon, path: str, token: str | None = "") -> tuple[int, str]:
+    """The status and text of a GET on the daemon's port with `token` ("": its own kubeconfig's, the
+    simulated cluster's admin; None: none). Its certificate is self-signed: not verified."""
+    if token == "":
+        assert daemon.options.kubeconfig is not None
+        token = kubeconfig_token(daemon.options.kubeconfig)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    connector = aiohttp.TCPConnector(ssl=False)
+    async with (
+        aiohttp.ClientSession(connector=connector) as session,
+        session.get(daemon_url(daemon) + path, headers=headers) as answer,
+    ):
+        return answer.status, await answer.text()
 
 
 __all__ = ["eventually"]

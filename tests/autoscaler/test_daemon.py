@@ -19,7 +19,14 @@ import pytest
 from shared.kube import KubeClient
 from sim.prometheus import free_port
 from sim.runner import ServerThread
-from tests.autoscaler.harness import autoscaler_spec, create_hza, install_crd, replicas_of, workload
+from tests.autoscaler.harness import (
+    autoscaler_spec,
+    create_hza,
+    install_crd,
+    kubeconfig_token,
+    replicas_of,
+    workload,
+)
 from tests.autoscaler.helpers import until
 from tests.autoscaler.metrics_backend import MetricsBackend
 
@@ -37,6 +44,7 @@ class Daemon:
         lease_seconds: float = LEASE_SECONDS,
     ) -> None:
         self.port = free_port()
+        self.token = kubeconfig_token(kubeconfig)
         self.identity = identity
         self.log = (log_dir / f"{identity}.log").open("w")
         self.proc = subprocess.Popen(
@@ -48,7 +56,7 @@ class Daemon:
                 str(kubeconfig),
                 "--metrics-url",
                 metrics_url,
-                "--port",
+                "--secure-port",
                 str(self.port),
                 "--bind-address",
                 "127.0.0.1",
@@ -74,9 +82,12 @@ class Daemon:
         )
 
     async def get(self, path: str) -> tuple[int, str]:
+        """An authenticated GET on its port (self-signed: not verified)."""
         async with (
-            aiohttp.ClientSession() as session,
-            session.get(f"http://127.0.0.1:{self.port}{path}") as r,
+            aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=False)) as session,
+            session.get(
+                f"https://127.0.0.1:{self.port}{path}", headers={"Authorization": f"Bearer {self.token}"}
+            ) as r,
         ):
             return r.status, await r.text()
 

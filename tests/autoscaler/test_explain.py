@@ -12,7 +12,6 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from structlog.testing import capture_logs
@@ -25,7 +24,9 @@ from sim.runner import ServerThread
 from tests.autoscaler.harness import (
     autoscaler_spec,
     create_hza,
+    daemon_get,
     deployment,
+    explain_flags,
     install_crd,
     ready_pod,
     running_daemon,
@@ -61,20 +62,16 @@ RECORD_FIELDS = {
 METRIC_FIELDS = {"type", "name", "value", "target", "ratio", "readiness", "proposal", "forecast", "query"}
 
 
-def url(daemon: AutoscalerDaemon) -> str:
-    return f"http://127.0.0.1:{daemon.port}"
-
-
 async def get(daemon: AutoscalerDaemon, path: str) -> tuple[int, Any]:
-    """The status and JSON body of a GET on the daemon's port."""
-    async with aiohttp.ClientSession() as session, session.get(f"{url(daemon)}{path}") as answer:
-        return answer.status, await answer.json()
+    """The status and JSON body of an authenticated GET on the daemon's port."""
+    code, text = await daemon_get(daemon, path)
+    return code, json.loads(text)
 
 
 async def scrape(daemon: AutoscalerDaemon) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     """The per-target samples of /metrics, by name and labels (parsed as Prometheus would)."""
-    async with aiohttp.ClientSession() as session, session.get(f"{url(daemon)}/metrics") as answer:
-        text = await answer.text()
+    code, text = await daemon_get(daemon, "/metrics")
+    assert code == 200
     return {
         (s.name, tuple(sorted(s.labels.items()))): s.value
         for family in text_string_to_metric_families(text)
@@ -112,7 +109,7 @@ async def test_explain_names_the_limiting_policy_and_agrees_with_the_status(
     status = (await kube.get(f"{HZA}/web"))["status"]
     assert status["desiredReplicas"] == 4
 
-    assert await asyncio.to_thread(explain, "default/web", "--autoscaler-url", url(daemon)) == 0
+    assert await asyncio.to_thread(explain, "default/web", *explain_flags(daemon)) == 0
     text = capsys.readouterr().out
     assert "scale-up limited by policy Percent 100%/15s: 4 instead of 12" in text
     assert "Replicas:" in text and "2 current / 4 desired" in text
@@ -120,7 +117,7 @@ async def test_explain_names_the_limiting_policy_and_agrees_with_the_status(
     assert "600 / 100 -> ratio 6.00 -> proposal 12" in text  # the derivation
     assert "ScaleUpLimit" in text
 
-    assert await asyncio.to_thread(explain, "default/web", "--autoscaler-url", url(daemon), "-o", "json") == 0
+    assert await asyncio.to_thread(explain, "default/web", *explain_flags(daemon), "-o", "json") == 0
     record = json.loads(capsys.readouterr().out)
     assert set(record) == RECORD_FIELDS
     assert record["schedule"] is None  # no schedule set the floor
@@ -186,7 +183,7 @@ async def test_unknown_target_is_a_404_and_one_line_from_explain(
     assert body["kind"] == "Status" and body["code"] == 404 and body["reason"] == "NotFound"
     assert "default/nope is not known to this daemon" in body["message"]
 
-    assert await asyncio.to_thread(explain, "default/nope", "--autoscaler-url", url(daemon)) == 1
+    assert await asyncio.to_thread(explain, "default/nope", *explain_flags(daemon)) == 1
     err = capsys.readouterr().err
     assert err == f"surge explain: error: {body['message']}\n"
 
@@ -244,7 +241,7 @@ async def test_the_derivation_shows_the_readiness_correction(
     await create_hza(kube, "web", spec)
     async with running_daemon(kubeconfig_path, backend.url, clock=fake_clock) as daemon:
         await eventually(lambda: reconciles(daemon.controller) == 1)
-        ask = ("default/web", "--autoscaler-url", url(daemon))
+        ask = ("default/web", *explain_flags(daemon))
         assert await asyncio.to_thread(explain, *ask) == 0
         text = capsys.readouterr().out
         assert await asyncio.to_thread(explain, *ask, "-o", "json") == 0

@@ -24,10 +24,17 @@ from sim.prometheus import PrometheusProcess
 from sim.runner import ServerThread
 from surge.simulate.profiles import load_profile
 from surge.simulate.replay import SCALE, Series, Workload, replay
-from tests.autoscaler.harness import autoscaler_spec, create_hza, install_crd, running_daemon, workload
+from tests.autoscaler.harness import (
+    autoscaler_spec,
+    create_hza,
+    explain_flags,
+    install_crd,
+    running_daemon,
+    workload,
+)
 from tests.autoscaler.helpers import eventually, reconciles
 from tests.autoscaler.metrics_backend import MetricsBackend
-from tests.autoscaler.test_explain import get, scrape, url
+from tests.autoscaler.test_explain import get, scrape
 from tests.surge.specs import write_yaml
 from tests.surge.test_explain_command import explain
 
@@ -74,7 +81,7 @@ async def test_the_daemon_scales_out_ahead_of_the_forecast_rise(
         assert metric["forecast"] == {"value": 1000.0, "error": 0.0, "used": True, "reason": "forecast used"}
         assert metric["value"] == {"averageValue": "500"}  # what the algorithm read: 1000 over 2 pods
 
-        assert await asyncio.to_thread(explain, "default/web", "--autoscaler-url", url(daemon)) == 0
+        assert await asyncio.to_thread(explain, "default/web", *explain_flags(daemon)) == 0
         text = capsys.readouterr().out
         assert (
             'forecast       "http_requests" on pods: 1000 (recent error 0.0%), used: the metric read the '

@@ -26,7 +26,7 @@ async def test_sigterm_logs_one_line_for_all_workers(kube: KubeClient, kubeconfi
         "-m",
         "autoscaler",
         f"--kubeconfig={kubeconfig_path}",
-        f"--port={port}",
+        f"--secure-port={port}",
         "--bind-address=127.0.0.1",
         f"--workers={WORKERS}",
         "--log-format=json",
@@ -38,7 +38,7 @@ async def test_sigterm_logs_one_line_for_all_workers(kube: KubeClient, kubeconfi
         async with aiohttp.ClientSession() as http:
             for _ in range(200):
                 try:
-                    async with http.get(f"http://127.0.0.1:{port}/readyz") as response:
+                    async with http.get(f"https://127.0.0.1:{port}/readyz", ssl=False) as response:
                         if response.status == 200:
                             break
                 except aiohttp.ClientError:

@@ -50,7 +50,7 @@ def daemon(
             f"--kubeconfig={kubeconfig_path}",
             f"--metrics-url={backend.url}",
             "--bind-address=127.0.0.1",
-            "--port=0",
+            "--secure-port=0",
             "--workers=2",
         ],
         stdout=log,

@@ -19,7 +19,12 @@ from tests.native import native_panic
 
 
 async def readyz(port: int) -> tuple[int, str]:
-    async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}/readyz") as r:
+    """/readyz, as a kubelet probes it: no credentials, the certificate not verified."""
+    connector = aiohttp.TCPConnector(ssl=False)
+    async with (
+        aiohttp.ClientSession(connector=connector) as session,
+        session.get(f"https://127.0.0.1:{port}/readyz") as r,
+    ):
         return r.status, await r.text()
 
 
@@ -28,7 +33,7 @@ async def test_an_informer_crashed_after_sync_fails_readyz_until_it_is_restarted
 ) -> None:
     await install_crd(kube)
     flags = [f"--kubeconfig={kubeconfig_path}", f"--metrics-url={backend.url}", "--bind-address=127.0.0.1"]
-    daemon = await AutoscalerDaemon.create(parse_options([*flags, "--port=0"]), fake_clock)
+    daemon = await AutoscalerDaemon.create(parse_options([*flags, "--secure-port=0"]), fake_clock)
     pods = daemon.controller.pods
     informer_run = pods.run
     runs = 0
@@ -68,7 +73,7 @@ async def test_readyz_fails_while_fewer_workers_run_than_asked_and_counts_their_
     counted, /readyz names them until their back-off has passed and they run again."""
     await install_crd(kube)
     flags = [f"--kubeconfig={kubeconfig_path}", f"--metrics-url={backend.url}", "--bind-address=127.0.0.1"]
-    daemon = await AutoscalerDaemon.create(parse_options([*flags, "--port=0", "--workers=3"]), fake_clock)
+    daemon = await AutoscalerDaemon.create(parse_options([*flags, "--secure-port=0", "--workers=3"]), fake_clock)
     queue = daemon.controller.queue
     take = queue.get
     calls = 0

@@ -91,6 +91,13 @@ EXPECTED: dict[str, list[tuple[str, float, float]]] = {
         (r"^aiohttp\s+([\d.]+) CPU s / 1000 requests", 0.001, 100),
         (r"^http11 \(shared\.kube\)\s+([\d.]+) CPU s / 1000 requests", 0.001, 100),
     ],
+    # 200 trickling connections at a cap of 150 with 2 s deadlines: the adapter closes them, keeps its
+    # memory within a few tens of MiB of where it was, and the kept-alive client is answered throughout.
+    "bench_slowloris": [
+        (r"^RSS growth: ([\d.]+) MiB", 0, 60),
+        (r"^connections closed by the adapter: ([\d,]+)", 1, 1e9),
+        (r"^others served \(kept-alive\): \d+/\d+ \((\d+) unanswered\)", 0, 0),
+    ],
 }
 
 

@@ -48,6 +48,7 @@ from tests.autoscaler.harness import (
     condition,
     create_hza,
     install_crd,
+    kubeconfig_token,
     running_controller,
 )
 from tests.autoscaler.helpers import until
@@ -319,6 +320,7 @@ class FaultDaemon(Daemon):
 
     def __init__(self, stack: Stack, metrics_url: str, identity: str, *extra: str) -> None:
         self.port = free_port()
+        self.token = kubeconfig_token(stack.kubeconfig)
         self.identity = identity
         self.lease = f"surge-{stack.ns}"
         self.log = (stack.tmp / f"{identity}.log").open("w")
@@ -330,7 +332,7 @@ class FaultDaemon(Daemon):
                 f"--kubeconfig={stack.kubeconfig}",
                 f"--metrics-url={metrics_url}",
                 "--metrics-insecure-skip-tls-verify",
-                f"--port={self.port}",
+                f"--secure-port={self.port}",
                 "--bind-address=127.0.0.1",
                 "--leader-elect",
                 f"--leader-elect-identity={identity}",

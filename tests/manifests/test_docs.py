@@ -7,9 +7,9 @@ import re
 import kubernetes_validate
 import yaml
 
-from adapter.auth.flags import add_auth_flags
 from adapter.flags import FLAG_GROUPS, build_parser, normalize_argv
 from autoscaler.flags import build_parser as autoscaler_parser
+from shared.auth.flags import add_auth_flags
 from tests.manifests.conftest import MANIFESTS, REPO
 
 DOC = (REPO / "docs" / "deploy.md").read_text()

@@ -230,7 +230,11 @@ def container_args(deployment: dict[str, Any]) -> list[str]:
 
 def test_deployment_args_are_accepted_by_the_daemons(rendered) -> None:
     options, _, warnings = parse_flags(container_args(find(rendered, "Deployment", "surge-adapter")))
-    assert options.secure_port == 6443 and options.cert_dir == "/var/run/serving-cert" and not warnings
+    assert (
+        options.serving.secure_port == 6443
+        and options.serving.cert_dir == "/var/run/serving-cert"
+        and not warnings
+    )
     autoscaler = build_parser().parse_args(container_args(find(rendered, "Deployment", "surge-autoscaler")))
     assert autoscaler.leader_elect and autoscaler.leader_elect_resource_namespace == "surge"
     assert autoscaler.leader_elect_identity == "value-of-POD_NAME"

@@ -17,10 +17,10 @@ import pytest
 from aiohttp import web
 from multidict import CIMultiDict
 
-from adapter.auth import Security, add_auth_flags, auth_options_from_namespace
-from adapter.auth.configmap import CONFIGMAP_NAME
-from adapter.auth.webhooks import Backoff
-from adapter.server.tls import ServingTLS
+from shared.auth import Security, add_auth_flags, auth_options_from_namespace
+from shared.auth.configmap import CONFIGMAP_NAME
+from shared.auth.webhooks import Backoff
+from shared.serving.tls import ServingTLS
 from sim.apiserver.reviews import Decision
 from tests.security.pki import Issued, TestCA
 
@@ -218,7 +218,9 @@ async def start_secured(
     pki: Pki, kube: SimKube, kubeconfig: Path, *flags: str
 ) -> tuple[SecuredAdapter, web.AppRunner]:
     security = Security(
-        auth_options_from_namespace(auth_args(kubeconfig, *flags)), backoff=Backoff(initial=0.01, attempts=2)
+        auth_options_from_namespace(auth_args(kubeconfig, *flags)),
+        user_agent="surge-test",
+        backoff=Backoff(initial=0.01, attempts=2),
     )
     await security.start()
     app = routes_app()

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from adapter.auth import Security, auth_options_from_namespace
+from shared.auth import Security, auth_options_from_namespace
 from sim.apiserver.reviews import Decision
 from tests.security.conftest import (
     ADAPTER_USER,
@@ -54,7 +54,7 @@ def apiservice(version: str, url: str, ca_pem: bytes, priority: int) -> dict[str
 async def aggregated(apiserver: Any, pki: Pki, tmp_path: Path) -> AsyncIterator[Any]:
     """The secured adapter registered with the simulator as v1beta1/v1beta2 custom metrics."""
     kubeconfig = apiserver.write_kubeconfig(tmp_path / "adapter.kubeconfig", user=ADAPTER_USER)
-    security = Security(auth_options_from_namespace(auth_args(kubeconfig)))
+    security = Security(auth_options_from_namespace(auth_args(kubeconfig)), user_agent="surge-test")
     await security.start()
     app = routes_app()
     install(app, security)

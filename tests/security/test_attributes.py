@@ -2,8 +2,8 @@
 
 import pytest
 
-from adapter.auth.attributes import InvalidRequestPath, access_review_spec, request_attributes
-from adapter.auth.identity import UserInfo
+from shared.auth.attributes import InvalidRequestPath, access_review_spec, request_attributes
+from shared.auth.identity import UserInfo
 
 HPA = UserInfo(
     "system:serviceaccount:kube-system:horizontal-pod-autoscaler",

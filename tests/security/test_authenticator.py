@@ -7,12 +7,12 @@ import pytest
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from multidict import CIMultiDict
 
-from adapter.auth.authenticator import AuthenticationFailed, Authenticator, CachingTokenReviewer, bearer_token
-from adapter.auth.cache import TTLCache
-from adapter.auth.certs import CertificateAuthority
-from adapter.auth.configmap import AuthenticationSources
-from adapter.auth.identity import ANONYMOUS, UserInfo
-from adapter.auth.requestheader import RequestHeaderConfig
+from shared.auth.authenticator import AuthenticationFailed, Authenticator, CachingTokenReviewer, bearer_token
+from shared.auth.cache import TTLCache
+from shared.auth.certs import CertificateAuthority
+from shared.auth.configmap import AuthenticationSources
+from shared.auth.identity import ANONYMOUS, UserInfo
+from shared.auth.requestheader import RequestHeaderConfig
 from tests.security.pki import TestCA
 
 FRONT_PROXY_CA = TestCA("front-proxy-ca")

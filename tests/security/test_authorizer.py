@@ -2,11 +2,11 @@
 
 import pytest
 
-from adapter.auth import status
-from adapter.auth.attributes import request_attributes
-from adapter.auth.authorizer import AlwaysAllowPaths, Authorizer, Decision
-from adapter.auth.cache import TTLCache
-from adapter.auth.identity import UserInfo
+from shared.auth import status
+from shared.auth.attributes import request_attributes
+from shared.auth.authorizer import AlwaysAllowPaths, Authorizer, Decision
+from shared.auth.cache import TTLCache
+from shared.auth.identity import UserInfo
 
 ATTRS = request_attributes(
     "GET", "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/*/http_requests", {}

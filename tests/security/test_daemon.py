@@ -12,10 +12,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from adapter.auth import Security, add_auth_flags, auth_options_from_namespace
 from adapter.config import default_config_yaml, parse_config
 from adapter.flags import FLAG_GROUPS, parse_flags
 from adapter.server.daemon import AdapterDaemon
+from shared.auth import Security, add_auth_flags, auth_options_from_namespace
 from sim.apiserver.reviews import Decision
 from tests.security.conftest import ADAPTER_USER, DeniedOnSecondLook, Pki
 from tests.security.test_aggregated import apiservice, available, kubectl_raw
@@ -40,7 +40,7 @@ async def daemon(apiserver: Any, pki: Pki, tmp_path: Path) -> AsyncIterator[tupl
         f"--tls-private-key-file={key_file}",
     ]
     options, namespace, _ = parse_flags(argv, (*FLAG_GROUPS, add_auth_flags))
-    security = Security(auth_options_from_namespace(namespace))
+    security = Security(auth_options_from_namespace(namespace), user_agent="surge-test")
     await security.start()
     adapter = AdapterDaemon(
         options,

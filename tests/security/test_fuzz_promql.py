@@ -35,11 +35,6 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from multidict import CIMultiDict
 
-from adapter.auth.attributes import access_review_spec, request_attributes
-from adapter.auth.certs import CertificateAuthority
-from adapter.auth.identity import UserInfo
-from adapter.auth.requestheader import RequestHeaderConfig, user_from_headers
-from adapter.auth.status import forbidden
 from adapter.config import load_config
 from adapter.naming.errors import InvalidSelectorError, MetricNotFoundError, QueryBuildError
 from adapter.naming.resources import BUILTIN_RESOURCES, GroupResource, StaticResourceMapper
@@ -48,6 +43,11 @@ from adapter.server.app import render_errors
 from adapter.server.provider import PrometheusMetricsProvider
 from adapter.server.routes import MetricRoutes
 from autoscaler.promql.confine import MAX_DURATION, MAX_QUERY_LENGTH, QueryRefused, confine
+from shared.auth.attributes import access_review_spec, request_attributes
+from shared.auth.certs import CertificateAuthority
+from shared.auth.identity import UserInfo
+from shared.auth.requestheader import RequestHeaderConfig, user_from_headers
+from shared.auth.status import forbidden
 from shared.selectors import Requirement, parse_selector
 from sim.prometheus import PrometheusProcess
 from tests.adapter.provider_fakes import ListedObjects, RecordingPrometheus, fed_registry

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from cryptography import x509
 
-from adapter.auth import Security, SecurityStartupError, auth_options_from_namespace
-from adapter.auth.webhooks import Backoff
+from shared.auth import Security, SecurityStartupError, auth_options_from_namespace
+from shared.auth.webhooks import Backoff
 from tests.security.conftest import METRIC_PATH, Pki, SimKube, auth_args, front_proxy_configmap, start_secured
 from tests.security.pki import TestCA
 
@@ -95,12 +95,15 @@ async def test_unreachable_configmap_stops_startup_unless_tolerated(tmp_path: Pa
         "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
     )
     fast = Backoff(initial=0.01, attempts=2)
-    strict = Security(auth_options_from_namespace(auth_args(kubeconfig)), backoff=fast)
+    strict = Security(
+        auth_options_from_namespace(auth_args(kubeconfig)), user_agent="surge-test", backoff=fast
+    )
     with pytest.raises(SecurityStartupError, match="request-header-client-ca-file"):
         await strict.start()
     await strict.close()
     tolerant = Security(
         auth_options_from_namespace(auth_args(kubeconfig, "--authentication-tolerate-lookup-failure")),
+        user_agent="surge-test",
         backoff=fast,
     )
     await tolerant.start()
@@ -110,7 +113,7 @@ async def test_unreachable_configmap_stops_startup_unless_tolerated(tmp_path: Pa
 
 
 async def test_missing_kubeconfig_is_a_startup_error(tmp_path: Path) -> None:
-    security = Security(auth_options_from_namespace(auth_args(tmp_path / "absent")))
+    security = Security(auth_options_from_namespace(auth_args(tmp_path / "absent")), user_agent="surge-test")
     with pytest.raises(SecurityStartupError):
         await security.start()
     await security.close()

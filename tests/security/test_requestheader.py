@@ -2,9 +2,9 @@
 
 from multidict import CIMultiDict
 
-from adapter.auth.certs import CertificateAuthority
-from adapter.auth.configmap import AuthenticationSources, merge_sources, parse_configmap
-from adapter.auth.requestheader import RequestHeaderConfig, go_path_unescape, user_from_headers
+from shared.auth.certs import CertificateAuthority
+from shared.auth.configmap import AuthenticationSources, merge_sources, parse_configmap
+from shared.auth.requestheader import RequestHeaderConfig, go_path_unescape, user_from_headers
 from tests.security.pki import TestCA
 
 CA = TestCA("front-proxy-ca")

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from adapter.auth.flags import add_auth_flags, auth_options_from_namespace
-from adapter.auth.tls import certificate_names, lookup_sni, parse_sni_cert_key
 from adapter.config import default_config_yaml, parse_config
 from adapter.flags import FLAG_GROUPS, build_parser, parse_flags
 from adapter.server.daemon import AdapterDaemon
+from shared.auth.flags import add_auth_flags, auth_options_from_namespace
+from shared.auth.tls import certificate_names, lookup_sni, parse_sni_cert_key
 from sim.prometheus import free_port
 from tests.adapter.e2e.conftest import adapter_argv
 from tests.security.pki import TestCA

@@ -15,11 +15,11 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from adapter.auth import add_auth_flags
 from adapter.flags import FLAG_GROUPS, parse_flags
 from autoscaler.flags import build_parser as autoscaler_parser
 from autoscaler.options import parse_options
 from demo.__main__ import main as demo_main
+from shared.auth import add_auth_flags
 from shared.cli import OneLineErrorParser, go_duration, http_url, integer, number, port_number, seconds
 from sim.__main__ import parse_args as sim_parse_args
 
@@ -133,7 +133,7 @@ def _demo(argv: Sequence[str]) -> object:
         (_autoscaler, "surge-autoscaler", ["--sync-period=0"], "--sync-period"),
         (_autoscaler, "surge-autoscaler", ["--tolerance=-0.1"], "--tolerance"),
         (_autoscaler, "surge-autoscaler", ["--tolerance=lots"], "--tolerance"),
-        (_autoscaler, "surge-autoscaler", ["--port=65536"], "--port"),
+        (_autoscaler, "surge-autoscaler", ["--secure-port=65536"], "--secure-port"),
         (_autoscaler, "surge-autoscaler", ["--workers=abc"], "--workers"),
         (_autoscaler, "surge-autoscaler", ["--selector=app in (web"], "--selector"),
         (_autoscaler, "surge-autoscaler", ["--selector=-bad-key=x"], "--selector"),

@@ -2,7 +2,8 @@
 
 import pytest
 
-from adapter.flags import normalize_argv, parse_flags, parse_go_bool, parse_header_args
+from adapter.flags import normalize_argv, parse_flags, parse_header_args
+from shared.cli import parse_go_bool
 from shared.durations import parse_go_duration
 
 HELM_ARGV = [
@@ -18,8 +19,8 @@ HELM_ARGV = [
 
 def test_helm_chart_argv() -> None:
     options, _, warnings = parse_flags(HELM_ARGV)
-    assert options.secure_port == 6443
-    assert options.cert_dir == "/tmp/cert"
+    assert options.serving.secure_port == 6443
+    assert options.serving.cert_dir == "/tmp/cert"
     assert options.prometheus_url == "http://prometheus.monitoring.svc:9090/"
     assert options.relist_interval == 60
     assert options.max_age == 60  # defaults to the relist interval
@@ -42,8 +43,8 @@ def test_kube_prometheus_argv_with_removed_klog_flags_warns_instead_of_failing()
         "--config=/etc/adapter/config.yaml",
     ]
     options, _, warnings = parse_flags(argv)
-    assert options.tls_cert_file == "/var/run/serving-cert/serving.crt"
-    assert options.tls_private_key_file == "/var/run/serving-cert/serving.key"
+    assert options.serving.tls_cert_file == "/var/run/serving-cert/serving.crt"
+    assert options.serving.tls_private_key_file == "/var/run/serving-cert/serving.key"
     assert len(warnings) == 4
     assert any("--logtostderr was removed" in w for w in warnings)
     assert any("--log-dir was removed" in w for w in warnings)
@@ -94,20 +95,20 @@ def test_defaults_match_prometheus_adapter() -> None:
     options, _, _ = parse_flags(["--config=c.yaml"])
     assert options.prometheus_url == "https://localhost"
     assert options.relist_interval == 600
-    assert options.secure_port == 443
-    assert options.bind_address == "0.0.0.0"
-    assert options.cert_dir == "apiserver.local.config/certificates"
+    assert options.serving.secure_port == 443
+    assert options.serving.bind_address == "0.0.0.0"
+    assert options.serving.cert_dir == "apiserver.local.config/certificates"
     assert options.prometheus_verb == "GET"
-    assert options.insecure_http is False
+    assert options.serving.insecure_http is False
     assert options.regex_escape_values is False  # prometheus-adapter's rendering
     assert options.config_max_bytes == 1048576  # (Surge's) a ConfigMap's most
 
 
 def test_go_bool_flags() -> None:
     options, _, _ = parse_flags(["--config=c", "--insecure-http"])
-    assert options.insecure_http is True
+    assert options.serving.insecure_http is True
     options, _, _ = parse_flags(["--config=c", "--insecure-http=false"])
-    assert options.insecure_http is False
+    assert options.serving.insecure_http is False
     options, _, _ = parse_flags(["--config=c", "--prometheus-auth-incluster=true"])
     assert options.prometheus_auth_incluster is True
     options, _, _ = parse_flags(["--config=c", "--regex-escape-values"])

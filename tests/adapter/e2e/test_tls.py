@@ -14,9 +14,10 @@ import trustme
 from aiohttp import web
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
+from prometheus_client import CollectorRegistry
 
-from adapter.server.app import bound_port, serve
-from adapter.server.tls import ServingTLS, ensure_self_signed, openssl_cipher_list
+from shared.serving.listener import ConnectionLimits, ConnectionMetrics, Listener
+from shared.serving.tls import ServingTLS, ensure_self_signed, openssl_cipher_list
 from sim.prometheus import PrometheusProcess
 
 
@@ -54,9 +55,12 @@ async def tls_server(tmp_path: Path) -> AsyncIterator[tuple[ServingTLS, int, tru
     tls = ServingTLS(cert_file, key_file)
     app = web.Application()
     app.router.add_get("/", _hello)
-    runner = await serve(app, "127.0.0.1", 0, tls)
-    yield tls, bound_port(runner), ca
-    await runner.cleanup()
+    limits = ConnectionLimits(read_header_timeout=5, read_body_timeout=5, idle_timeout=5, max_connections=10)
+    listener = await Listener.start(
+        app, "127.0.0.1", 0, tls.context, limits, ConnectionMetrics(CollectorRegistry(), "test")
+    )
+    yield tls, listener.port, ca
+    await listener.close()
 
 
 async def _served_names(port: int, ca: trustme.CA) -> list[str]:

@@ -12,7 +12,6 @@ import pytest
 from aiohttp import ClientConnectionError
 
 from adapter.__main__ import main as adapter_main
-from adapter.auth.attributes import request_attributes
 from adapter.config import AdapterConfig, default_config_yaml, parse_config
 from adapter.explain.explanation import Discovery, Explanation, assumed_discovery, explain
 from adapter.explain.live import REUSE_SECONDS, SharedDiscovery
@@ -25,6 +24,7 @@ from adapter.seriesshapes import SeriesShapes
 from adapter.server.provider import PrometheusMetricsProvider
 from adapter.server.rules import ServedRules
 from adapter.server.status import StatusError
+from shared.auth.attributes import request_attributes
 from shared.clock import FakeClock
 from tests.adapter.explain_caller import explain_as_caller
 from tests.adapter.provider_fakes import ListedObjects, RecordingPrometheus, fed_registry

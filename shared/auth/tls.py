@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from cryptography import x509
 
-from adapter.auth.certs import common_name
-from adapter.auth.handshake import request_any_client_certificate
+from shared.auth.certs import common_name
+from shared.auth.handshake import request_any_client_certificate
 
 
 @dataclass(frozen=True)

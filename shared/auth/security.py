@@ -1,9 +1,9 @@
 """Start-up and lifetime of delegated auth: load CA files and the front-proxy ConfigMap, keep them fresh,
 open the review clients, and hand the server its middleware and a hook for its TLS context.
 
-Wiring (adapter/__main__.py):
+Wiring (adapter/__main__.py, autoscaler/daemon.py):
 
-    security = Security(auth_options_from_namespace(ns))   # ValueError: bad flag values
+    security = Security(auth_options_from_namespace(ns), user_agent=PROG)   # ValueError: bad flag values
     await security.start()                                 # raises when it cannot start
     daemon = AdapterDaemon(options, config, middlewares=[security.middleware],
                            tls_hooks=[security.configure_tls])
@@ -20,24 +20,25 @@ from collections.abc import Callable
 from pathlib import Path
 
 import structlog
+from aiohttp.typedefs import Middleware
 
-from adapter.auth.authenticator import Authenticator, CachingTokenReviewer
-from adapter.auth.authorizer import AlwaysAllowPaths, Authorizer
-from adapter.auth.cache import TTLCache
-from adapter.auth.certs import CertificateAuthority
-from adapter.auth.configmap import AuthenticationSources, merge_sources, parse_configmap
-from adapter.auth.flags import AuthOptions
-from adapter.auth.middleware import Middleware, make_middleware
-from adapter.auth.requestheader import RequestHeaderConfig
-from adapter.auth.tls import ClientCertificateTLS
-from adapter.auth.webhooks import (
+from shared.auth.attributes import request_attributes
+from shared.auth.authenticator import Authenticator, CachingTokenReviewer
+from shared.auth.authorizer import AlwaysAllowPaths, Authorizer
+from shared.auth.cache import TTLCache
+from shared.auth.certs import CertificateAuthority
+from shared.auth.configmap import AuthenticationSources, merge_sources, parse_configmap
+from shared.auth.flags import AuthOptions
+from shared.auth.middleware import AttributesOf, make_middleware
+from shared.auth.requestheader import RequestHeaderConfig
+from shared.auth.tls import ClientCertificateTLS
+from shared.auth.webhooks import (
     Backoff,
     ReviewError,
     SubjectAccessReviews,
     TokenReviews,
     read_authentication_configmap,
 )
-from adapter.flags import PROG
 from shared.kube import KubeClient, KubeConfigError, load_access
 
 log = structlog.get_logger(__name__)
@@ -69,9 +70,9 @@ def _flag_sources(options: AuthOptions) -> AuthenticationSources:
     return AuthenticationSources(client_ca=client_ca, request_header=request_header)
 
 
-async def _client_for(kubeconfig: str) -> KubeClient:
+async def _client_for(kubeconfig: str, user_agent: str) -> KubeClient:
     """A client from a kubeconfig file, or from the pod's service account when the path is empty."""
-    return KubeClient(await load_access(kubeconfig or None), user_agent=PROG)
+    return KubeClient(await load_access(kubeconfig or None), user_agent=user_agent)
 
 
 class Security:
@@ -79,11 +80,16 @@ class Security:
         self,
         options: AuthOptions,
         *,
+        user_agent: str,
+        attributes_for: AttributesOf = request_attributes,
         refresh_seconds: float = DEFAULT_REFRESH_SECONDS,
         backoff: Backoff = DEFAULT_BACKOFF,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._options = options
+        self._user_agent = user_agent
+        # Routes that stand for an object (the autoscaler's decision records) are authorized as its read.
+        self._attributes_for = attributes_for
         self._refresh_seconds = refresh_seconds
         self._backoff = backoff
         self._clock = clock
@@ -111,8 +117,8 @@ class Security:
         """Raises SecurityStartupError when delegated auth cannot work (bad kubeconfig or CA file,
         front-proxy ConfigMap unreadable and --authentication-tolerate-lookup-failure not set)."""
         try:
-            self._authn_kube = await _client_for(self._options.authentication_kubeconfig)
-            self._authz_kube = await _client_for(self._options.authorization_kubeconfig)
+            self._authn_kube = await _client_for(self._options.authentication_kubeconfig, self._user_agent)
+            self._authz_kube = await _client_for(self._options.authorization_kubeconfig, self._user_agent)
             self._sources = await self._initial_sources()
         except (OSError, ValueError, KubeConfigError) as err:
             raise SecurityStartupError(f"delegated authentication: {err}") from err
@@ -132,6 +138,7 @@ class Security:
             Authenticator(lambda: self._sources, token_reviewer),
             authorizer,
             AlwaysAllowPaths(self._options.always_allow_paths),
+            self._attributes_for,
         )
 
     async def _initial_sources(self) -> AuthenticationSources:

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from multidict import MultiMapping
 
-from adapter.auth.certs import CertificateAuthority, CertificateRejected
-from adapter.auth.identity import UserInfo
+from shared.auth.certs import CertificateAuthority, CertificateRejected
+from shared.auth.identity import UserInfo
 
 
 @dataclass(frozen=True)

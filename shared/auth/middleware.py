@@ -5,20 +5,20 @@ Kept free of start-up concerns: it gets the authenticator, the authorizer and th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import structlog
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from adapter.auth import status
-from adapter.auth.attributes import InvalidRequestPath, RequestAttributes, request_attributes
-from adapter.auth.authenticator import AuthenticationFailed, Authenticator
-from adapter.auth.authorizer import AlwaysAllowPaths, AuthorizationError, Authorizer, Decision
-from adapter.auth.certs import parse_der_chain
-from adapter.auth.identity import UserInfo
-from adapter.auth.tls import peer_chain_der
+from shared.auth import status
+from shared.auth.attributes import InvalidRequestPath, RequestAttributes, request_attributes
+from shared.auth.authenticator import AuthenticationFailed, Authenticator
+from shared.auth.authorizer import AlwaysAllowPaths, AuthorizationError, Authorizer, Decision
+from shared.auth.certs import parse_der_chain
+from shared.auth.identity import UserInfo
+from shared.auth.tls import peer_chain_der
 
 log = structlog.get_logger(__name__)
 
@@ -46,8 +46,15 @@ ACCESS_KEY = web.RequestKey("surge.auth.access", CallerAccess)
 _TARGETS_KEPT = 1024
 
 
+# The attributes a request is authorized with, from its method, decoded path and decoded query.
+AttributesOf = Callable[[str, str, Mapping[str, Sequence[str]]], RequestAttributes]
+
+
 def make_middleware(
-    authenticator: Authenticator, authorizer: Authorizer, always_allow: AlwaysAllowPaths
+    authenticator: Authenticator,
+    authorizer: Authorizer,
+    always_allow: AlwaysAllowPaths,
+    attributes_for: AttributesOf = request_attributes,
 ) -> Middleware:
     # The attributes of a request depend on its method and target alone, and clients repeat targets
     # (an HPA asks the same paths every period): they are kept, the oldest going first when full.
@@ -59,7 +66,7 @@ def make_middleware(
         attributes = attributes_by_target.get(target)
         if attributes is None:
             query = {key: request.query.getall(key) for key in request.query}
-            attributes = request_attributes(request.method, request.path, query)
+            attributes = attributes_for(request.method, request.path, query)
             if len(attributes_by_target) >= _TARGETS_KEPT:
                 del attributes_by_target[next(iter(attributes_by_target))]
             attributes_by_target[target] = attributes

@@ -13,11 +13,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from cryptography import x509
 from multidict import MultiMapping
 
-from adapter.auth.cache import TTLCache
-from adapter.auth.certs import CertificateRejected, common_name, organizations
-from adapter.auth.configmap import AuthenticationSources
-from adapter.auth.identity import ANONYMOUS, UserInfo
-from adapter.auth.requestheader import check_allowed_name, user_from_headers
+from shared.auth.cache import TTLCache
+from shared.auth.certs import CertificateRejected, common_name, organizations
+from shared.auth.configmap import AuthenticationSources
+from shared.auth.identity import ANONYMOUS, UserInfo
+from shared.auth.requestheader import check_allowed_name, user_from_headers
 
 # Returns the user for a valid token, None for a token the cluster rejects; raises when it cannot tell.
 TokenReviewer = Callable[[str], Awaitable[UserInfo | None]]

@@ -20,7 +20,7 @@ from cryptography.x509.verification import (
     VerificationError,
 )
 
-from adapter.auth.cache import TTLCache
+from shared.auth.cache import TTLCache
 
 
 class CertificateRejected(Exception):

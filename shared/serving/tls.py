@@ -112,7 +112,7 @@ def ensure_self_signed(cert_dir: str, bind_address: str) -> tuple[Path, Path]:
 
     An empty cert_dir means "keep them in a private temporary directory" (upstream keeps them in memory).
     """
-    directory = Path(cert_dir) if cert_dir else Path(tempfile.mkdtemp(prefix="surge-adapter-certs-"))
+    directory = Path(cert_dir) if cert_dir else Path(tempfile.mkdtemp(prefix="surge-certs-"))
     cert_path, key_path = directory / "apiserver.crt", directory / "apiserver.key"
     if cert_path.exists() and key_path.exists():
         return cert_path, key_path

@@ -7,9 +7,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from adapter.auth.attributes import RequestAttributes, access_review_spec
-from adapter.auth.cache import TTLCache
-from adapter.auth.identity import MASTERS_GROUP, UserInfo
+from shared.auth.attributes import RequestAttributes, access_review_spec
+from shared.auth.cache import TTLCache
+from shared.auth.identity import MASTERS_GROUP, UserInfo
 
 # Upstream does not cache reviews whose attributes are this long or longer.
 _MAX_CACHED_ATTRIBUTE_LENGTH = 10_000

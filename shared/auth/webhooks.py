@@ -13,9 +13,9 @@ from typing import Any
 
 import aiohttp
 
-from adapter.auth.authorizer import AuthorizationError, Decision
-from adapter.auth.configmap import CONFIGMAP_NAME, CONFIGMAP_NAMESPACE
-from adapter.auth.identity import UserInfo
+from shared.auth.authorizer import AuthorizationError, Decision
+from shared.auth.configmap import CONFIGMAP_NAME, CONFIGMAP_NAMESPACE
+from shared.auth.identity import UserInfo
 from shared.kube import ApiError, KubeClient, Obj
 
 _TIMEOUT_SECONDS = 10.0

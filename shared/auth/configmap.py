@@ -6,8 +6,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from adapter.auth.certs import CertificateAuthority
-from adapter.auth.requestheader import RequestHeaderConfig
+from shared.auth.certs import CertificateAuthority
+from shared.auth.requestheader import RequestHeaderConfig
 
 CONFIGMAP_NAMESPACE = "kube-system"
 CONFIGMAP_NAME = "extension-apiserver-authentication"

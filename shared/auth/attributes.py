@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from adapter.auth.identity import UserInfo
+from shared.auth.identity import UserInfo
 
 _API_PREFIXES = frozenset({"api", "apis"})
 _GROUPLESS_PREFIXES = frozenset({"api"})

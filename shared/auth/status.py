@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapter.auth.attributes import RequestAttributes
+from shared.auth.attributes import RequestAttributes
 
 _HTML_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 

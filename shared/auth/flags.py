@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from adapter.auth.authorizer import AlwaysAllowPaths
-from adapter.auth.tls import SNICertificate, parse_sni_cert_key
-from adapter.flags import add_bool_flag, duration_arg
+from shared.auth.authorizer import AlwaysAllowPaths
+from shared.auth.tls import SNICertificate, parse_sni_cert_key
+from shared.cli import add_bool_flag, go_duration
 
 
 class _StringSlice(argparse.Action):
@@ -36,17 +36,17 @@ def _slice(group: argparse._ArgumentGroup, flag: str, default: list[str], help_t
     group.add_argument(flag, action=_StringSlice, default=default, metavar="strings", help=help_text)
 
 
-def add_auth_flags(parser: argparse.ArgumentParser) -> None:
+def add_auth_flags(parser: argparse.ArgumentParser, kubeconfig_default: str = "in-cluster") -> None:
+    """The groups; `kubeconfig_default` says in the help what an empty kubeconfig flag means."""
     authn = parser.add_argument_group("authentication")
     authn.add_argument(
         "--authentication-kubeconfig",
         default="",
-        help="kubeconfig for TokenReviews and the front-proxy ConfigMap "
-        "(default: --kubeconfig, else in-cluster)",
+        help=f"kubeconfig for TokenReviews and the front-proxy ConfigMap (default: {kubeconfig_default})",
     )
     authn.add_argument(
         "--authentication-token-webhook-cache-ttl",
-        type=duration_arg,
+        type=go_duration(),
         default=10.0,
         help="how long TokenReview answers are cached (Go duration)",
     )
@@ -81,17 +81,17 @@ def add_auth_flags(parser: argparse.ArgumentParser) -> None:
     authz.add_argument(
         "--authorization-kubeconfig",
         default="",
-        help="kubeconfig for SubjectAccessReviews (default: --kubeconfig, else in-cluster)",
+        help=f"kubeconfig for SubjectAccessReviews (default: {kubeconfig_default})",
     )
     authz.add_argument(
         "--authorization-webhook-cache-authorized-ttl",
-        type=duration_arg,
+        type=go_duration(),
         default=10.0,
         help="how long allowed decisions are cached (Go duration)",
     )
     authz.add_argument(
         "--authorization-webhook-cache-unauthorized-ttl",
-        type=duration_arg,
+        type=go_duration(),
         default=10.0,
         help="how long denied decisions are cached (Go duration)",
     )
@@ -102,7 +102,7 @@ def add_auth_flags(parser: argparse.ArgumentParser) -> None:
         "paths served without authorization (a trailing * matches a prefix)",
     )
 
-    # --tls-min-version and --tls-cipher-suites belong to the serving flags (adapter/flags.py).
+    # --tls-min-version and --tls-cipher-suites belong to the serving flags (shared/serving/flags.py).
     tls = parser.add_argument_group("TLS")
     tls.add_argument(
         "--tls-sni-cert-key",
