@@ -142,6 +142,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--leader-elect-lease-duration", type=seconds(), default=15.0)
     g.add_argument("--leader-elect-renew-deadline", type=seconds(), default=10.0)
     g.add_argument("--leader-elect-retry-period", type=seconds(), default=2.0)
+    g.add_argument(
+        "--leader-elect-buckets",
+        type=integer(1),
+        default=1,
+        help="split the autoscalers into this many buckets, each with a Lease of its own "
+        "(NAME-bucket-NN-of-MM): every replica reconciles the buckets it holds, at most ceil(buckets / live "
+        "replicas) each (default 1: one leader reconciles everything)",
+    )
     g.add_argument("--leader-elect-resource-name", default="surge-autoscaler")
     g.add_argument("--leader-elect-resource-namespace", default="kube-system")
     g.add_argument(

@@ -24,7 +24,8 @@ DESCRIPTION = (
     "Prints the newest decision the autoscaler daemon recorded for NAMESPACE/NAME: the autoscaler as "
     "`kubectl describe hpa` shows it, the reason in one sentence, and the derivation (metric -> ratio -> "
     "proposal -> stabilization -> limits -> result). The daemon serves its records on its metrics port "
-    "(--port, 8080 by default); only the leader decides, so ask the leading replica."
+    "(--port, 8080 by default); only the leader decides, so ask the leading replica (with "
+    "--leader-elect-buckets, the replica holding the target's bucket: any other replica names it)."
 )
 TIMEOUT_SECONDS = 10.0
 
@@ -88,6 +89,9 @@ def latest_record(base_url: str, target: tuple[str, str]) -> Record:
     if not decisions:
         raise ExplainError(f"{url} answered without a decision record")
     record: Record = decisions[0]
+    owner = body.get("owner")
+    if isinstance(owner, dict):
+        record = {**record, "owner": owner}  # the replica (and bucket) that decided
     return record
 
 
@@ -189,7 +193,7 @@ def _forecast_line(forecast: Record) -> str:
 def _burst_line(seen: Record) -> str:
     """A burst check (spec.burst): the short window's reading, the count it set, the burst's peak."""
     ratio = "no value" if seen["ratio"] is None else f"ratio {seen['ratio']:.2f}"
-    head = f"\"{seen['metric']}\" over the short window {seen['windowSeconds']} s: {ratio}"
+    head = f'"{seen["metric"]}" over the short window {seen["windowSeconds"]} s: {ratio}'
     if seen["left"]:
         return f"{head}; the burst ended, its peak {seen['peak']} held by the scale-down window"
     step = f"threshold {seen['threshold']:g} -> proposal {seen['proposal']} -> {seen['replicas']}"
@@ -237,6 +241,7 @@ def describe(record: Record) -> str:
         ("Name:", name),
         ("Namespace:", namespace),
         ("Decided at:", record["time"]),
+        *_owner_field(record.get("owner")),
         ("Metrics:", "( current / target )"),
         *metrics,
     ]
@@ -252,6 +257,13 @@ def describe(record: Record) -> str:
     lines += ["Conditions:", *_conditions_table(record["conditions"])]
     lines += ["Derivation:", *(f"  {line}" for line in _derivation(record))]
     return "\n".join(lines)
+
+
+def _owner_field(owner: Record | None) -> list[tuple[str, str]]:
+    if not owner:
+        return []
+    bucket = f", bucket {owner['bucket']} (Lease {owner['lease']})" if "bucket" in owner else ""
+    return [("Decided by:", f"replica {owner['replica']}{bucket}")]
 
 
 def _conditions_table(conditions: list[Record]) -> list[str]:
