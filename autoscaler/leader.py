@@ -128,6 +128,7 @@ class LeaderElector:
         self._leading = False
         self._observed: tuple[str, str, int] | None = None
         self._observed_at = 0.0
+        self._observed_duration = config.lease_duration
         self._last_renewed = 0.0  # when the last successful renewal was sent
         # Set when we acquire: the previous holder ("" if the lease was given up), None if we created it.
         self.taken_from: str | None = None
@@ -145,6 +146,13 @@ class LeaderElector:
     @property
     def leading(self) -> bool:
         return self._leading
+
+    def free(self) -> bool:
+        """Whether the lease, as last read, could be acquired now: not read yet, ours, given up, or
+        unchanged for its duration."""
+        if self._observed is None or self._observed[0] in ("", self.config.identity):
+            return True
+        return self._clock.now() - self._observed_at >= self._observed_duration
 
     @property
     def holder(self) -> str:
@@ -200,6 +208,7 @@ class LeaderElector:
             if record != self._observed:
                 self._observed, self._observed_at = record, clock.now()
             duration = float(spec.get("leaseDurationSeconds") or cfg.lease_duration)
+            self._observed_duration = duration
             if holder not in ("", cfg.identity):
                 # Someone else holds it: no write of ours may go out from now on, even before our
                 # renew deadline (a reconcile that resumes after the takeover must not write).

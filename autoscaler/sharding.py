@@ -180,7 +180,13 @@ class Sharding:
                 log.info("giving a bucket up", bucket=bucket, quota=self.quota())
                 await elector.release()
             else:
-                take = not elector.leading and len(self.held()) + self._acquiring < self.quota()
+                # A slot of the quota is reserved only for a bucket that looks free, so the loops of
+                # buckets held by others do not keep the slots from those given up.
+                take = (
+                    not elector.leading
+                    and elector.free()
+                    and len(self.held()) + self._acquiring < self.quota()
+                )
                 self._acquiring += take
                 try:
                     await elector.step(may_acquire=take)
