@@ -287,6 +287,7 @@ it has something, as the upstream chart writes it.
 - --leader-elect-resource-name={{ include "surge.autoscaler.fullname" $ }}
 - --leader-elect-resource-namespace={{ include "surge.namespace" $ }}
 - --leader-elect-identity=$(POD_NAME)
+- --leader-elect-buckets={{ .leaderElection.buckets }}
 {{- end }}
 {{- with .extraArguments }}
 {{ toYaml . }}
