@@ -242,20 +242,23 @@ class Controller:
         initial, self._initial = self._initial, []
         self._queue_spread(initial)
 
-    def _queue_spread(self, entries: list[tuple[Key, float]]) -> None:
-        """Queue (key, period) entries as a first pass: spread by key hash (see FIRST_PASS_RATE)."""
+    def _queue_spread(self, entries: list[tuple[Key, float]], *, slots: bool = False) -> None:
+        """Queue (key, period) entries as a first pass: spread by key hash (see FIRST_PASS_RATE).
+        `slots`: give each key its slot in the period even when the first pass is not spread (a bucket
+        taken over: its keys join a replica's running load, which they must not hit in one lump every
+        period)."""
         spread = len(entries) / FIRST_PASS_RATE
-        if spread < MIN_SPREAD:
-            for key, _ in entries:
-                if self._owns(key):
-                    self.queue.add(key)
-            return
         now = self._clock.now()
         for key, period in entries:
             if self.autoscalers.store.get(*key) is None or not self._owns(key):
                 continue  # deleted since, or another replica's
             phase = zlib.crc32(_key_str(key).encode()) / 2**32
-            self.queue.add_after(key, phase * min(period, spread))
+            if spread < MIN_SPREAD:
+                self.queue.add(key)
+                if not slots:
+                    continue
+            else:
+                self.queue.add_after(key, phase * min(period, spread))
             self._second_due[key] = now + (phase + 1) * period
 
     @property
@@ -476,7 +479,8 @@ class Controller:
                     (key, self._period_of(obj))
                     for key, obj in store.items()
                     if self._shards.bucket_of(key[0]) in queued
-                ]
+                ],
+                slots=True,
             )
             for key in keys:
                 if self._owns(key):
