@@ -98,6 +98,10 @@ Key = tuple[str, str]
 # before. Autoscalers created later (watch events, re-lists) are reconciled at once.
 FIRST_PASS_RATE = 1000.0
 MIN_SPREAD = 1.0
+# Sharded: namespace lists at once when buckets are gained (a takeover waits for them).
+HANDOVER_LISTS = 16
+# What a replica caches of an autoscaler it does not own: enough to key it, know its bucket and period.
+_STUB_METADATA = ("name", "namespace", "resourceVersion", "generation", "annotations")
 
 
 @dataclass(frozen=True)
@@ -181,7 +185,10 @@ class Controller:
         # Each key's last burst check outcome: a failure is logged when it starts, not every second.
         self._burst_outcomes: dict[Key, str] = {}
         self.autoscalers = Informer(
-            client, source.list_path(), label_selector=options.label_selector, transform=compact
+            client,
+            source.list_path(),
+            label_selector=options.label_selector,
+            transform=self._shape_autoscaler,
         )
         self.pods = Informer(
             client,
@@ -447,28 +454,29 @@ class Controller:
         assert self._shards is not None
         self._owned_buckets.discard(bucket)
         self._to_queue.discard(bucket)
-        for key, _ in list(self.autoscalers.store.items()):
+        store = self.autoscalers.store
+        for key, obj in list(store.items()):
             if not self._owns(key):
                 self._forget(key)
+                if "spec" in obj:
+                    store.put(self._shape_autoscaler(obj))
         self._pod_namespaces = {ns for ns in self._pod_namespaces if self._owns((ns, ""))}
         self._to_list = {ns for ns in self._to_list if self._owns((ns, ""))}
         self.pods.prune()
 
     async def _hand_over(self) -> None:
-        """List the pods of newly owned namespaces, then queue the keys waiting for them (supervised)."""
+        """List the autoscalers and pods of newly owned namespaces (HANDOVER_LISTS at a time), then queue
+        the keys waiting for them (supervised)."""
         while True:
             await self._handover.wait()
             self._handover.clear()
             while self._to_list:
-                namespace = self._to_list.pop()
-                if not self._owns((namespace, "")):
-                    continue
-                # Kept from now on, so the watch's events during the list are not lost.
-                self._pod_namespaces.add(namespace)
+                batch = [ns for ns in self._to_list if self._owns((ns, ""))][:HANDOVER_LISTS]
+                self._to_list.difference_update(batch or self._to_list)
                 try:
-                    await self.pods.merge_list(f"/api/v1/namespaces/{namespace}/pods")
+                    await asyncio.gather(*(self._list_namespace(ns) for ns in batch))
                 except BaseException:
-                    self._to_list.add(namespace)
+                    self._to_list.update(batch)
                     raise
             queued, self._to_queue = self._to_queue, set()
             keys, self._keys_to_queue = self._keys_to_queue, set()
@@ -485,6 +493,23 @@ class Controller:
             for key in keys:
                 if self._owns(key):
                     self.queue.add(key)
+
+    async def _list_namespace(self, namespace: str) -> None:
+        """A namespace of a bucket just gained: its autoscalers in full (they were cached as stubs) and its
+        pods (not cached at all), merged into the caches."""
+        # Kept from now on, so the watch's events during the lists are not lost.
+        self._pod_namespaces.add(namespace)
+        await self.autoscalers.merge_list(self.source.object_path(namespace, "").rstrip("/"))
+        await self.pods.merge_list(f"/api/v1/namespaces/{namespace}/pods")
+
+    def _shape_autoscaler(self, obj: Obj) -> Obj:
+        """The cached form of an autoscaler: in full when it is ours (or unsharded), else a stub of its
+        metadata (who owns it, its period): every replica sees every autoscaler, but holds the specs and
+        statuses of its own only."""
+        if self._shards is not None and not self._owns(object_key(obj)):
+            meta = obj.get("metadata") or {}
+            obj = {"metadata": {k: meta[k] for k in _STUB_METADATA if k in meta}}
+        return compact(obj)
 
     def _holds(self, key: Key) -> bool:
         lease = self._fence(key)
@@ -503,8 +528,9 @@ class Controller:
         if second_due is not None:
             # The first reconcile after a spread start: the next one comes at the key's slot.
             period = max(period, second_due - self._clock.now())
-        if not self._owns(key):
-            return Outcome(failed=False, resync_after=None)  # re-queued if its bucket comes back
+        if not self._owns(key) or "spec" not in obj:
+            # Another replica's, or ours but still a stub until the handover lists it (it queues it then).
+            return Outcome(failed=False, resync_after=None)
         if not self._holds(key):
             return Outcome(failed=False, resync_after=period)
         started = time.perf_counter()
@@ -651,7 +677,7 @@ class Controller:
             return Outcome(failed=False, resync_after=None)
         if hpa is None or hpa.spec.burst is None:
             return Outcome(failed=False, resync_after=None)
-        if not self._owns(key):
+        if not self._owns(key) or "spec" not in obj:
             return Outcome(failed=False, resync_after=None)
         again = max(self.options.burst_check_interval, self._burst_rate.when(key))
         if violations or not self._holds(key):

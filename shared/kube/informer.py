@@ -214,9 +214,11 @@ class Informer:
         if old is None:
             self.store.put(obj)
             self._emit_add(obj)
-        elif _older(old, obj):
+        elif not _older(obj, old):
+            # The same version too: it may have been shaped differently while it was not kept in full.
             self.store.put(obj)
-            self._emit_update(old, obj)
+            if _rv(old) != _rv(obj):
+                self._emit_update(old, obj)
 
     def prune(self) -> None:
         """Drop the stored objects `keep` no longer keeps (as deletions, so handlers forget them)."""

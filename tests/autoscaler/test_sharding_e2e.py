@@ -2,7 +2,7 @@
 its own, proven through the API server's audit log: the buckets split 2/2/2, every target is reconciled
 by exactly one replica at a time (each write comes from the last replica that wrote its bucket's Lease),
 a replica that stops hands its buckets over at once, `surge explain`'s endpoint names the owner, and a
-replica caches the pods of its own namespaces only."""
+replica caches the pods and the full autoscalers of its own namespaces only."""
 
 from __future__ import annotations
 
@@ -119,6 +119,10 @@ async def test_three_replicas_share_the_buckets_and_never_write_each_others_targ
             owned = {ns for ns in NAMESPACES if bucket_of(ns, BUCKETS) in held()[name]}
             assert daemon.controller.keys_owned() == len(owned)
             assert {ns for (ns, _), _ in daemon.controller.pods.store.items()} == owned
+            # Every autoscaler is known, only its own in full (the others' specs and statuses not cached).
+            cached = dict(daemon.controller.autoscalers.store.items())
+            assert len(cached) == len(NAMESPACES)
+            assert {ns for (ns, _), obj in cached.items() if "spec" in obj} == owned
             for ns in NAMESPACES:
                 status, body = await get_json(daemon, f"/debug/decisions/{ns}/web")
                 owner = next(n for n, b in held().items() if bucket_of(ns, BUCKETS) in b)
