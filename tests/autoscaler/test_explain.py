@@ -48,6 +48,7 @@ RECORD_FIELDS = {
     "burst",
     "inBurst",
     "conditions",
+    "owner",  # the replica that decided (and its bucket, with --leader-elect-buckets)
 }
 METRIC_FIELDS = {"type", "name", "value", "target", "ratio", "proposal", "forecast", "query"}
 
