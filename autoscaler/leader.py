@@ -154,6 +154,12 @@ class LeaderElector:
             return True
         return self._clock.now() - self._observed_at >= self._observed_duration
 
+    def expires_at(self) -> float | None:
+        """When the lease, held by another as last read, can be taken if it does not change (our clock)."""
+        if self._observed is None or self._observed[0] in ("", self.config.identity):
+            return None
+        return self._observed_at + self._observed_duration
+
     @property
     def holder(self) -> str:
         """The holder of the lease as last read ("" : none, or not read yet)."""

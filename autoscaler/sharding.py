@@ -33,6 +33,9 @@ from shared.kube import ApiError, KubeClient, Obj
 
 log = structlog.get_logger(__name__)
 
+# Reads timed for an expiry come this much after it (so the expiry has passed on our clock).
+_PAST_EXPIRY = 0.01
+
 
 class Members:
     """Which members are live, from successive reads of their Leases (see the module docstring)."""
@@ -58,6 +61,11 @@ class Members:
                 self._seen[name] = (record, now, duration)
         for gone in self._seen.keys() - names:
             del self._seen[gone]
+
+    def next_expiry(self, now: float) -> float | None:
+        """When the first live member will stop counting unless its Lease changes."""
+        ends = [seen_at + duration for record, seen_at, duration in self._seen.values() if record[0]]
+        return min((end for end in ends if end > now), default=None)
 
     def live(self, now: float) -> set[str]:
         return {
@@ -167,7 +175,8 @@ class Sharding:
                     changed, self._changed = self._changed, asyncio.Event()
                     changed.set()
                 self._known.set()
-            await self._pause(None)
+            # Read again at the moment a member would expire: its buckets are then free to take at once.
+            await self._pause(None, self._members.next_expiry(self._clock.now()))
 
     async def run_bucket(self, bucket: int) -> None:
         """Hold `bucket` while within quota: renew it, give it up when above quota, take it when it is
@@ -192,12 +201,16 @@ class Sharding:
                     await elector.step(may_acquire=take)
                 finally:
                     self._acquiring -= take
-            await self._pause(changed)
+            await self._pause(changed, None if elector.leading else elector.expires_at())
 
-    async def _pause(self, changed: asyncio.Event | None) -> None:
-        """A retry period, or less if the live members change meanwhile."""
+    async def _pause(self, changed: asyncio.Event | None, expiry: float | None) -> None:
+        """A retry period, or less: until the live members change, or until `expiry` (a Lease we watch
+        can be taken then)."""
+        pause = self.config.retry_period
+        if expiry is not None:
+            pause = min(pause, max(expiry - self._clock.now(), 0.0) + _PAST_EXPIRY)
         try:
-            async with self._clock.timeout(self.config.retry_period):
+            async with self._clock.timeout(pause):
                 await (changed.wait() if changed is not None else asyncio.Event().wait())
         except TimeoutError:
             pass
