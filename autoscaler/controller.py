@@ -253,7 +253,7 @@ class Controller:
         """Queue (key, period) entries as a first pass: spread by key hash (see FIRST_PASS_RATE).
         `slots`: give each key its slot in the period even when the first pass is not spread (a bucket
         taken over: its keys join a replica's running load, which they must not hit in one lump every
-        period)."""
+        period); the slot is at most 1.5 periods after the first pass, so no key waits two periods."""
         spread = len(entries) / FIRST_PASS_RATE
         now = self._clock.now()
         for key, period in entries:
@@ -261,12 +261,15 @@ class Controller:
                 continue  # deleted since, or another replica's
             phase = zlib.crc32(_key_str(key).encode()) / 2**32
             if spread < MIN_SPREAD:
+                first = 0.0
                 self.queue.add(key)
-                if not slots:
-                    continue
             else:
-                self.queue.add_after(key, phase * min(period, spread))
-            self._second_due[key] = now + (phase + 1) * period
+                first = phase * min(period, spread)
+                self.queue.add_after(key, first)
+            if slots:
+                self._second_due[key] = now + first + (phase + 0.5) * period
+            elif spread >= MIN_SPREAD:
+                self._second_due[key] = now + (phase + 1) * period
 
     @property
     def ready(self) -> bool:
