@@ -9,6 +9,7 @@ always from `AutoscalerOptions` (parsed flags), so there is one way to build it.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import functools
 import gc
 
@@ -247,6 +248,7 @@ class AutoscalerDaemon:
         self.telemetry.buckets_held.set(held)
         self.telemetry.is_leader.set(1 if held else 0)
         self.controller.lose_bucket(bucket)
+        _return_freed_memory()
 
     def owner(self, namespace: str) -> dict[str, str]:
         """Which replica and bucket own the autoscalers of `namespace` (for `surge explain`)."""
@@ -298,6 +300,18 @@ class AutoscalerDaemon:
         app.router.add_get("/readyz", readyz)
         app.router.add_get("/debug/decisions/{namespace}/{name}", decisions)
         return app
+
+
+def _return_freed_memory() -> None:
+    """Hand the heap's free pages back to the system after a bucket's pods and state were dropped: glibc
+    keeps them otherwise, and a replica that held every bucket for a while (the first one up) would keep
+    the memory of all of them. No-op without glibc."""
+    try:
+        libc = ctypes.CDLL(None)
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
 
 
 def _not_found(key: tuple[str, str], known: bool, owner: dict[str, str], identity: str) -> web.Response:
