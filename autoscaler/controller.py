@@ -474,7 +474,13 @@ class Controller:
             await self._handover.wait()
             self._handover.clear()
             while self._to_list:
-                batch = [ns for ns in self._to_list if self._owns((ns, ""))][:HANDOVER_LISTS]
+                # Bucket by bucket: a bucket's objects are then allocated together, and the memory of a
+                # bucket given up later is freed in whole pages, not scattered among the others'.
+                assert self._shards is not None
+                owned = sorted(
+                    (self._shards.bucket_of(ns), ns) for ns in self._to_list if self._owns((ns, ""))
+                )
+                batch = [ns for _, ns in owned[:HANDOVER_LISTS]]
                 self._to_list.difference_update(batch or self._to_list)
                 try:
                     await asyncio.gather(*(self._list_namespace(ns) for ns in batch))
