@@ -207,8 +207,9 @@ class Sharding:
         """A retry period, or less: until the live members change, or until `expiry` (a Lease we watch
         can be taken then)."""
         pause = self.config.retry_period
-        if expiry is not None:
-            pause = min(pause, max(expiry - self._clock.now(), 0.0) + _PAST_EXPIRY)
+        now = self._clock.now()
+        if expiry is not None and expiry > now:  # (one already past waits a whole period: no busy loop)
+            pause = min(pause, expiry - now + _PAST_EXPIRY)
         try:
             async with self._clock.timeout(pause):
                 await (changed.wait() if changed is not None else asyncio.Event().wait())
