@@ -468,47 +468,55 @@ class Controller:
         self.pods.prune()
 
     async def _hand_over(self) -> None:
-        """List the autoscalers and pods of newly owned namespaces (HANDOVER_LISTS at a time), then queue
-        the keys waiting for them (supervised)."""
+        """List the autoscalers and pods of newly owned namespaces (HANDOVER_LISTS namespaces at a time),
+        queueing each namespace's keys as soon as it is listed (supervised)."""
+        assert self._shards is not None
+        shards = self._shards
         while True:
             await self._handover.wait()
             self._handover.clear()
+            covered: set[str] = set()
+            if len(self._to_list) > HANDOVER_LISTS:
+                # Many namespaces (a bucket or more): one list of all autoscalers (paged) costs the API
+                # server less than one per namespace; the gained ones are kept in full, the rest as stubs.
+                covered = set(self._to_list)
+                await self.autoscalers.merge_list(self.source.list_path())
             while self._to_list:
                 # Bucket by bucket: a bucket's objects are then allocated together, and the memory of a
                 # bucket given up later is freed in whole pages, not scattered among the others'.
-                assert self._shards is not None
-                owned = sorted(
-                    (self._shards.bucket_of(ns), ns) for ns in self._to_list if self._owns((ns, ""))
-                )
+                owned = sorted((shards.bucket_of(ns), ns) for ns in self._to_list if self._owns((ns, "")))
                 batch = [ns for _, ns in owned[:HANDOVER_LISTS]]
                 self._to_list.difference_update(batch or self._to_list)
                 try:
-                    await asyncio.gather(*(self._list_namespace(ns) for ns in batch))
+                    await asyncio.gather(*(self._list_namespace(ns, ns not in covered) for ns in batch))
                 except BaseException:
                     self._to_list.update(batch)
                     raise
-            queued, self._to_queue = self._to_queue, set()
+                self._queue_spread(
+                    [
+                        (key, self._period_of(obj))
+                        for ns in batch
+                        if shards.bucket_of(ns) in self._to_queue
+                        for key, obj in self._autoscalers_in(ns)
+                    ],
+                    slots=True,
+                )
+            self._to_queue.clear()
             keys, self._keys_to_queue = self._keys_to_queue, set()
-            store = self.autoscalers.store
-            assert self._shards is not None
-            self._queue_spread(
-                [
-                    (key, self._period_of(obj))
-                    for key, obj in store.items()
-                    if self._shards.bucket_of(key[0]) in queued
-                ],
-                slots=True,
-            )
             for key in keys:
                 if self._owns(key):
                     self.queue.add(key)
 
-    async def _list_namespace(self, namespace: str) -> None:
-        """A namespace of a bucket just gained: its autoscalers in full (they were cached as stubs) and its
-        pods (not cached at all), merged into the caches."""
+    def _autoscalers_in(self, namespace: str) -> list[tuple[Key, Obj]]:
+        return [(object_key(obj), obj) for obj in self.autoscalers.store.in_namespace(namespace)]
+
+    async def _list_namespace(self, namespace: str, autoscalers: bool) -> None:
+        """A namespace of a bucket just gained: its pods (not cached at all) and, if `autoscalers`, its
+        autoscalers in full (cached as stubs until now), merged into the caches."""
         # Kept from now on, so the watch's events during the lists are not lost.
         self._pod_namespaces.add(namespace)
-        await self.autoscalers.merge_list(self.source.object_path(namespace, "").rstrip("/"))
+        if autoscalers:
+            await self.autoscalers.merge_list(self.source.object_path(namespace, "").rstrip("/"))
         await self.pods.merge_list(f"/api/v1/namespaces/{namespace}/pods")
 
     def _shape_autoscaler(self, obj: Obj) -> Obj:

@@ -228,10 +228,12 @@ async def run(args: argparse.Namespace) -> None:
             daemons = [cluster.replicas[name] for name in names]
             before = [await d.scrape() for d in daemons]
             cpu0 = [cpu_seconds(d.proc.pid) for d in daemons]
+            api_cpu0 = cpu_seconds(os.getpid())
             t0 = time.monotonic()
             await asyncio.sleep(args.measure)
             after = [await d.scrape() for d in daemons]
             cpu1 = [cpu_seconds(d.proc.pid) for d in daemons]
+            api_cpu = (cpu_seconds(os.getpid()) - api_cpu0) / (time.monotonic() - t0) * 100
             elapsed = time.monotonic() - t0
             columns = (
                 ("buckets", 8),
@@ -263,6 +265,11 @@ async def run(args: argparse.Namespace) -> None:
                 f"sum: {sum(rates):.1f} reconciles/s (all targets each period: {n / args.period:.1f}/s); "
                 f"worst p99 queue wait {max(waits):.3f} s; shares {min(shares):.0%}-{max(shares):.0%}; "
                 f"RSS at most {max(ratios):.0%} of one replica holding all"
+            )
+            load = os.getloadavg()
+            print(
+                f"simulated API server (this process, with its audit log): CPU {api_cpu:.0f} %; "
+                f"load average {load[0]:.1f}"
             )
 
             # 3. SIGKILL the replica owning most.

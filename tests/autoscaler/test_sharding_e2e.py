@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from autoscaler import controller as controller_module
 from autoscaler.buckets import bucket_lease_name, bucket_of
 from autoscaler.daemon import AutoscalerDaemon
 from shared.kube import KubeClient, load_access
@@ -71,9 +72,16 @@ def writers_follow_the_leases(log: list[dict[str, Any]]) -> int:
     return checked
 
 
+@pytest.mark.parametrize("handover_lists", [16, 2], ids=["per-namespace", "cluster-wide"])
 async def test_three_replicas_share_the_buckets_and_never_write_each_others_targets(
-    audited: ServerThread[ApiServer], backend: MetricsBackend, tmp_path: Path
+    audited: ServerThread[ApiServer],
+    backend: MetricsBackend,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    handover_lists: int,
 ) -> None:
+    """With HANDOVER_LISTS 2, a gained bucket's autoscalers come from one list of all of them."""
+    monkeypatch.setattr(controller_module, "HANDOVER_LISTS", handover_lists)
     api = audited
     admin_config = api.write_kubeconfig(tmp_path / "admin.kubeconfig")
     admin = KubeClient(await load_access(str(admin_config)))
