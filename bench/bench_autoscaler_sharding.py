@@ -21,6 +21,13 @@ reconcile (writes to check), the others sit at their target.
 
 The simulated API server runs in this process (plain HTTP), the metrics endpoint in a child process: all
 share the machine's cores with the replicas.
+
+Measured on 2 shared cores (load average 7-13 from other work), defaults (3 replicas, 15,000 targets, 10
+buckets, 15 s period and lease), run 2 of docs/deploy.md section 15: 727.9 reconciles/s in sum, worst
+p99 queue wait 29.8 s (the simulated API server got 16 % of a core), shares 29-39 %, RSS 44-54 % of one
+replica holding all, SIGKILL takeover median 32.3 s / last 40.1 s, 0 writes after a lost lease, a late
+joiner balanced in 15.2 s with no target unreconciled for more than 25.5 s. With 3,000 targets (load
+2.6-8): 199.5 reconciles/s, p99 queue wait <= 0.84 s, takeover 17.2 s, RSS 70-93 %.
 """
 
 from __future__ import annotations
