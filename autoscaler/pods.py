@@ -93,7 +93,9 @@ def _containers(raw: Any) -> tuple[Container, ...]:
     containers say the same."""
     if not raw:
         return ()
-    key = tuple((c.get("name", ""), c.get("restartPolicy"), tuple(_requests_of(c).items())) for c in raw)
+    key = tuple(
+        (c.get("name", ""), c.get("restartPolicy"), tuple(_requests_of(c).items())) for c in raw
+    )
     shared: tuple[Container, ...] | None = _CONTAINERS.get(key)
     if shared is None:
         shared = _CONTAINERS.put(
@@ -305,7 +307,9 @@ class PodIndex:
             # The index answered the hint's term exactly: only the other terms are left to check.
             rest = [req for req in selector if req is not hint]
             pods = [
-                pod_of(obj) for obj in found if all(req.matches(obj["metadata"]["labels"]) for req in rest)
+                pod_of(obj)
+                for obj in found
+                if all(req.matches(obj["metadata"]["labels"]) for req in rest)
             ]
         pods.sort(key=lambda p: p.name)
         return tuple(pods)

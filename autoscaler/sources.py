@@ -84,7 +84,9 @@ class Source:
         metrics, unused = _with_queries(hpa.spec.metrics, queries)
         hpa = replace(
             hpa,
-            spec=replace(hpa.spec, schedules=schedules, predictive=predictive, metrics=metrics, burst=burst),
+            spec=replace(
+                hpa.spec, schedules=schedules, predictive=predictive, metrics=metrics, burst=burst
+            ),
         )
         return hpa, spec_violations(
             hpa.spec,

@@ -63,8 +63,6 @@ INVALID_SPEC = "InvalidSpec"
 ABOVE_MAX = "Current number of replicas above Spec.MaxReplicas"
 BELOW_MIN = "Current number of replicas below Spec.MinReplicas"
 ALL_BELOW_TARGET = "All metrics below target"
-
-
 # The scale-up policies without a behavior (100 % or 4 pods per 15 s), for burst mode's rate limit.
 def below_schedule(schedule: Schedule) -> str:
     """The rescale reason when an active schedule's minReplicas is above the current count (Surge's own,
