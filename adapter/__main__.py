@@ -10,6 +10,7 @@ less (0.41 against 0.54 ms).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import signal
 import sys
@@ -87,11 +88,15 @@ async def _start(
     return daemon
 
 
+def adapter_auth_flags(parser: argparse.ArgumentParser) -> None:
+    add_auth_flags(parser, kubeconfig_default="--kubeconfig, else in-cluster")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] == ["explain"]:  # the daemon takes flags only, so a first word is unambiguous
         explain_main(args[1:])
-    options, namespace, warnings = parse_flags(args, (*FLAG_GROUPS, add_auth_flags))
+    options, namespace, warnings = parse_flags(args, (*FLAG_GROUPS, adapter_auth_flags))
     try:
         auth_options = auth_options_from_namespace(namespace, namespace.kubeconfig)
     except ValueError as err:

@@ -54,6 +54,7 @@ from autoscaler.promql.confine import QueryRefused
 from autoscaler.promql.direct import DirectMetrics
 from autoscaler.reasons import reason_of
 from autoscaler.scale import ScaleError, read_scale, scale_path, update_replicas
+from autoscaler.sharding import Sharding
 from autoscaler.sources import Source
 from autoscaler.telemetry import Telemetry
 from autoscaler.workqueue import (
@@ -96,6 +97,10 @@ Key = tuple[str, str]
 # before. Autoscalers created later (watch events, re-lists) are reconciled at once.
 FIRST_PASS_RATE = 1000.0
 MIN_SPREAD = 1.0
+# Sharded: namespace lists at once when buckets are gained (a takeover waits for them).
+HANDOVER_LISTS = 16
+# What a replica caches of an autoscaler it does not own: enough to key it, know its bucket and period.
+_STUB_METADATA = ("name", "namespace", "resourceVersion", "generation", "annotations")
 
 
 @dataclass(frozen=True)
@@ -129,13 +134,16 @@ class Controller:
         options: ControllerOptions,
         lease: LeaseGuard | None = None,
         *,
+        shards: Sharding | None = None,
         supervisor: Supervisor,
         clock: Clock = LOOP_CLOCK,
         direct: DirectMetrics | None = None,
         histories: Histories | None = None,
     ) -> None:
         """`direct` evaluates direct PromQL metrics (None: they fail, saying --prometheus-url is missing).
-        `lease`: the leader's lease (None: a single replica); every write asks it right before it is sent."""
+        `lease`: the leader's lease (None: a single replica); every write asks it right before it is sent.
+        `shards`: the buckets of an active-active replica instead (each key's writes ask its bucket's
+        lease); pods are then cached only for the namespaces of the buckets held."""
         self.source = source
         self.options = options
         self.telemetry = telemetry
@@ -146,6 +154,15 @@ class Controller:
         self._histories = histories or Histories(None, self._direct, clock)
         self._mapper = mapper
         self._lease = lease
+        self._shards = shards
+        # Sharded: the buckets held, the namespaces whose pods are cached, and what the handover task
+        # (`_hand_over`) is to do: namespaces to list, then buckets and keys to queue.
+        self._owned_buckets: set[int] = set()
+        self._pod_namespaces: set[str] = set()
+        self._to_list: set[str] = set()
+        self._to_queue: set[int] = set()
+        self._keys_to_queue: set[Key] = set()
+        self._handover = asyncio.Event()
         self._clock = clock
         self._supervisor = supervisor
         self._events = EventRecorder(client)
@@ -167,9 +184,17 @@ class Controller:
         # Each key's last burst check outcome: a failure is logged when it starts, not every second.
         self._burst_outcomes: dict[Key, str] = {}
         self.autoscalers = Informer(
-            client, source.list_path(), label_selector=options.label_selector, transform=compact
+            client,
+            source.list_path(),
+            label_selector=options.label_selector,
+            transform=self._shape_autoscaler,
         )
-        self.pods = Informer(client, "/api/v1/pods", transform=slim_pod)
+        self.pods = Informer(
+            client,
+            "/api/v1/pods",
+            transform=slim_pod,
+            keep=self._caches_pods_of if shards is not None else None,
+        )
         self.pod_index = PodIndex(self.pods.store)
         self._history: dict[Key, History] = {}
         # The last decisions of each autoscaler: /debug/decisions, `surge explain`, the per-target series.
@@ -216,6 +241,8 @@ class Controller:
         start_workers(
             self._supervisor, self.queue, workers, self.reconcile, crashed=crashes.labels("reconcile").inc
         )
+        if self._shards is not None:
+            self._supervisor.start("bucket handover", self._hand_over)
         start_workers(
             self._supervisor,
             self.burst_queue,
@@ -230,20 +257,27 @@ class Controller:
         initial, self._initial = self._initial, []
         self._queue_spread(initial)
 
-    def _queue_spread(self, entries: list[tuple[Key, float]]) -> None:
-        """Queue (key, period) entries as a first pass: spread by key hash (see FIRST_PASS_RATE)."""
+    def _queue_spread(self, entries: list[tuple[Key, float]], *, slots: bool = False) -> None:
+        """Queue (key, period) entries as a first pass: spread by key hash (see FIRST_PASS_RATE).
+        `slots`: give each key its slot in the period even when the first pass is not spread (a bucket
+        taken over: its keys join a replica's running load, which they must not hit in one lump every
+        period); the slot is at most 1.5 periods after the first pass, so no key waits two periods."""
         spread = len(entries) / FIRST_PASS_RATE
-        if spread < MIN_SPREAD:
-            for key, _ in entries:
-                self.queue.add(key)
-            return
         now = self._clock.now()
         for key, period in entries:
-            if self.autoscalers.store.get(*key) is None:
-                continue  # deleted since
+            if self.autoscalers.store.get(*key) is None or not self._owns(key):
+                continue  # deleted since, or another replica's
             phase = zlib.crc32(_key_str(key).encode()) / 2**32
-            self.queue.add_after(key, phase * min(period, spread))
-            self._second_due[key] = now + (phase + 1) * period
+            if spread < MIN_SPREAD:
+                first = 0.0
+                self.queue.add(key)
+            else:
+                first = phase * min(period, spread)
+                self.queue.add_after(key, first)
+            if slots:
+                self._second_due[key] = now + first + (phase + 0.5) * period
+            elif spread >= MIN_SPREAD:
+                self._second_due[key] = now + (phase + 1) * period
 
     @property
     def ready(self) -> bool:
@@ -272,19 +306,32 @@ class Controller:
             # The first list (a restart): queued once both caches are synced, spread.
             self._initial.append((object_key(obj), self._period_of(obj)))
             return
-        self.queue.add(object_key(obj))  # created while we run: reconciled at once
+        key = object_key(obj)
+        if not self._owns(key):
+            return
+        if self._shards is not None and key[0] not in self._pod_namespaces:
+            # The first autoscaler of its namespace in our buckets: its pods are listed first.
+            self._to_list.add(key[0])
+            self._keys_to_queue.add(key)
+            self._handover.set()
+            return
+        self.queue.add(key)  # created while we run: reconciled at once
 
     def _autoscaler_updated(self, old: Obj, new: Obj) -> None:
         # Our own status writes change nothing the decision depends on; a new generation (spec edit) or
         # changed annotations (sync period) does.
         old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
-        if old_meta.get("generation") != new_meta.get("generation") or old_meta.get(
-            "annotations"
-        ) != new_meta.get("annotations"):
+        if (
+            old_meta.get("generation") != new_meta.get("generation")
+            or old_meta.get("annotations") != new_meta.get("annotations")
+        ) and self._owns(object_key(new)):
             self.queue.add(object_key(new))
 
     def _autoscaler_deleted(self, obj: Obj) -> None:
-        key = object_key(obj)
+        self._forget(object_key(obj))
+
+    def _forget(self, key: Key) -> None:
+        """Drop everything kept about `key` (deleted, or its bucket went to another replica)."""
         self._history.pop(key, None)
         self.decisions.forget(key)
         self._histories.forget(key)
@@ -379,11 +426,115 @@ class Controller:
         selectors = self._selectors.get(key[0], {})
         return {_key_str(k): selectors[k] for k in others if k in selectors}
 
-    # ---- leadership
+    # ---- leadership and buckets
 
     def _fence(self, key: Key) -> LeaseGuard | None:
-        """The lease that `key`'s writes depend on (one for all keys today)."""
+        """The lease that `key`'s writes depend on: its bucket's, or the single leader's."""
+        if self._shards is not None:
+            return self._shards.guard_of(key[0])
         return self._lease
+
+    def _owns(self, key: Key) -> bool:
+        """Whether `key` is in a bucket this replica holds (always, unsharded)."""
+        return self._shards is None or self._shards.bucket_of(key[0]) in self._owned_buckets
+
+    def _caches_pods_of(self, pod: Obj) -> bool:
+        return str((pod.get("metadata") or {}).get("namespace", "")) in self._pod_namespaces
+
+    def keys_owned(self) -> int:
+        """The autoscalers in the buckets held (all of them, unsharded)."""
+        store = self.autoscalers.store
+        if self._shards is None:
+            return len(store)
+        return sum(store.count_in(ns) for ns in store.namespaces() if self._owns((ns, "")))
+
+    def gain_bucket(self, bucket: int) -> None:
+        """A bucket was acquired: list the pods of its namespaces, then queue its keys (spread, as after a
+        start), in the handover task."""
+        assert self._shards is not None
+        self._owned_buckets.add(bucket)
+        shards = self._shards
+        self._to_list.update(
+            ns for ns in self.autoscalers.store.namespaces() if shards.bucket_of(ns) == bucket
+        )
+        self._to_queue.add(bucket)
+        self._handover.set()
+
+    def lose_bucket(self, bucket: int) -> None:
+        """A bucket went to another replica (or was given up): forget its keys and its pods."""
+        assert self._shards is not None
+        self._owned_buckets.discard(bucket)
+        self._to_queue.discard(bucket)
+        store = self.autoscalers.store
+        for key, obj in list(store.items()):
+            if not self._owns(key):
+                self._forget(key)
+                if "spec" in obj:
+                    store.put(self._shape_autoscaler(obj))
+        self._pod_namespaces = {ns for ns in self._pod_namespaces if self._owns((ns, ""))}
+        self._to_list = {ns for ns in self._to_list if self._owns((ns, ""))}
+        self.pods.prune()
+
+    async def _hand_over(self) -> None:
+        """List the autoscalers and pods of newly owned namespaces (HANDOVER_LISTS namespaces at a time),
+        queueing each namespace's keys as soon as it is listed (supervised)."""
+        assert self._shards is not None
+        shards = self._shards
+        while True:
+            await self._handover.wait()
+            self._handover.clear()
+            covered: set[str] = set()
+            if len(self._to_list) > HANDOVER_LISTS:
+                # Many namespaces (a bucket or more): one list of all autoscalers (paged) costs the API
+                # server less than one per namespace; the gained ones are kept in full, the rest as stubs.
+                covered = set(self._to_list)
+                await self.autoscalers.merge_list(self.source.list_path())
+            while self._to_list:
+                # Bucket by bucket: a bucket's objects are then allocated together, and the memory of a
+                # bucket given up later is freed in whole pages, not scattered among the others'.
+                owned = sorted((shards.bucket_of(ns), ns) for ns in self._to_list if self._owns((ns, "")))
+                batch = [ns for _, ns in owned[:HANDOVER_LISTS]]
+                self._to_list.difference_update(batch or self._to_list)
+                try:
+                    await asyncio.gather(*(self._list_namespace(ns, ns not in covered) for ns in batch))
+                except BaseException:
+                    self._to_list.update(batch)
+                    raise
+                self._queue_spread(
+                    [
+                        (key, self._period_of(obj))
+                        for ns in batch
+                        if shards.bucket_of(ns) in self._to_queue
+                        for key, obj in self._autoscalers_in(ns)
+                    ],
+                    slots=True,
+                )
+            self._to_queue.clear()
+            keys, self._keys_to_queue = self._keys_to_queue, set()
+            for key in keys:
+                if self._owns(key):
+                    self.queue.add(key)
+
+    def _autoscalers_in(self, namespace: str) -> list[tuple[Key, Obj]]:
+        return [(object_key(obj), obj) for obj in self.autoscalers.store.in_namespace(namespace)]
+
+    async def _list_namespace(self, namespace: str, autoscalers: bool) -> None:
+        """A namespace of a bucket just gained: its pods (not cached at all) and, if `autoscalers`, its
+        autoscalers in full (cached as stubs until now), merged into the caches."""
+        # Kept from now on, so the watch's events during the lists are not lost.
+        self._pod_namespaces.add(namespace)
+        if autoscalers:
+            await self.autoscalers.merge_list(self.source.object_path(namespace, "").rstrip("/"))
+        await self.pods.merge_list(f"/api/v1/namespaces/{namespace}/pods")
+
+    def _shape_autoscaler(self, obj: Obj) -> Obj:
+        """The cached form of an autoscaler: in full when it is ours (or unsharded), else a stub of its
+        metadata (who owns it, its period): every replica sees every autoscaler, but holds the specs and
+        statuses of its own only."""
+        if self._shards is not None and not self._owns(object_key(obj)):
+            meta = obj.get("metadata") or {}
+            obj = {"metadata": {k: meta[k] for k in _STUB_METADATA if k in meta}}
+        return compact(obj)
 
     def _holds(self, key: Key) -> bool:
         lease = self._fence(key)
@@ -402,6 +553,9 @@ class Controller:
         if second_due is not None:
             # The first reconcile after a spread start: the next one comes at the key's slot.
             period = max(period, second_due - self._clock.now())
+        if not self._owns(key) or "spec" not in obj:
+            # Another replica's, or ours but still a stub until the handover lists it (it queues it then).
+            return Outcome(failed=False, resync_after=None)
         if not self._holds(key):
             return Outcome(failed=False, resync_after=period)
         started = time.perf_counter()
@@ -562,6 +716,8 @@ class Controller:
             self._burst_checked(key, "invalid_spec", str(err))
             return Outcome(failed=False, resync_after=None)
         if hpa is None or hpa.spec.burst is None:
+            return Outcome(failed=False, resync_after=None)
+        if not self._owns(key) or "spec" not in obj:
             return Outcome(failed=False, resync_after=None)
         again = max(self.options.burst_check_interval, self._burst_rate.when(key))
         if violations or not self._holds(key):

@@ -11,6 +11,8 @@ always from `AutoscalerOptions` (parsed flags), so there is one way to build it.
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import functools
 import gc
 import ssl
 
@@ -27,6 +29,7 @@ from autoscaler.metrics import MetricsClient
 from autoscaler.options import AutoscalerOptions
 from autoscaler.promql.client import PrometheusClient
 from autoscaler.promql.direct import DirectMetrics
+from autoscaler.sharding import Sharding
 from autoscaler.sources import SOURCES
 from autoscaler.telemetry import Telemetry
 from shared.auth import Security, SecurityStartupError
@@ -70,8 +73,23 @@ class AutoscalerDaemon:
         self.supervisor = Supervisor(self.telemetry.registry, "surge_autoscaler", clock=clock)
         mapper = RestMapper(kube)
         self.elector: LeaderElector | None = None
-        if options.lease is not None and lease_kube is not None:
-            dropped = self.telemetry.writes_dropped
+        self.sharding: Sharding | None = None
+        dropped = self.telemetry.writes_dropped
+        if options.lease is not None and lease_kube is not None and options.lease_buckets > 1:
+            takeovers = self.telemetry.bucket_takeovers
+            self.sharding = Sharding(
+                lease_kube,
+                options.lease,
+                options.lease_buckets,
+                on_gained=self._bucket_gained,
+                on_lost=self._bucket_lost,
+                on_dropped=lambda kind: dropped.labels(write=kind).inc(),
+                on_takeover=lambda previous: takeovers.labels(
+                    previous="expired" if previous else "released"
+                ).inc(),
+                clock=clock,
+            )
+        elif options.lease is not None and lease_kube is not None:
             guard = LeaseGuard(
                 options.lease.name,
                 options.lease.renew_deadline,
@@ -106,6 +124,7 @@ class AutoscalerDaemon:
                 config=options.config,
             ),
             lease=self.elector.guard if self.elector is not None else None,
+            shards=self.sharding,
             supervisor=self.supervisor,
             clock=clock,
             direct=direct,
@@ -116,6 +135,7 @@ class AutoscalerDaemon:
             user_agent=user_agent(COMPONENT, surge_version(), options.identity),
             attributes_for=decision_access(SOURCES[options.source]),
         )
+        self.telemetry.keys_owned.set_function(self.controller.keys_owned)
         self.port = 0
         self._listener: Listener | None = None
         self._lease_lost = asyncio.Event()
@@ -166,7 +186,12 @@ class AutoscalerDaemon:
             autoscalers=len(self.controller.autoscalers.store),
             pods=len(self.controller.pods.store),
         )
-        if self.elector is None:
+        if self.sharding is not None:
+            sharding = self.sharding
+            self.supervisor.start("membership", sharding.run_membership)
+            for bucket in range(sharding.count):
+                self.supervisor.start(f"bucket-{bucket:02d}", functools.partial(sharding.run_bucket, bucket))
+        elif self.elector is None:
             self.telemetry.is_leader.set(1)
         else:
             elector = self.elector
@@ -197,10 +222,10 @@ class AutoscalerDaemon:
         deadline = loop.time() + grace
         await self.controller.stop(grace)
         await self.supervisor.stop()
-        if self.elector is not None:
+        if self.elector is not None or self.sharding is not None:
             try:
                 async with asyncio.timeout_at(deadline):
-                    await self.elector.release()
+                    await (self.elector or self.sharding).release()  # type: ignore[union-attr]
             except TimeoutError:
                 log.warning("lease not released within the grace period", grace=grace)
         if self._listener is not None:
@@ -218,6 +243,36 @@ class AutoscalerDaemon:
         """Leader election; its return means the lease is lost, which ends the daemon."""
         await elector.run()
         self._lease_lost.set()
+
+    def _bucket_gained(self, bucket: int) -> None:
+        assert self.sharding is not None
+        held = len(self.sharding.held())
+        log.info(
+            "bucket acquired", bucket=bucket, held=held, taken_from=self.sharding.electors[bucket].taken_from
+        )
+        self.telemetry.buckets_held.set(held)
+        self.telemetry.is_leader.set(1)
+        self.controller.gain_bucket(bucket)
+
+    def _bucket_lost(self, bucket: int) -> None:
+        assert self.sharding is not None
+        held = len(self.sharding.held())
+        log.info("bucket lost", bucket=bucket, held=held)
+        self.telemetry.buckets_held.set(held)
+        self.telemetry.is_leader.set(1 if held else 0)
+        self.controller.lose_bucket(bucket)
+        _return_freed_memory()
+
+    def owner(self, namespace: str) -> dict[str, str]:
+        """Which replica and bucket own the autoscalers of `namespace` (for `surge explain`)."""
+        if self.sharding is None:
+            return {"replica": self.options.identity}
+        bucket = self.sharding.bucket_of(namespace)
+        return {
+            "replica": self.sharding.holder_of(bucket),
+            "bucket": f"{bucket:02d} of {self.sharding.count:02d}",
+            "lease": self.sharding.guards[bucket].lease,
+        }
 
     def _started_leading(self) -> None:
         self.telemetry.is_leader.set(1)
@@ -264,9 +319,11 @@ class AutoscalerDaemon:
         async def decisions(request: web.Request) -> web.Response:
             key = (request.match_info["namespace"], request.match_info["name"])
             records = self.controller.decisions.records_json(key)
+            owner = self.owner(key[0])
             if records is None:
-                return _not_found(key, self.controller.autoscalers.store.get(*key) is not None)
-            return web.json_response({"target": f"{key[0]}/{key[1]}", "decisions": records})
+                known = self.controller.autoscalers.store.get(*key) is not None
+                return _not_found(key, known, owner, self.options.identity)
+            return web.json_response({"target": f"{key[0]}/{key[1]}", "owner": owner, "decisions": records})
 
         async def alive(_: web.Request) -> web.Response:
             return web.Response(text="ok")
@@ -287,10 +344,29 @@ class AutoscalerDaemon:
         return app
 
 
-def _not_found(key: tuple[str, str], known: bool) -> web.Response:
-    """A metav1.Status 404: an autoscaler this daemon does not watch, or one it has not decided on."""
+def _return_freed_memory() -> None:
+    """Hand the heap's free pages back to the system after a bucket's pods and state were dropped: glibc
+    keeps them otherwise, and a replica that held every bucket for a while (the first one up) would keep
+    the memory of all of them. No-op without glibc."""
+    try:
+        libc = ctypes.CDLL(None)
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
+
+
+def _not_found(key: tuple[str, str], known: bool, owner: dict[str, str], identity: str) -> web.Response:
+    """A metav1.Status 404: an autoscaler this daemon does not watch, or one it has not decided on (the
+    message names the replica that owns it, with buckets)."""
     target = f"{key[0]}/{key[1]}"
-    if known:
+    if known and "bucket" in owner and owner["replica"] != identity:
+        holder = f"held by replica {owner['replica']}" if owner["replica"] else "held by no replica right now"
+        message = (
+            f"autoscaler {target} has no decision here: it is in bucket {owner['bucket']} (Lease "
+            f"{owner['lease']}), {holder}; ask that replica"
+        )
+    elif known:
         message = f"autoscaler {target} has no decision here yet (only the leading replica decides)"
     else:
         message = (

@@ -204,6 +204,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="time between two tries to acquire or renew the lease (default 2s)",
     )
     g.add_argument(
+        "--leader-elect-buckets",
+        type=integer(1),
+        default=1,
+        help="split the autoscalers into this many buckets, each with a Lease of its own "
+        "(NAME-bucket-NN-of-MM): every replica reconciles the buckets it holds, at most ceil(buckets / live "
+        "replicas) each (default 1: one leader reconciles everything)",
+    )
+    g.add_argument(
         "--leader-elect-resource-name", default="surge-autoscaler", help="name of the Lease object"
     )
     g.add_argument(

@@ -95,8 +95,14 @@ class LeaseGuard:
             return True
         kind = write_kind(path)
         age = None if self.renewed_at is None else round(self._clock.now() - self.renewed_at, 3)
-        log.warning("write dropped: lease not held", lease=self.lease, write=kind, method=method, path=path,
-                    renewed_seconds_ago=age)
+        log.warning(
+            "write dropped: lease not held",
+            lease=self.lease,
+            write=kind,
+            method=method,
+            path=path,
+            renewed_seconds_ago=age,
+        )
         self._on_dropped(kind)
         return False
 
@@ -122,24 +128,55 @@ class LeaderElector:
         self._leading = False
         self._observed: tuple[str, str, int] | None = None
         self._observed_at = 0.0
+        self._observed_duration = config.lease_duration
         self._last_renewed = 0.0  # when the last successful renewal was sent
+        # Set when we acquire: the previous holder ("" if the lease was given up), None if we created it.
+        self.taken_from: str | None = None
         self._path = f"/apis/coordination.k8s.io/v1/namespaces/{config.namespace}/leases/{config.name}"
 
     async def run(self) -> None:
         """Acquire, then keep renewing; returns when leadership is lost (the caller should stop writing)."""
-        while True:
-            if await self._try_acquire_or_renew():
-                break
+        while not await self.step():
             await sleep(self._clock, self.config.retry_period)
-        self._set_leading(True)
         while True:
             await sleep(self._clock, self.config.retry_period)
-            if await self._try_acquire_or_renew():
-                continue
-            if self._clock.now() - self._last_renewed >= self.config.renew_deadline:
-                log.warning("leader lease lost", lease=self.config.name, identity=self.config.identity)
-                self._set_leading(False)
+            if not await self.step():
                 return
+
+    @property
+    def leading(self) -> bool:
+        return self._leading
+
+    def free(self) -> bool:
+        """Whether the lease, as last read, could be acquired now: not read yet, ours, given up, or
+        unchanged for its duration."""
+        if self._observed is None or self._observed[0] in ("", self.config.identity):
+            return True
+        return self._clock.now() - self._observed_at >= self._observed_duration
+
+    def expires_at(self) -> float | None:
+        """When the lease, held by another as last read, can be taken if it does not change (our clock)."""
+        if self._observed is None or self._observed[0] in ("", self.config.identity):
+            return None
+        return self._observed_at + self._observed_duration
+
+    @property
+    def holder(self) -> str:
+        """The holder of the lease as last read ("" : none, or not read yet)."""
+        return self._observed[0] if self._observed is not None else ""
+
+    async def step(self, may_acquire: bool = True) -> bool:
+        """One attempt: renew if we lead, else read the lease and, if `may_acquire`, take it when it is
+        free or expired. Whether we lead afterwards (a failed renewal leads on until the renew deadline)."""
+        if await self._try_acquire_or_renew(may_acquire or self._leading):
+            self._set_leading(True)
+        elif self._leading and (
+            self.holder not in ("", self.config.identity)
+            or self._clock.now() - self._last_renewed >= self.config.renew_deadline
+        ):
+            log.warning("leader lease lost", lease=self.config.name, identity=self.config.identity)
+            self._set_leading(False)
+        return self._leading
 
     def _set_leading(self, leading: bool) -> None:
         if leading == self._leading:
@@ -147,7 +184,7 @@ class LeaderElector:
         self._leading = leading
         if not leading:
             self.guard.lost()
-        log.info("leadership changed", leading=leading, identity=self.config.identity)
+        log.info("leadership changed", lease=self.config.name, leading=leading, identity=self.config.identity)
         (self._on_started if leading else self._on_stopped)()
 
     def _renewed(self, sent_at: float) -> bool:
@@ -155,7 +192,7 @@ class LeaderElector:
         self.guard.renewed(sent_at)
         return True
 
-    async def _try_acquire_or_renew(self) -> bool:
+    async def _try_acquire_or_renew(self, may_acquire: bool = True) -> bool:
         cfg = self.config
         clock = self._clock
         try:
@@ -164,6 +201,9 @@ class LeaderElector:
             except ApiError as err:
                 if err.code != 404:
                     raise
+                if not may_acquire:
+                    return False
+                self.taken_from = None
                 sent_at = clock.now()
                 body = self._lease_body(None, clock.wall(), transitions=0)
                 await self._client.request("POST", self._path.rsplit("/", 1)[0], body=body)
@@ -174,12 +214,18 @@ class LeaderElector:
             if record != self._observed:
                 self._observed, self._observed_at = record, clock.now()
             duration = float(spec.get("leaseDurationSeconds") or cfg.lease_duration)
+            self._observed_duration = duration
             if holder not in ("", cfg.identity):
                 # Someone else holds it: no write of ours may go out from now on, even before our
                 # renew deadline (a reconcile that resumes after the takeover must not write).
                 self.guard.lost()
                 if clock.now() - self._observed_at < duration:
                     return False
+            if holder != cfg.identity:
+                if not may_acquire:
+                    return False
+                # Whose it was: a takeover of an expired lease, or of one given up ("").
+                self.taken_from = holder
             transitions = int(spec.get("leaseTransitions") or 0) + (0 if holder == cfg.identity else 1)
             sent_at = clock.now()
             body = self._lease_body(lease, clock.wall(), transitions)

@@ -50,6 +50,7 @@ class AutoscalerOptions:
     prometheus: PrometheusAccess | None
     cluster_wide_query_namespaces: tuple[str, ...]
     lease: LeaseConfig | None
+    lease_buckets: int  # >1: active-active, one Lease per bucket (autoscaler/sharding.py)
     identity: str  # in the User-Agent, with or without leader election
     serving: ServingOptions
     auth: AuthOptions
@@ -73,13 +74,16 @@ def _lease(ns: argparse.Namespace) -> LeaseConfig:
         raise ValueError(f"{flags}: {err}") from None
 
 
-def _check_elector_rate(qps: float, retry_period: float) -> None:
+def _check_elector_rate(qps: float, retry_period: float, buckets: int) -> None:
     """The elector's own client has --qps/--burst too (as client-go's leader-election client has its
-    config's): it must afford a get and an update every retry period."""
-    if qps > 0 and qps * retry_period < 2:
+    config's): it must afford a get and an update every retry period, for each bucket's Lease and (with
+    buckets) the membership Lease and the list of members."""
+    requests = 2 if buckets == 1 else 2 * (buckets + 1) + 1
+    if qps > 0 and qps * retry_period < requests:
         raise ValueError(
-            f"--qps {qps:g} and --leader-elect-retry-period {retry_period:g}s: the leader elector sends 2 "
-            "requests every retry period, so it needs qps x retry period >= 2"
+            f"--qps {qps:g} and --leader-elect-retry-period {retry_period:g}s: the leader elector sends "
+            f"{requests} requests every retry period (--leader-elect-buckets {buckets}), so it needs "
+            f"qps x retry period >= {requests}"
         )
 
 
@@ -97,7 +101,9 @@ def options_from_namespace(ns: argparse.Namespace) -> AutoscalerOptions:
     """The options; ValueError naming the flags when some do not go together."""
     credentials = prometheus_credentials(ns)
     if ns.leader_elect:
-        _check_elector_rate(ns.qps, ns.leader_elect_retry_period)
+        _check_elector_rate(ns.qps, ns.leader_elect_retry_period, ns.leader_elect_buckets)
+    elif ns.leader_elect_buckets > 1:
+        raise ValueError("--leader-elect-buckets: buckets are Leases, so it needs --leader-elect")
     return AutoscalerOptions(
         kubeconfig=ns.kubeconfig,
         qps=ns.qps,
@@ -136,6 +142,7 @@ def options_from_namespace(ns: argparse.Namespace) -> AutoscalerOptions:
         ),
         cluster_wide_query_namespaces=tuple(ns.cluster_wide_query_namespace),
         lease=_lease(ns) if ns.leader_elect else None,
+        lease_buckets=ns.leader_elect_buckets,
         identity=ns.leader_elect_identity,
         serving=serving_options_from_namespace(ns),
         auth=_auth(ns),

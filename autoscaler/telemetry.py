@@ -67,7 +67,24 @@ class Telemetry:
             buckets=(0.5, 1, 2, 3, 5, 10, 15, 30, 60, 120, 300),
             registry=r,
         )
-        self.is_leader = Gauge("surge_autoscaler_leader", "1 while this replica holds the lease.", registry=r)
+        self.is_leader = Gauge(
+            "surge_autoscaler_leader", "1 while this replica holds the lease (with buckets: any).", registry=r
+        )
+        self.buckets_held = Gauge(
+            "surge_autoscaler_buckets_held",
+            "Buckets (--leader-elect-buckets) whose Lease this replica holds.",
+            registry=r,
+        )
+        self.keys_owned = Gauge(
+            "surge_autoscaler_keys_owned", "Autoscalers in the buckets this replica holds.", registry=r
+        )
+        self.bucket_takeovers = Counter(
+            "surge_autoscaler_bucket_takeovers",
+            "Buckets acquired from another replica, by how it had let go (released: given up, for balance "
+            "or on shutdown; expired: it stopped renewing).",
+            ["previous"],
+            registry=r,
+        )
         self.writes_dropped = Counter(
             "surge_autoscaler_writes_dropped",
             "Writes not sent because the lease was not renewed within the renew deadline when they were "

@@ -1,11 +1,15 @@
 """Shared pieces of the autoscaler benchmarks (not a benchmark itself): a seeded simulated API server, a
-fast metrics endpoint, the daemon as a subprocess, and readings of its /metrics and /proc."""
+fast metrics endpoint, the daemon as a subprocess, readings of its /metrics and /proc, and the simulated
+API server's audit log as it is written."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -99,11 +103,13 @@ def seed_world(
         )
 
 
-def metrics_app(pods_each: int, delays: dict[str, float]) -> web.Application:
+def metrics_app(pods_each: int, delays: dict[str, float], flapping: Collection[str] = ()) -> web.Application:
     """custom.metrics.k8s.io v1beta2: every pod of `app=<name>` at 100 (the target: no scaling).
 
     `delays`: metric name -> seconds to wait before answering (a slow backend behind that metric).
+    `flapping`: metric names answered at 50 or 200 at random (a status to write on every reconcile).
     """
+    rng = random.Random(7)
 
     async def group(_: web.Request) -> web.Response:
         version = {"groupVersion": "custom.metrics.k8s.io/v1beta2", "version": "v1beta2"}
@@ -123,13 +129,14 @@ def metrics_app(pods_each: int, delays: dict[str, float]) -> web.Application:
         if metric in delays:
             await asyncio.sleep(delays[metric])
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        value = rng.choice(("50", "200")) if metric in flapping else "100"
         items = [
             {
                 "describedObject": {"kind": "Pod", "namespace": ns, "name": f"{app}-{p}", "apiVersion": "v1"},
                 "metric": {"name": metric, "selector": None},
                 "timestamp": stamp,
                 "windowSeconds": 60,
-                "value": "100",
+                "value": value,
             }
             for p in range(pods_each)
         ]
@@ -260,3 +267,57 @@ def histogram_quantile(before: dict[str, float], after: dict[str, float], name: 
             return lower_le + (le - lower_le) * fraction
         lower_le, lower_count = le, cumulative
     return lower_le
+
+
+WRITES = frozenset({"create", "update", "patch", "delete"})
+
+
+@dataclass
+class AuditEntry:
+    user: str
+    verb: str
+    resource: str  # with its subresource: deployments/scale
+    code: int
+    received: datetime
+    namespace: str = ""
+    name: str = ""
+
+
+def parse_time(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+@dataclass
+class AuditTail:
+    """The audit log's new lines as they are written: writes (and lease updates), plus the reads of
+    `also_read` resources (e.g. deployments/scale: one per reconcile)."""
+
+    path: Path
+    also_read: frozenset[str] = frozenset()
+    entries: list[AuditEntry] = field(default_factory=list)
+    _offset: int = 0
+
+    def read(self) -> list[AuditEntry]:
+        with self.path.open("rb") as f:
+            f.seek(self._offset)
+            data = f.read()
+        end = data.rfind(b"\n") + 1
+        self._offset += end
+        for line in data[:end].splitlines():
+            event = json.loads(line)
+            ref = event.get("objectRef") or {}
+            resource = ref.get("resource", "") + ("/" + ref["subresource"] if ref.get("subresource") else "")
+            if event["verb"] not in WRITES and not (event["verb"] == "get" and resource in self.also_read):
+                continue
+            self.entries.append(
+                AuditEntry(
+                    event["user"].get("username", ""),
+                    event["verb"],
+                    resource,
+                    event["responseStatus"]["code"],
+                    parse_time(event["requestReceivedTimestamp"]),
+                    ref.get("namespace", ""),
+                    ref.get("name", ""),
+                )
+            )
+        return self.entries

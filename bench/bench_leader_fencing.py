@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import multiprocessing
 import os
 import random
@@ -46,12 +45,11 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from aiohttp import web
-from bench_autoscaler_common import free_port, seed_world
+from bench_autoscaler_common import AuditEntry, AuditTail, free_port, seed_world
 from bench_common import parse_args, require
 
 from sim.apiserver import ApiServer
@@ -61,7 +59,6 @@ LEASES = ("coordination.k8s.io", "leases")
 HZAS = ("autoscaling.surge.dev", "horizontalautoscalers")
 LEASE_NAME = "surge-autoscaler"
 LEASE, RENEW, RETRY = 3.0, 2.0, 0.5
-WRITES = frozenset({"create", "update", "patch", "delete"})
 BEHAVIOR = {
     "scaleUp": {
         "stabilizationWindowSeconds": 0,
@@ -121,51 +118,6 @@ def metrics_app(pods_each: int) -> web.Application:
 
 def serve_metrics(port: int, pods_each: int) -> None:
     web.run_app(metrics_app(pods_each), host="127.0.0.1", port=port, print=None, access_log=None)
-
-
-@dataclass
-class AuditEntry:
-    user: str
-    verb: str
-    resource: str
-    code: int
-    received: datetime
-
-
-def parse_time(text: str) -> datetime:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
-
-
-@dataclass
-class AuditTail:
-    """The audit log's new lines as they are written: writes and lease updates only."""
-
-    path: Path
-    entries: list[AuditEntry] = field(default_factory=list)
-    _offset: int = 0
-
-    def read(self) -> list[AuditEntry]:
-        with self.path.open("rb") as f:
-            f.seek(self._offset)
-            data = f.read()
-        end = data.rfind(b"\n") + 1
-        self._offset += end
-        for line in data[:end].splitlines():
-            event = json.loads(line)
-            if event["verb"] not in WRITES:
-                continue
-            ref = event.get("objectRef") or {}
-            resource = ref.get("resource", "") + ("/" + ref["subresource"] if ref.get("subresource") else "")
-            self.entries.append(
-                AuditEntry(
-                    event["user"].get("username", ""),
-                    event["verb"],
-                    resource,
-                    event["responseStatus"]["code"],
-                    parse_time(event["requestReceivedTimestamp"]),
-                )
-            )
-        return self.entries
 
 
 class Replica:

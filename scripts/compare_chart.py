@@ -25,8 +25,8 @@ from typing import Any
 import helm_python
 import yaml
 
-from adapter.auth import add_auth_flags
 from adapter.flags import FLAG_GROUPS, parse_flags
+from shared.auth import add_auth_flags
 
 SURGE_CHART = Path(__file__).resolve().parents[1] / "charts" / "surge"
 

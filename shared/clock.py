@@ -119,6 +119,10 @@ class FakeClock:
             heapq.heappop(self._timers)
         return self._timers[0][0] if self._timers else None
 
+    def pending(self) -> int:
+        """How many timers are pending: a test waits until every loop it runs sleeps again."""
+        return sum(not timer.cancelled for _, _, timer in self._timers)
+
     def advance(self, seconds: float) -> None:
         """Move time forward, running the due callbacks in deadline order, each at its own deadline (so
         a callback that schedules another one inside the step sees it run too)."""

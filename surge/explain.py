@@ -32,7 +32,8 @@ DESCRIPTION = (
     "Prints the newest decision the autoscaler daemon recorded for NAMESPACE/NAME: the autoscaler as "
     "`kubectl describe hpa` shows it, the reason in one sentence, and the derivation (metric -> ratio -> "
     "proposal -> stabilization -> limits -> result). The daemon serves its records on its metrics port "
-    "(--secure-port, 8443 by default); only the leader decides, so ask the leading replica."
+    "(--secure-port, 8443 by default); only the leader decides, so ask the leading replica (with "
+    "--leader-elect-buckets, the replica holding the target's bucket: any other replica names it)."
 )
 TIMEOUT_SECONDS = 10.0
 
@@ -135,6 +136,9 @@ async def latest_record(daemon: Daemon, target: tuple[str, str]) -> Record:
     if not decisions:
         raise ExplainError(f"{url} answered without a decision record")
     record: Record = decisions[0]
+    owner = body.get("owner")
+    if isinstance(owner, dict):
+        record = {**record, "owner": owner}  # the replica (and bucket) that decided
     return record
 
 
@@ -290,6 +294,7 @@ def describe(record: Record) -> str:
         ("Name:", name),
         ("Namespace:", namespace),
         ("Decided at:", record["time"]),
+        *_owner_field(record.get("owner")),
         ("Metrics:", "( current / target )"),
         *metrics,
     ]
@@ -305,6 +310,13 @@ def describe(record: Record) -> str:
     lines += ["Conditions:", *_conditions_table(record["conditions"])]
     lines += ["Derivation:", *(f"  {line}" for line in _derivation(record))]
     return "\n".join(lines)
+
+
+def _owner_field(owner: Record | None) -> list[tuple[str, str]]:
+    if not owner:
+        return []
+    bucket = f", bucket {owner['bucket']} (Lease {owner['lease']})" if "bucket" in owner else ""
+    return [("Decided by:", f"replica {owner['replica']}{bucket}")]
 
 
 def _conditions_table(conditions: list[Record]) -> list[str]:

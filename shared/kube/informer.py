@@ -11,6 +11,10 @@
 * `transform` shapes every object before it is stored (keep only the fields the daemon reads);
   `metadata_only` asks the API server for PartialObjectMetadata, for caches that need names and labels.
 * Handlers are called synchronously in event order; they must be quick (they enqueue keys).
+* `keep` filters what is cached (before `transform`): objects it refuses are not stored, and a stored
+  object that stops being kept is deleted. When the filter widens, `merge_list` lists the newly kept part
+  (one namespace, say) and merges it in; when it narrows, `prune` drops what it no longer keeps. A sharded
+  daemon caches only the namespaces it owns this way, with one watch for all of them.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ class Informer:
         *,
         label_selector: str = "",
         transform: Callable[[Obj], Obj] | None = None,
+        keep: Callable[[Obj], bool] | None = None,
         metadata_only: bool = False,
         watch_timeout_seconds: int = 300,
     ) -> None:
@@ -72,6 +77,11 @@ class Informer:
         self._client = client
         self._label_selector = label_selector
         self._transform = transform
+        self._keep = keep
+        # While `merge_list` runs: the keys deleted meanwhile, with the deletion's resourceVersion, so an
+        # older listed copy does not bring them back.
+        self._merging = 0
+        self._deleted_while_merging: dict[tuple[str, str], str] = {}
         self._list_accept = _METADATA_LIST if metadata_only else None
         self._watch_accept = _METADATA_WATCH if metadata_only else None
         self._watch_timeout = watch_timeout_seconds
@@ -154,7 +164,7 @@ class Informer:
             try:
                 items = page.get("items") or []
                 del page
-                shaped.extend(self._shape(item) for item in items)
+                shaped.extend(self._shape(item) for item in items if self._kept(item))
                 del items
                 if following is None:
                     break
@@ -166,8 +176,56 @@ class Informer:
                 raise
         return shaped, meta
 
-    async def _get_page(self, params: dict[str, str]) -> Obj:
-        return await self._client.get(self.path, params, accept=self._list_accept, request_timeout=60)
+    async def _get_page(self, params: dict[str, str], path: str | None = None) -> Obj:
+        return await self._client.get(path or self.path, params, accept=self._list_accept, request_timeout=60)
+
+    def _kept(self, obj: Obj) -> bool:
+        return self._keep is None or self._keep(obj)
+
+    async def merge_list(self, path: str) -> None:
+        """List `path` (a part of this informer's collection that `keep` now keeps, e.g. one namespace's
+        pods) and merge it into the store: objects new to it are added, newer versions replace older
+        ones, and an object the watch saw deleted meanwhile is not brought back by the list's copy."""
+        params = {"limit": str(LIST_PAGE_SIZE)}
+        if self._label_selector:
+            params["labelSelector"] = self._label_selector
+        self._merging += 1
+        try:
+            while True:
+                page = await self._get_page(params, path)
+                for item in page.get("items") or []:
+                    if self._kept(item):
+                        self._merge(self._shape(item))
+                cont = (page.get("metadata") or {}).get("continue")
+                if not cont:
+                    return
+                params = {**params, "continue": str(cont)}
+        finally:
+            self._merging -= 1
+            if not self._merging:
+                self._deleted_while_merging.clear()
+
+    def _merge(self, obj: Obj) -> None:
+        key = Store.key_of(obj)
+        deleted = self._deleted_while_merging.get(key)
+        if deleted is not None and not _older({"metadata": {"resourceVersion": deleted}}, obj):
+            return
+        old = self.store.get(*key)
+        if old is None:
+            self.store.put(obj)
+            self._emit_add(obj)
+        elif not _older(obj, old):
+            # The same version too: it may have been shaped differently while it was not kept in full.
+            self.store.put(obj)
+            if _rv(old) != _rv(obj):
+                self._emit_update(old, obj)
+
+    def prune(self) -> None:
+        """Drop the stored objects `keep` no longer keeps (as deletions, so handlers forget them)."""
+        for key, obj in list(self.store.items()):
+            if not self._kept(obj):
+                self.store.delete(key)
+                self._emit_delete(obj)
 
     def _replace(self, items: list[Obj]) -> None:
         """Make the store equal the fresh list, telling handlers what changed since the last state."""
@@ -228,6 +286,14 @@ class Informer:
             return
         key = Store.key_of(obj)
         old = self.store.get(*key)
+        if kind == "DELETED" and self._merging:
+            self._deleted_while_merging[key] = rv
+        if not self._kept(obj):
+            if old is not None:  # no longer kept (its labels or namespace changed): gone for us
+                self.store.delete(key)
+                self._emit_delete(old)
+            self._resource_version = rv or self._resource_version
+            return
         if kind == "MODIFIED" and old is not None:
             if _older(obj, old):
                 # The store already holds a newer version written through by us; this event is its past.

@@ -68,6 +68,13 @@ class Store:
     def in_namespace(self, namespace: str) -> list[Obj]:
         return list(self._by_namespace.get(namespace, {}).values())
 
+    def namespaces(self) -> list[str]:
+        """The namespaces that hold at least one object."""
+        return list(self._by_namespace)
+
+    def count_in(self, namespace: str) -> int:
+        return len(self._by_namespace.get(namespace, ()))
+
     def items(self) -> Iterator[tuple[Key, Obj]]:
         for namespace, bucket in self._by_namespace.items():
             for name, obj in bucket.items():

@@ -69,9 +69,9 @@ class AuditLog:
             code = exc.status
             raise
         finally:
-            self._write(request, received, code)
+            self._write(request, received, code, await _created_name(request))
 
-    def _write(self, request: web.Request, received: datetime, code: int) -> None:
+    def _write(self, request: web.Request, received: datetime, code: int, created: str) -> None:
         attrs = authz.attributes(request.method, request.path, request.query)
         verb = (attrs.get("resourceAttributes") or attrs["nonResourceAttributes"])["verb"]
         user = self._identify(request)
@@ -88,6 +88,10 @@ class AuditLog:
             "userAgent": request.headers.get("User-Agent", ""),
         }
         ref = object_ref(attrs)
+        if ref is not None and created and "name" not in ref:
+            # As kube-apiserver's LogRequestObject completes the objectRef of a create from the object,
+            # at every level from Metadata on.
+            ref["name"] = created
         if ref is not None:
             event["objectRef"] = ref
         event["responseStatus"] = {"metadata": {}, "code": code}
@@ -95,3 +99,15 @@ class AuditLog:
         event["stageTimestamp"] = _micro_time(datetime.now(UTC))
         self._file.write(json.dumps(event, separators=(",", ":")) + "\n")
         self._file.flush()
+
+
+async def _created_name(request: web.Request) -> str:
+    """metadata.name of a POSTed JSON object (a create), "" for anything else."""
+    if request.method != "POST" or not request.body_exists:
+        return ""
+    try:
+        meta = json.loads(await request.read()).get("metadata") or {}
+    except (ValueError, AttributeError, web.HTTPException, ConnectionError):
+        return ""
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return name if isinstance(name, str) else ""

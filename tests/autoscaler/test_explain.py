@@ -58,6 +58,7 @@ RECORD_FIELDS = {
     "burst",
     "inBurst",
     "conditions",
+    "owner",  # the replica that decided (and its bucket, with --leader-elect-buckets)
 }
 METRIC_FIELDS = {"type", "name", "value", "target", "ratio", "readiness", "proposal", "forecast", "query"}
 

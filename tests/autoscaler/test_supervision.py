@@ -73,7 +73,8 @@ async def test_readyz_fails_while_fewer_workers_run_than_asked_and_counts_their_
     counted, /readyz names them until their back-off has passed and they run again."""
     await install_crd(kube)
     flags = [f"--kubeconfig={kubeconfig_path}", f"--metrics-url={backend.url}", "--bind-address=127.0.0.1"]
-    daemon = await AutoscalerDaemon.create(parse_options([*flags, "--secure-port=0", "--workers=3"]), fake_clock)
+    options = parse_options([*flags, "--secure-port=0", "--workers=3"])
+    daemon = await AutoscalerDaemon.create(options, fake_clock)
     queue = daemon.controller.queue
     take = queue.get
     calls = 0

@@ -87,6 +87,14 @@ EXPECTED: dict[str, list[tuple[str, float, float]]] = {
         (r"^Deployment 3 containers x 50 env\s+[\d.]+\s+[\d.]+\s+([\d.]+)", 1, 1e6),
         (r"^HorizontalAutoscaler status\s+([\d.]+)", 1, 1e6),
     ],
+    # Active-active replicas: the work splits, a killed replica's targets are taken over within a few
+    # seconds of the smoke's 3 s lease, nobody writes for a bucket it lost, a late joiner reconciles.
+    "bench_autoscaler_sharding": [
+        (r"^replica-0\s+\d+\s+(\d+)", 1, 60),
+        (r"^takeover after SIGKILL .* all within ([\d.]+) s", 1.0, 30),
+        (r"^stale writes after a lost lease: (\d+)", 0, 0),
+        (r"^late joiner: balanced ([\d.]+) s", 0, 60),
+    ],
     "bench_kube_client": [
         (r"^aiohttp\s+([\d.]+) CPU s / 1000 requests", 0.001, 100),
         (r"^http11 \(shared\.kube\)\s+([\d.]+) CPU s / 1000 requests", 0.001, 100),

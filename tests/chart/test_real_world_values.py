@@ -19,9 +19,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from adapter.auth import add_auth_flags
 from adapter.config import ConfigError, parse_config
 from adapter.flags import FLAG_GROUPS, parse_flags
+from shared.auth import add_auth_flags
 from tests.chart.conftest import CHART, VALUES, Obj, Rendered
 
 REAL_WORLD = VALUES / "real-world"

@@ -14,9 +14,9 @@ import pytest
 import trustme
 import yaml
 
-from adapter.auth import add_auth_flags
 from adapter.flags import FLAG_GROUPS, AdapterOptions, parse_flags
 from autoscaler.options import AutoscalerOptions, parse_options
+from shared.auth import add_auth_flags
 from tests.chart.conftest import CHART, REPO, UPSTREAM_DATA, VALUES, Obj, Rendered, values_file
 
 SCHEMA_VERSION = "1.31.0"
@@ -575,11 +575,11 @@ def test_autoscaler_is_off_by_default(render) -> None:
 def test_autoscaler(render) -> None:
     rendered = render({"autoscaler": {"enabled": True}}, release="surge", namespace="surge")
     deployment = rendered.get("Deployment", "surge-autoscaler")
-    assert deployment["spec"]["replicas"] == 2
+    assert deployment["spec"]["replicas"] == 3  # active-active: 10 buckets, about a third each
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     options = autoscaler_options(container)
     assert options.source == "crd"
-    assert options.lease is not None
+    assert options.lease is not None and options.lease_buckets == 10
     assert (options.lease.namespace, options.lease.name, options.lease.identity) == (
         "surge",
         "surge-autoscaler",
@@ -636,6 +636,13 @@ def test_autoscaler_settings(render) -> None:
     assert kinds == {"Deployment", "ClusterRole", "ClusterRoleBinding"}
 
 
+def test_autoscaler_buckets(render) -> None:
+    values = {"autoscaler": {"enabled": True, "replicas": 2, "leaderElection": {"buckets": 1}}}
+    deployment = render(values).get("Deployment", "prometheus-adapter-surge-autoscaler")
+    options = autoscaler_options(deployment["spec"]["template"]["spec"]["containers"][0])
+    assert options.lease is not None and options.lease_buckets == 1  # one leader, as before
+
+
 def test_the_crd_is_the_manifests_crd(chart) -> None:
     (crd,) = chart.crds
     assert crd["filename"] == "surge/crds/horizontalautoscaler.yaml"
@@ -682,6 +689,11 @@ def test_prometheus_adapters_image_is_replaced_by_surges(render, image) -> None:
         ({"surge": {"metricsCache": {"ttl": "soon"}}}, "at '/surge/metricsCache/ttl': 'soon' does not match"),
         ({"surge": {"delegates": [{"url": "keda:443"}]}}, "at '/surge/delegates/0/url'"),
         ({"autoscaler": {"source": "scaledobject"}}, "at '/autoscaler/source'"),
+        ({"autoscaler": {"leaderElection": {"buckets": 0}}}, "at '/autoscaler/leaderElection/buckets'"),
+        (
+            {"autoscaler": {"leaderElection": {"bucket": 10}}},
+            "at '/autoscaler/leaderElection': additional properties 'bucket'",
+        ),
     ],
 )
 def test_a_misspelt_or_invalid_surge_value_is_refused(chart, values, error) -> None:

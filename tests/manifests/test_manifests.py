@@ -240,3 +240,10 @@ def test_deployment_args_are_accepted_by_the_daemons(rendered) -> None:
     assert autoscaler.leader_elect_identity == "value-of-POD_NAME"
     roles = [d for d in rendered if d["kind"] == "Role" and d["metadata"]["namespace"] == "surge"]
     assert any(allows(role["rules"], "coordination.k8s.io", "leases", "create") for role in roles)
+    # Active-active: 3 replicas share 10 buckets; the membership Leases are listed.
+    assert any(allows(role["rules"], "coordination.k8s.io", "leases", "list") for role in roles)
+    deployment = find(rendered, "Deployment", "surge-autoscaler")
+    assert autoscaler.leader_elect_buckets == 10 and deployment["spec"]["replicas"] == 3
+    pdb = find(rendered, "PodDisruptionBudget", "surge-autoscaler")
+    assert pdb["spec"]["maxUnavailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]

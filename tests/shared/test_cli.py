@@ -165,6 +165,15 @@ def _demo(argv: Sequence[str]) -> object:
             ["--leader-elect", "--qps=3", "--leader-elect-retry-period=500ms"],
             "--leader-elect-retry-period",
         ),
+        # 10 buckets: 2 requests for each Lease and the membership Lease, and the list of members.
+        (
+            _autoscaler_options,
+            "surge-autoscaler",
+            ["--leader-elect", "--qps=10", "--leader-elect-buckets=10"],
+            "--leader-elect-buckets 10",
+        ),
+        (_autoscaler_options, "surge-autoscaler", ["--leader-elect-buckets=3"], "--leader-elect-buckets"),
+        (_autoscaler_options, "surge-autoscaler", ["--leader-elect-buckets=0"], "--leader-elect-buckets"),
         (_sim, "surge-sim", ["--kubeconfig=k", "--port=abc"], "--port"),
         (_sim, "surge-sim", ["--port=0"], "--kubeconfig"),
         (_demo, "python -m demo", ["--seconds=0"], "--seconds"),

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from adapter.auth import add_auth_flags
 from adapter.explain.cli import build_parser as explain_parser
 from adapter.flags import FLAG_GROUPS
 from adapter.flags import build_parser as adapter_parser
 from autoscaler.flags import build_parser as autoscaler_parser
+from shared.auth import add_auth_flags
 from sim.__main__ import build_parser as sim_parser
 from surge.__main__ import build_parser as surge_parser
 

@@ -84,9 +84,10 @@ async def test_every_request_is_one_event_saying_who_did_what_with_which_answer(
         assert event["user"] == {"username": "replica-a", "groups": ["system:authenticated"]}
         assert event["userAgent"] == "surge-autoscaler/1.2.3 (replica-a)"
     assert log[6]["user"] == {}  # not authenticated
-    assert log[0]["objectRef"] == {
+    assert log[0]["objectRef"] == {  # a create names the object from its body, as kube-apiserver's does
         "resource": "deployments",
         "namespace": "default",
+        "name": "web",
         "apiGroup": "apps",
         "apiVersion": "v1",
     }

@@ -312,6 +312,7 @@ written as one string, make the upstream chart write a config.yaml prometheus-ad
 - --leader-elect-resource-name={{ include "surge.autoscaler.fullname" $ }}
 - --leader-elect-resource-namespace={{ include "surge.namespace" $ }}
 - --leader-elect-identity=$(POD_NAME)
+- --leader-elect-buckets={{ .leaderElection.buckets }}
 {{- end }}
 {{- with .extraArguments }}
 {{ toYaml . }}

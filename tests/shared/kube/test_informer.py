@@ -432,3 +432,48 @@ async def test_the_watch_event_of_a_written_through_version_is_not_shaped_again(
         assert shaped == ["2", "3", "4"] and len(updates) == 2
     finally:
         await stop(task)
+
+
+async def test_keep_caches_a_part_that_merge_list_widens_and_prune_narrows(kube: KubeClient) -> None:
+    """A sharded daemon's pod cache: only the kept namespaces are stored; a namespace kept later is listed
+    and merged in (its watch events from then on are stored too); one no longer kept is dropped as
+    deletions, so handlers forget it."""
+    for ns in ("mine", "theirs"):
+        await kube.request("POST", "/api/v1/namespaces", body={"metadata": {"name": ns}})
+        body = configmap("a", ns, namespace=ns)
+        await kube.request("POST", f"/api/v1/namespaces/{ns}/configmaps", body=body)
+    kept = {"mine"}
+    informer = Informer(
+        kube, CM_PATH, label_selector="test=informer", keep=lambda o: o["metadata"]["namespace"] in kept
+    )
+    recorder = Recorder()
+    informer.add_handlers(recorder.handlers())
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(informer.synced.wait(), 30)
+        assert [key for key, _ in informer.store.items()] == [("mine", "a")]
+        body = configmap("b", "theirs", namespace="theirs")
+        await kube.request("POST", "/api/v1/namespaces/theirs/configmaps", body=body)
+        kept.add("theirs")
+        await informer.merge_list("/api/v1/namespaces/theirs/configmaps")
+        assert sorted(key for key, _ in informer.store.items()) == [
+            ("mine", "a"),
+            ("theirs", "a"),
+            ("theirs", "b"),
+        ]
+        body = configmap("c", "theirs", namespace="theirs")
+        await kube.request("POST", "/api/v1/namespaces/theirs/configmaps", body=body)
+        await eventually(lambda: informer.store.get("theirs", "c") is not None)
+        kept.discard("mine")
+        informer.prune()
+        assert sorted(key for key, _ in informer.store.items()) == [
+            ("theirs", "a"),
+            ("theirs", "b"),
+            ("theirs", "c"),
+        ]
+        assert ("delete", "a", "mine") in recorder.events
+        await create(kube, "a", "ignored")  # in "default", never kept: no event, nothing stored
+        await asyncio.sleep(0.2)
+        assert informer.store.get("default", "a") is None
+    finally:
+        await stop(task)

@@ -1,0 +1,60 @@
+"""Which bucket a target belongs to, how its Leases are named, and how many buckets a replica may hold.
+
+Pure logic (no I/O); autoscaler/sharding.py runs the Leases.
+
+* A target belongs to the bucket of its namespace: `crc32(namespace) mod N` (stable across processes and
+  versions, unlike Python's `hash`). Bucketing by namespace, not by `namespace/name`, lets a replica
+  cache only the pods of the namespaces it owns (an autoscaler selects pods only in its own namespace),
+  so its memory grows with what it owns, not with the cluster (docs/deploy.md section 14).
+* Bucket Leases are `<name>-bucket-NN-of-MM`; with one bucket the Lease is `<name>` itself (the single
+  leader of before, unchanged). Membership Leases are `<name>-member-<identity>`, the identity made a
+  valid object name.
+* Balance: the live members sorted by identity; with N buckets and M members the first `N mod M` may
+  hold `ceil(N / M)` buckets and the others `floor(N / M)`: never more than ceil(N / M), and three
+  replicas end up with 4, 3 and 3 of 10 instead of 4, 4 and 2.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import zlib
+from collections.abc import Iterable
+
+# Object names are DNS subdomains: at most 253 characters of [a-z0-9.-], alphanumeric at both ends.
+_INVALID = re.compile(r"[^a-z0-9.-]+")
+_MAX_NAME = 253
+
+
+def bucket_of(namespace: str, buckets: int) -> int:
+    return zlib.crc32(namespace.encode()) % buckets
+
+
+def bucket_lease_name(base: str, bucket: int, buckets: int) -> str:
+    if buckets == 1:
+        return base
+    return f"{base}-bucket-{bucket:02d}-of-{buckets:02d}"
+
+
+def member_lease_name(base: str, identity: str) -> str:
+    """`<base>-member-<identity>`, the identity lowercased and its other characters made '-'; a name
+    that would be too long ends in a hash of the identity instead (still one Lease per identity)."""
+    cleaned = _INVALID.sub("-", identity.lower()).strip("-.") or "x"
+    name = f"{base}-member-{cleaned}"
+    if len(name) <= _MAX_NAME and cleaned == identity:
+        return name
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:10]
+    return f"{base}-member-{cleaned}"[: _MAX_NAME - 11].rstrip("-.") + "-" + digest
+
+
+def quota(identity: str, members: Iterable[str], buckets: int) -> int:
+    """How many buckets `identity` may hold while `members` (itself included or not) are live."""
+    ranked = sorted(set(members) | {identity})
+    base, extra = divmod(buckets, len(ranked))
+    return base + (1 if ranked.index(identity) < extra else 0)
+
+
+def to_release(held: Iterable[int], allowed: int) -> list[int]:
+    """The held buckets to give up to come down to `allowed`: the highest-numbered ones."""
+    ordered = sorted(held)
+    return ordered[allowed:] if len(ordered) > allowed else []

@@ -1,0 +1,192 @@
+"""Buckets and balance (autoscaler/buckets.py, autoscaler/sharding.py): the arithmetic, member liveness
+on a FakeClock, and replicas sharing the bucket Leases of the simulated API server on a FakeClock (the
+server and its Leases are real; only time is fake, so lease expiry is exact however loaded the machine)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from autoscaler.buckets import bucket_lease_name, bucket_of, member_lease_name, quota, to_release
+from autoscaler.leader import LeaseConfig
+from autoscaler.sharding import Members, Sharding
+from shared.clock import FakeClock
+from shared.kube import KubeClient, load_access
+from sim.apiserver import ApiServer
+from sim.runner import ServerThread
+from tests.autoscaler.helpers import eventually
+
+BUCKETS = 6
+CONFIG = LeaseConfig("default", "surge", "a", lease_duration=3.0, renew_deadline=2.0, retry_period=0.5)
+LEASES = ("coordination.k8s.io", "leases")
+
+
+def test_a_namespace_has_one_stable_bucket() -> None:
+    assert bucket_of("shop", 10) == 6  # crc32: the same in every process and version
+    assert {bucket_of(f"ns-{i}", 10) for i in range(100)} == set(range(10))
+
+
+def test_lease_names() -> None:
+    assert bucket_lease_name("surge-autoscaler", 0, 1) == "surge-autoscaler"  # one bucket: as before
+    assert bucket_lease_name("surge-autoscaler", 3, 10) == "surge-autoscaler-bucket-03-of-10"
+    assert member_lease_name("surge", "pod-7f9c") == "surge-member-pod-7f9c"
+    # The default identity (hostname_uuid) is not a valid object name: made one, kept unique by a hash.
+    a, b = member_lease_name("surge", "Host_1"), member_lease_name("surge", "host-1")
+    assert a.startswith("surge-member-host-1-") and b == "surge-member-host-1" and a != b
+    long = member_lease_name("surge", "x" * 300)
+    assert len(long) <= 253 and long != member_lease_name("surge", "x" * 299)
+
+
+def test_three_members_split_ten_buckets_four_three_three() -> None:
+    members = ["c", "a", "b"]
+    assert [quota(m, members, 10) for m in ("a", "b", "c")] == [4, 3, 3]
+    assert quota("d", members, 10) == 2  # not listed yet: counted with the others
+    assert to_release([0, 4, 7, 9, 2], 3) == [7, 9] and to_release([1], 3) == []
+
+
+@given(st.integers(1, 64), st.sets(st.text(min_size=1, max_size=5), min_size=1, max_size=20))
+def test_quotas_cover_every_bucket_and_none_exceeds_ceil(buckets: int, members: set[str]) -> None:
+    quotas = [quota(m, members, buckets) for m in members]
+    assert sum(quotas) == buckets
+    assert max(quotas) <= math.ceil(buckets / len(members)) and max(quotas) - min(quotas) <= 1
+
+
+def lease(name: str, holder: str, renew: str, duration: int = 3) -> dict[str, object]:
+    spec = {"holderIdentity": holder, "renewTime": renew, "leaseDurationSeconds": duration}
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+def test_a_member_is_live_until_its_lease_stops_changing_for_its_duration() -> None:
+    members = Members()
+    members.observe([lease("m-a", "a", "t0"), lease("m-b", "b", "t0")], now=0.0)
+    assert members.live(0.0) == {"a", "b"}
+    members.observe([lease("m-a", "a", "t1"), lease("m-b", "b", "t0")], now=2.0)
+    assert members.live(2.9) == {"a", "b"}
+    assert members.live(3.0) == {"a"}  # b's record unchanged for 3 s, timed on our clock
+    members.observe([lease("m-a", "", "t2"), lease("m-b", "b", "t1")], now=3.5)
+    assert members.live(3.5) == {"b"}  # a gave its membership up; b renewed again
+    members.observe([lease("m-b", "b", "t1")], now=4.0)
+    assert members.live(4.0) == {"b"}  # a's Lease deleted: forgotten
+
+
+class Replica:
+    """One replica's Sharding on the fake clock, its loops running, what it gained and lost."""
+
+    def __init__(self, client: KubeClient, identity: str, clock: FakeClock) -> None:
+        self.events: list[tuple[str, int]] = []
+        self.takeovers: list[str] = []
+        self.sharding = Sharding(
+            client,
+            LeaseConfig(**{**CONFIG.__dict__, "identity": identity}),
+            BUCKETS,
+            on_gained=lambda b: self.events.append(("gained", b)),
+            on_lost=lambda b: self.events.append(("lost", b)),
+            on_takeover=self.takeovers.append,
+            clock=clock,
+        )
+        loops = [self.sharding.run_membership(), *(self.sharding.run_bucket(b) for b in range(BUCKETS))]
+        self.tasks = [asyncio.create_task(loop) for loop in loops]
+
+    async def kill(self) -> None:
+        """Stop without giving anything up (SIGKILL)."""
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    def held(self) -> int:
+        return len(self.sharding.held())
+
+
+@asynccontextmanager
+async def replicas(kubeconfig: Path, clock: FakeClock) -> AsyncIterator[Callable[[str], Replica]]:
+    client = KubeClient(await load_access(str(kubeconfig)), clock=clock)
+    started: list[Replica] = []
+
+    def start(identity: str) -> Replica:
+        started.append(Replica(client, identity, clock))
+        return started[-1]
+
+    try:
+        yield start
+    finally:
+        for replica in started:
+            await replica.kill()
+        await client.close()
+
+
+async def run_for(clock: FakeClock, seconds: float, loops: int, step: float = 0.25) -> None:
+    """Advance the fake clock in steps, each once all `loops` sleep on it again (their requests done)."""
+    for _ in range(round(seconds / step)):
+        await eventually(lambda: clock.pending() >= loops, within=20, poll=0.005)
+        clock.advance(step)
+    await eventually(lambda: clock.pending() >= loops, within=20, poll=0.005)
+
+
+def holders(apiserver: ServerThread[ApiServer]) -> list[str]:
+    def read() -> list[str]:
+        store = apiserver.server.store
+        names = [bucket_lease_name("surge", b, BUCKETS) for b in range(BUCKETS)]
+        return [str(store.get(LEASES, "default", name)["spec"]["holderIdentity"]) for name in names]
+
+    return list(apiserver.call(read))
+
+
+async def test_replicas_balance_take_over_a_dead_one_and_let_a_late_one_in(
+    apiserver: ServerThread[ApiServer], kubeconfig_path: Path
+) -> None:
+    clock = FakeClock()
+    loops = BUCKETS + 1
+    async with replicas(kubeconfig_path, clock) as start:
+        a = start("a")
+        await run_for(clock, 1.0, loops)
+        assert a.held() == BUCKETS and holders(apiserver) == ["a"] * BUCKETS
+        b = start("b")
+        await run_for(clock, 2.0, 2 * loops)
+        # b is seen at a's next listing: a gives the highest-numbered half up, b takes them at once.
+        assert (a.held(), b.held()) == (3, 3)
+        assert holders(apiserver) == ["a"] * 3 + ["b"] * 3
+        assert sorted(a.events[-3:]) == [("lost", 3), ("lost", 4), ("lost", 5)]
+        assert sorted(b.events) == [("gained", 3), ("gained", 4), ("gained", 5)]
+        assert b.takeovers == ["", "", ""]  # taken as given up, not expired
+        c = start("c")
+        await run_for(clock, 2.0, 3 * loops)
+        assert sorted((a.held(), b.held(), c.held())) == [2, 2, 2]
+        # c dies without a word: its membership and its buckets expire after the lease duration (3 s),
+        # timed from when the others last saw them change, and not a moment before.
+        await c.kill()
+        orphans = [i for i, holder in enumerate(holders(apiserver)) if holder == "c"]
+        await run_for(clock, 2.5, 2 * loops)
+        assert holders(apiserver).count("c") == 2 and a.held() + b.held() == 4
+        await run_for(clock, 1.5, 2 * loops)
+        assert a.held() + b.held() == BUCKETS and (a.held(), b.held()) == (3, 3)
+        assert all(holders(apiserver)[i] in ("a", "b") for i in orphans)
+        assert sorted(a.takeovers + b.takeovers).count("c") == 2  # expired, from c
+
+
+async def test_a_bucket_seen_held_by_another_is_lost_at_once_and_its_writes_fenced(
+    apiserver: ServerThread[ApiServer], kubeconfig_path: Path
+) -> None:
+    clock = FakeClock()
+    async with replicas(kubeconfig_path, clock) as start:
+        a = start("a")
+        await run_for(clock, 1.0, BUCKETS + 1)
+        guard = a.sharding.guard_of("shop")
+        bucket = bucket_of("shop", BUCKETS)
+        assert guard.admit("PATCH", "/apis/x/v1/namespaces/shop/hzas/web/status")
+        name = bucket_lease_name("surge", bucket, BUCKETS)
+        # Another replica took this bucket (a partition healed, say): a stops writing for it alone.
+        apiserver.call(
+            lambda: apiserver.server.store.patch(LEASES, "default", name, {"spec": {"holderIdentity": "z"}})
+        )
+        await run_for(clock, 0.5, BUCKETS + 1)
+        assert not guard.admit("PATCH", "/apis/x/v1/namespaces/shop/hzas/web/status")
+        assert ("lost", bucket) in a.events and a.held() == BUCKETS - 1
+        other = next(ns for ns in (f"ns-{i}" for i in range(50)) if bucket_of(ns, BUCKETS) != bucket)
+        assert a.sharding.guard_of(other).admit("PATCH", f"/apis/x/v1/namespaces/{other}/hzas/web/status")
+        assert a.sharding.holder_of(bucket) == "z"
