@@ -12,7 +12,7 @@ import yaml
 from tests.chart.conftest import CHART, REPO
 
 DOC = (REPO / "docs" / "deploy.md").read_text()
-SECTION = DOC[DOC.index("## 13. Replace prometheus-adapter with Helm") :]
+SECTION = DOC[DOC.index("## 13. Replace prometheus-adapter with Helm") : DOC.index("\n## 14. ")]
 
 
 def gitops_objects() -> dict[str, dict]:

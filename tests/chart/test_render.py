@@ -55,6 +55,17 @@ def autoscaler_options(container: Obj) -> AutoscalerOptions:
     return parse_options([arg.replace("$(POD_NAME)", "pod-0") for arg in container["args"]])
 
 
+def volume_of(pod: Obj, path: str) -> Obj:
+    """The volume that holds `path` in the pod's first container: the one mounted deepest above it."""
+    mounts = [
+        m for m in pod["containers"][0]["volumeMounts"] if (path + "/").startswith(m["mountPath"] + "/")
+    ]
+    assert mounts, f"{path} is on no mounted volume"
+    mount = max(mounts, key=lambda m: len(m["mountPath"]))
+    volume: Obj = {v["name"]: v for v in pod["volumes"]}[mount["name"]]
+    return volume
+
+
 def config_yaml(rendered: Rendered, name: str = "prometheus-adapter") -> dict[str, Any]:
     loaded: dict[str, Any] = yaml.safe_load(rendered.get("ConfigMap", name)["data"]["config.yaml"])
     return loaded
@@ -252,7 +263,7 @@ def test_default_args(render) -> None:
         "--metrics-cache-max-entries=1000",
     ]
     options = adapter_options(container)
-    assert (options.secure_port, options.prometheus_url, options.relist_interval) == (
+    assert (options.serving.secure_port, options.prometheus_url, options.relist_interval) == (
         6443,
         "http://prometheus.default.svc:9090",
         60.0,
@@ -340,7 +351,7 @@ def test_every_upstream_key_reaches_its_field(chart, render) -> None:
     assert pod["containers"][1:] == values["extraContainers"]
 
     options = adapter_options(container)
-    assert options.secure_port == 8443
+    assert options.serving.secure_port == 8443
     assert options.prometheus_url == "http://prometheus-adapter-prometheus.monitoring.svc:9091/prom"
     assert options.relist_interval == 30.0 and options.max_age == 300.0
     assert options.prometheus_credentials.ca_file == "/etc/prometheus-ca/ca.crt"
@@ -442,7 +453,7 @@ def test_tls_with_a_given_ca(render) -> None:
     assert base64.b64decode(secret["data"]["tls.key"]).decode() == pem["key"]
     pod = rendered.get("Deployment", "prometheus-adapter")["spec"]["template"]["spec"]
     options = adapter_options(pod["containers"][0])
-    assert (options.tls_cert_file, options.tls_private_key_file) == (
+    assert (options.serving.tls_cert_file, options.serving.tls_private_key_file) == (
         "/var/run/serving-cert/tls.crt",
         "/var/run/serving-cert/tls.key",
     )
@@ -480,7 +491,7 @@ def test_cert_manager(render) -> None:
     assert "insecureSkipTLSVerify" not in api["spec"] and "caBundle" not in api["spec"]
     assert rendered.of_kind("Secret") == []
     pod = rendered.get("Deployment", "prometheus-adapter")["spec"]["template"]["spec"]
-    assert adapter_options(pod["containers"][0]).tls_cert_file == "/var/run/serving-cert/tls.crt"
+    assert adapter_options(pod["containers"][0]).serving.tls_cert_file == "/var/run/serving-cert/tls.crt"
     assert {v["name"]: v for v in pod["volumes"]}["volume-serving-cert"]["secret"]["secretName"] == (
         serving["secretName"]
     )
@@ -489,7 +500,7 @@ def test_cert_manager(render) -> None:
 def test_without_a_serving_secret_the_adapter_makes_its_own(render) -> None:
     rendered = render()
     options = adapter_options(rendered.container("prometheus-adapter"))
-    assert (options.tls_cert_file, options.cert_dir) == ("", "/tmp/cert")
+    assert (options.serving.tls_cert_file, options.serving.cert_dir) == ("", "/tmp/cert")
     mounts = {m["mountPath"] for m in rendered.container("prometheus-adapter")["volumeMounts"]}
     assert "/tmp" in mounts  # the cert dir is writable under readOnlyRootFilesystem
     assert (
@@ -587,7 +598,16 @@ def test_autoscaler(render) -> None:
     )
     # Direct PromQL metrics read the adapter's Prometheus unless told otherwise.
     assert options.prometheus is not None and options.prometheus.url == "http://prometheus.default.svc:9090"
-    assert container["ports"][0]["containerPort"] == options.port
+    assert not [a for a in container["args"] if a.startswith("--port")]
+    # HTTPS on 8443 with a self-signed pair the autoscaler keeps on its writable emptyDir (the root
+    # filesystem is read-only).
+    assert container["ports"] == [{"name": "https-metrics", "containerPort": 8443, "protocol": "TCP"}]
+    assert options.serving.secure_port == 8443 and not options.serving.insecure_http
+    assert (options.serving.tls_cert_file, options.serving.cert_dir) == ("", "/tmp/cert")
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert volume_of(deployment["spec"]["template"]["spec"], options.serving.cert_dir)["emptyDir"] == {}
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        assert container[probe]["httpGet"] == {"path": path, "port": "https-metrics", "scheme": "HTTPS"}
     assert container["image"] == rendered.container("surge-prometheus-adapter")["image"]
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "surge-autoscaler"
     pdb = rendered.get("PodDisruptionBudget", "surge-autoscaler")
@@ -610,6 +630,81 @@ def test_autoscaler(render) -> None:
     assert subjects == [{"kind": "ServiceAccount", "name": "surge-autoscaler", "namespace": "surge"}]
 
 
+def test_autoscaler_delegated_auth_rbac(render) -> None:
+    """What the autoscaler's HTTPS port needs (as manifests/autoscaler-rbac.yaml grants it): TokenReviews and
+    SubjectAccessReviews, the authentication ConfigMap in kube-system, a role for scrapers of /metrics, and
+    `view` of HorizontalAutoscalers for readers of decision records."""
+    rendered = render({"autoscaler": {"enabled": True}}, release="surge", namespace="surge")
+    account = [{"kind": "ServiceAccount", "name": "surge-autoscaler", "namespace": "surge"}]
+    delegator = rendered.get("ClusterRoleBinding", "surge-autoscaler-auth-delegator")
+    assert delegator["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "system:auth-delegator",
+    }
+    assert delegator["subjects"] == account
+    reader = rendered.get("RoleBinding", "surge-autoscaler-auth-reader")
+    assert reader["metadata"]["namespace"] == "kube-system"
+    assert reader["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": "extension-apiserver-authentication-reader",
+    }
+    assert reader["subjects"] == account
+    metrics = rendered.get("ClusterRole", "surge-autoscaler-metrics-reader")
+    assert metrics["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    view = rendered.get("ClusterRole", "surge-autoscaler-horizontalautoscalers-view")
+    assert view["rules"] == [
+        {
+            "apiGroups": ["autoscaling.surge.dev"],
+            "resources": ["horizontalautoscalers"],
+            "verbs": ["get", "list", "watch"],
+        }
+    ]
+    labels = view["metadata"]["labels"]
+    for role in ("view", "edit", "admin"):
+        assert labels[f"rbac.authorization.k8s.io/aggregate-to-{role}"] == "true"
+    # The rules are the manifests' own.
+    manifests = list(yaml.safe_load_all((REPO / "manifests" / "autoscaler-rbac.yaml").read_text()))
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in manifests}
+    assert metrics["rules"] == by_name["ClusterRole", "surge-autoscaler-metrics-reader"]["rules"]
+    assert view["rules"] == by_name["ClusterRole", "surge-horizontalautoscalers-view"]["rules"]
+    # As the adapter's: the ClusterRole of that name instead of kube-system's Role, when asked.
+    cluster_wide = render(
+        {"autoscaler": {"enabled": True}, "rbac": {"useAuthReaderClusterRole": True}}, release="surge"
+    )
+    reader = cluster_wide.get("ClusterRoleBinding", "surge-autoscaler-auth-reader")
+    assert reader["roleRef"]["kind"] == "ClusterRole"
+    assert "surge-autoscaler-auth-reader" not in {
+        o["metadata"]["name"] for o in cluster_wide.of_kind("RoleBinding")
+    }
+    without = render({"autoscaler": {"enabled": True}, "rbac": {"create": False}}, release="surge")
+    assert not [o for o in without.objects if o["kind"].endswith(("Role", "RoleBinding"))]
+
+
+def test_two_autoscaler_releases_do_not_collide(render) -> None:
+    """The autoscaler's cluster-scoped and kube-system objects are named after each release's autoscaler."""
+
+    def shared(release: str) -> set[tuple[str, str, str]]:
+        rendered = render({"autoscaler": {"enabled": True}}, release=release, namespace=release)
+        return {
+            (kind, ns, name)
+            for kind, ns, name in rendered.names()
+            if ns in ("", "kube-system") and "autoscaler" in name
+        }
+
+    one, two = shared("one"), shared("two")
+    assert one.isdisjoint(two)
+    assert {(kind, ns, name.removeprefix("one-surge-autoscaler")) for kind, ns, name in one} == {
+        ("ClusterRole", "", ""),
+        ("ClusterRoleBinding", "", ""),
+        ("ClusterRoleBinding", "", "-auth-delegator"),
+        ("RoleBinding", "kube-system", "-auth-reader"),
+        ("ClusterRole", "", "-metrics-reader"),
+        ("ClusterRole", "", "-horizontalautoscalers-view"),
+    }
+
+
 def test_autoscaler_settings(render) -> None:
     values = {
         "autoscaler": {
@@ -618,7 +713,8 @@ def test_autoscaler_settings(render) -> None:
             "replicas": 1,
             "leaderElection": {"enabled": False},
             "prometheusUrl": "https://thanos.monitoring.svc:10902",
-            "port": 9090,
+            "securePort": 9443,
+            "servingCertSecret": "autoscaler-tls",
             "logLevel": "debug",
             "extraArguments": ["--workers=8", "--sync-period=5s"],
             "podDisruptionBudget": {"enabled": False},
@@ -627,13 +723,29 @@ def test_autoscaler_settings(render) -> None:
     }
     rendered = render(values, release="prometheus-adapter")
     deployment = rendered.get("Deployment", "prometheus-adapter-surge-autoscaler")
-    options = autoscaler_options(deployment["spec"]["template"]["spec"]["containers"][0])
-    assert (options.source, options.lease, options.port, options.log_level) == ("hpa", None, 9090, "debug")
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    options = autoscaler_options(container)
+    assert (options.source, options.lease, options.log_level) == ("hpa", None, "debug")
     assert (options.workers, options.sync_period) == (8, 5.0)
     assert options.prometheus is not None and options.prometheus.url == "https://thanos.monitoring.svc:10902"
-    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "existing"
+    # The port and the serving pair from the values: the Secret's tls.crt and tls.key, mounted read-only.
+    assert options.serving.secure_port == container["ports"][0]["containerPort"] == 9443
+    for path in (options.serving.tls_cert_file, options.serving.tls_private_key_file):
+        assert volume_of(pod, path)["secret"] == {"secretName": "autoscaler-tls"}
+    assert (options.serving.tls_cert_file, options.serving.tls_private_key_file) == (
+        "/var/run/serving-cert/tls.crt",
+        "/var/run/serving-cert/tls.key",
+    )
+    assert not [a for a in container["args"] if a.startswith("--cert-dir")]
+    assert pod["serviceAccountName"] == "existing"
     kinds = {o["kind"] for o in rendered.objects if "autoscaler" in o["metadata"]["name"]}
-    assert kinds == {"Deployment", "ClusterRole", "ClusterRoleBinding"}
+    assert kinds == {"Deployment", "ClusterRole", "ClusterRoleBinding", "RoleBinding"}
+    for binding in rendered.of_kind("ClusterRoleBinding") + rendered.of_kind("RoleBinding"):
+        if "autoscaler" in binding["metadata"]["name"]:
+            assert binding["subjects"] == [
+                {"kind": "ServiceAccount", "name": "existing", "namespace": "monitoring"}
+            ]
 
 
 def test_autoscaler_buckets(render) -> None:
@@ -689,6 +801,9 @@ def test_prometheus_adapters_image_is_replaced_by_surges(render, image) -> None:
         ({"surge": {"metricsCache": {"ttl": "soon"}}}, "at '/surge/metricsCache/ttl': 'soon' does not match"),
         ({"surge": {"delegates": [{"url": "keda:443"}]}}, "at '/surge/delegates/0/url'"),
         ({"autoscaler": {"source": "scaledobject"}}, "at '/autoscaler/source'"),
+        # The plain-HTTP port is gone: a values file still setting it is told so, not silently ignored.
+        ({"autoscaler": {"port": 8080}}, "at '/autoscaler': additional properties 'port'"),
+        ({"autoscaler": {"securePort": 0}}, "at '/autoscaler/securePort'"),
         ({"autoscaler": {"leaderElection": {"buckets": 0}}}, "at '/autoscaler/leaderElection/buckets'"),
         (
             {"autoscaler": {"leaderElection": {"bucket": 10}}},

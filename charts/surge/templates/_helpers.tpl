@@ -304,7 +304,15 @@ written as one string, make the upstream chart write a config.yaml prometheus-ad
 {{- define "surge.autoscaler.args" -}}
 {{- with .Values.autoscaler -}}
 - --source={{ .source }}
-- --port={{ .port }}
+{{- /* HTTPS, callers authenticated and authorized by delegation (TokenReview, SubjectAccessReview); the
+serving pair from servingCertSecret, else a self-signed one kept on the writable /tmp */}}
+- --secure-port={{ .securePort }}
+{{- if .servingCertSecret }}
+- --tls-cert-file=/var/run/serving-cert/tls.crt
+- --tls-private-key-file=/var/run/serving-cert/tls.key
+{{- else }}
+- --cert-dir=/tmp/cert
+{{- end }}
 - --log-level={{ .logLevel }}
 - --prometheus-url={{ .prometheusUrl | default (include "surge.prometheusUrl" $) }}
 {{- if .leaderElection.enabled }}
