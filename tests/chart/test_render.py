@@ -738,6 +738,8 @@ def test_autoscaler_settings(render) -> None:
         "/var/run/serving-cert/tls.key",
     )
     assert not [a for a in container["args"] if a.startswith("--cert-dir")]
+    for obj in rendered.objects:
+        kubernetes_validate.validate(obj, SCHEMA_VERSION, strict=True)
     assert pod["serviceAccountName"] == "existing"
     kinds = {o["kind"] for o in rendered.objects if "autoscaler" in o["metadata"]["name"]}
     assert kinds == {"Deployment", "ClusterRole", "ClusterRoleBinding", "RoleBinding"}
