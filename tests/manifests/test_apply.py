@@ -8,7 +8,7 @@ from typing import Any
 
 from tests.fixtures.apiserver import KubectlRunner
 from tests.fixtures.cluster import kubectl_runner
-from tests.manifests.conftest import MANIFESTS, find
+from tests.manifests.conftest import MANIFESTS
 
 HZA = {
     "apiVersion": "autoscaling.surge.dev/v1alpha1",
@@ -44,10 +44,12 @@ def test_kubectl_apply_k_succeeds_and_creates_everything(
     # spec.selector `patchStrategy: replace`, so the three-way strategic merge patch always carries the
     # whole selector (`{"spec":{"selector":{...}}}`), and kubectl prints "configured" for any non-empty
     # patch. The server finds nothing to change: the object's resourceVersion stays.
-    pdb = printed_name(find(rendered, "PodDisruptionBudget", "surge-adapter"))
+    pdbs = {printed_name(doc) for doc in rendered if doc["kind"] == "PodDisruptionBudget"}
+    assert len(pdbs) == 2  # the adapter's and the autoscaler's
     again = kubectl("apply", "-k", str(MANIFESTS)).stdout.splitlines()
-    expected = [f"{printed_name(doc)} unchanged" for doc in rendered if printed_name(doc) != pdb]
-    assert sorted(again) == sorted([*expected, f"{pdb} configured"])
+    names = [printed_name(doc) for doc in rendered]
+    expected = [f"{name} {'configured' if name in pdbs else 'unchanged'}" for name in names]
+    assert sorted(again) == sorted(expected)
     assert kubectl(*pdb_args).stdout == pdb_version
 
 
