@@ -156,12 +156,13 @@ async def all_reconciled(daemon: Daemon, count: int, within: float) -> None:
 
 
 def stale_writes(entries: list[AuditEntry], users: set[str], buckets: int) -> list[AuditEntry]:
-    """Writes (not Leases) by a replica for a namespace whose bucket Lease another replica wrote after it
-    last did, replaying the audit log in the order the API server received the requests."""
+    """Namespaced writes (not Leases) by a replica for a namespace whose bucket Lease another replica wrote
+    after it last did, replaying the audit log in the order the API server received the requests."""
     lease_writer: dict[str, str] = {}
     stale = []
     for e in sorted(entries, key=lambda e: e.received):
-        if e.user not in users or e.code >= 300 or e.verb == "get":
+        # (TokenReviews and SubjectAccessReviews, cluster-wide, are how a replica checks its own callers.)
+        if e.user not in users or e.code >= 300 or e.verb == "get" or not e.namespace:
             continue
         if e.resource == "leases":
             lease_writer[e.name] = e.user

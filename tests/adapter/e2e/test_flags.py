@@ -65,7 +65,7 @@ def test_kube_prometheus_argv_with_removed_klog_flags_warns_instead_of_failing()
 def test_upstream_flags_without_effect_are_accepted_with_a_warning_each(flags: list[str]) -> None:
     """A values file's extraArguments may carry them; refusing one would crash-loop the pod."""
     options, _, warnings = parse_flags(["--config=c.yaml", *flags, "--secure-port=6443"])
-    assert options.secure_port == 6443  # the flag after them still parses (no value swallowed)
+    assert options.serving.secure_port == 6443  # the flag after them still parses (no value swallowed)
     named = [flag.lstrip("-").partition("=")[0] for flag in flags if flag.startswith("--")]
     assert warnings == [f"flag --{name} has no effect in surge-adapter and is ignored" for name in named]
 
