@@ -234,8 +234,8 @@ def add_adapter_serving_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-# The flag groups, in help order. Authentication/authorization flags (requestheader, client CA,
-# delegated authn/authz) belong in this list once shared/auth provides its group function.
+# The flag groups, in help order. The daemon adds delegated authentication and authorization's
+# (adapter.__main__.adapter_auth_flags); `adapter explain` has no use for them.
 FLAG_GROUPS: tuple[FlagGroup, ...] = (
     add_discovery_flags,
     add_prometheus_flags,

@@ -118,21 +118,35 @@ class _Merged(Generic[_K, _V, _I]):
     def replace(self, rule: int, entries: dict[_K, _V]) -> None:
         old = self._by_rule.get(rule, {})
         by_rule = {**self._by_rule, rule: entries}
-        merged, items = dict(self.merged), list(self.items)
+        merged = dict(self.merged)
         for key in old.keys() - entries.keys():
             self._holders[key].discard(rule)
         for key in entries:
             self._holders.setdefault(key, set()).add(rule)
+        changed: list[tuple[_K, _V | None, _V | None]] = []  # (key, before, after); a relist mostly has none
         for key in old.keys() | entries.keys():
-            if key in merged:
-                previous = self._sort_key(self._item(key, merged.pop(key)))
-                del items[bisect_left(items, previous, key=self._sort_key)]
             holders = self._holders[key]
-            if holders:
-                merged[key] = by_rule[max(holders)][key]
-                insort(items, self._item(key, merged[key]), key=self._sort_key)
-            else:
+            after = by_rule[max(holders)][key] if holders else None
+            if not holders:
                 del self._holders[key]
+            before = merged.get(key)
+            if before != after:
+                changed.append((key, before, after))
+                if after is None:
+                    del merged[key]
+                else:
+                    merged[key] = after
+        if len(changed) * 8 > len(self.items):
+            # Many changes: one sort costs less than moving the list once per change.
+            items = sorted((self._item(k, v) for k, v in merged.items()), key=self._sort_key)
+        else:
+            items = list(self.items)
+            for key, before, after in changed:
+                if before is not None:
+                    previous = self._sort_key(self._item(key, before))
+                    del items[bisect_left(items, previous, key=self._sort_key)]
+                if after is not None:
+                    insort(items, self._item(key, after), key=self._sort_key)
         self._by_rule, self.merged, self.items = by_rule, merged, items
 
 

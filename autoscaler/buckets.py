@@ -5,7 +5,7 @@ Pure logic (no I/O); autoscaler/sharding.py runs the Leases.
 * A target belongs to the bucket of its namespace: `crc32(namespace) mod N` (stable across processes and
   versions, unlike Python's `hash`). Bucketing by namespace, not by `namespace/name`, lets a replica
   cache only the pods of the namespaces it owns (an autoscaler selects pods only in its own namespace),
-  so its memory grows with what it owns, not with the cluster (docs/deploy.md section 14).
+  so its memory grows with what it owns, not with the cluster (docs/deploy.md section 18).
 * Bucket Leases are `<name>-bucket-NN-of-MM`; with one bucket the Lease is `<name>` itself (the single
   leader of before, unchanged). Membership Leases are `<name>-member-<identity>`, the identity made a
   valid object name.

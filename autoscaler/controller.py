@@ -481,7 +481,9 @@ class Controller:
         assert self._shards is not None
         shards = self._shards
         while True:
-            await self._handover.wait()
+            # Work left by a failed round (the supervisor restarted this loop) is done without a new gain.
+            if not (self._to_list or self._to_queue or self._keys_to_queue):
+                await self._handover.wait()
             self._handover.clear()
             covered: set[str] = set()
             if len(self._to_list) > HANDOVER_LISTS:
@@ -707,7 +709,7 @@ class Controller:
         Again in burst_check_interval (or later, see burst_qps) while the autoscaler has spec.burst."""
         assert isinstance(key, tuple)
         obj = self.autoscalers.store.get(*key)
-        if obj is None:
+        if obj is None or not self._owns(key) or "spec" not in obj:  # (another replica's stub)
             return Outcome(failed=False, resync_after=None)
         try:
             hpa, violations = self._parse(key, obj)
@@ -716,8 +718,6 @@ class Controller:
             self._burst_checked(key, "invalid_spec", str(err))
             return Outcome(failed=False, resync_after=None)
         if hpa is None or hpa.spec.burst is None:
-            return Outcome(failed=False, resync_after=None)
-        if not self._owns(key) or "spec" not in obj:
             return Outcome(failed=False, resync_after=None)
         again = max(self.options.burst_check_interval, self._burst_rate.when(key))
         if violations or not self._holds(key):

@@ -222,10 +222,11 @@ class AutoscalerDaemon:
         deadline = loop.time() + grace
         await self.controller.stop(grace)
         await self.supervisor.stop()
-        if self.elector is not None or self.sharding is not None:
+        holder = self.elector or self.sharding
+        if holder is not None:
             try:
                 async with asyncio.timeout_at(deadline):
-                    await (self.elector or self.sharding).release()  # type: ignore[union-attr]
+                    await holder.release()
             except TimeoutError:
                 log.warning("lease not released within the grace period", grace=grace)
         if self._listener is not None:
@@ -367,7 +368,7 @@ def _not_found(key: tuple[str, str], known: bool, owner: dict[str, str], identit
             f"{owner['lease']}), {holder}; ask that replica"
         )
     elif known:
-        message = f"autoscaler {target} has no decision here yet (only the leading replica decides)"
+        message = f"autoscaler {target} has no decision here yet (only the replica that leads it decides)"
     else:
         message = (
             f"autoscaler {target} is not known to this daemon (not found, or outside its --source/--selector)"

@@ -183,7 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g = p.add_argument_group("leader election")
     g.add_argument(
-        "--leader-elect", action="store_true", help="run as one of several replicas; only the leader writes"
+        "--leader-elect",
+        action="store_true",
+        help="run as one of several replicas: only the leader writes, or with --leader-elect-buckets each "
+        "replica for the buckets it holds",
     )
     g.add_argument(
         "--leader-elect-lease-duration",

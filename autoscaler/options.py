@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from autoscaler.core.types import ControllerConfig
 from autoscaler.flags import build_parser
@@ -87,16 +87,6 @@ def _check_elector_rate(qps: float, retry_period: float, buckets: int) -> None:
         )
 
 
-def _auth(ns: argparse.Namespace) -> AuthOptions:
-    """Delegated auth's options; its kubeconfigs default to the cluster access of --kubeconfig."""
-    auth = auth_options_from_namespace(ns)
-    return replace(
-        auth,
-        authentication_kubeconfig=auth.authentication_kubeconfig or ns.kubeconfig or "",
-        authorization_kubeconfig=auth.authorization_kubeconfig or ns.kubeconfig or "",
-    )
-
-
 def options_from_namespace(ns: argparse.Namespace) -> AutoscalerOptions:
     """The options; ValueError naming the flags when some do not go together."""
     credentials = prometheus_credentials(ns)
@@ -145,7 +135,7 @@ def options_from_namespace(ns: argparse.Namespace) -> AutoscalerOptions:
         lease_buckets=ns.leader_elect_buckets,
         identity=ns.leader_elect_identity,
         serving=serving_options_from_namespace(ns),
-        auth=_auth(ns),
+        auth=auth_options_from_namespace(ns, ns.kubeconfig or ""),
         shutdown_grace_period=ns.shutdown_grace_period,
         log_level=ns.log_level,
         log_format=ns.log_format,

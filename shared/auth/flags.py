@@ -102,7 +102,7 @@ def add_auth_flags(parser: argparse.ArgumentParser, kubeconfig_default: str = "i
         "paths served without authorization (a trailing * matches a prefix)",
     )
 
-    # --tls-min-version and --tls-cipher-suites belong to the serving flags (shared/serving/flags.py).
+    # --tls-min-version and --tls-cipher-suites belong to the serving flags (shared/serving/options.py).
     tls = parser.add_argument_group("TLS")
     tls.add_argument(
         "--tls-sni-cert-key",
