@@ -155,6 +155,14 @@ def metrics_app(pods_each: int, delays: dict[str, float], flapping: Collection[s
     return app
 
 
+def serve_metrics(
+    port: int, pods_each: int, delays: dict[str, float] | None = None, flapping: Collection[str] = ()
+) -> None:
+    """metrics_app on 127.0.0.1:`port`, until the process ends (a benchmark's metrics backend process)."""
+    app = metrics_app(pods_each, delays or {}, flapping)
+    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
+
+
 def _session() -> aiohttp.ClientSession:
     """For the daemon's port: its certificate is self-signed, not verified."""
     return aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=False))

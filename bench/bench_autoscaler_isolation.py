@@ -22,8 +22,7 @@ import time
 from collections.abc import Hashable
 from pathlib import Path
 
-from aiohttp import web
-from bench_autoscaler_common import free_port, metrics_app, seed_world
+from bench_autoscaler_common import free_port, seed_world, serve_metrics
 from bench_common import parse_args, require
 
 from autoscaler.daemon import AutoscalerDaemon
@@ -37,11 +36,6 @@ SLOW_METRIC = "queue_depth"
 SLOW_SECONDS = 2.0
 
 
-def serve_metrics(port: int, slow: bool) -> None:
-    delays = {SLOW_METRIC: SLOW_SECONDS} if slow else {}
-    web.run_app(metrics_app(10, delays), host="127.0.0.1", port=port, print=None, access_log=None)
-
-
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -51,7 +45,9 @@ async def run(
     n: int, slow_count: int, period: float, seconds: float, slowed: bool, workers: int
 ) -> dict[str, float]:
     port = free_port()
-    endpoint = multiprocessing.Process(target=serve_metrics, args=(port, slowed), daemon=True)
+    endpoint = multiprocessing.Process(
+        target=serve_metrics, args=(port, 10, {SLOW_METRIC: SLOW_SECONDS} if slowed else {}), daemon=True
+    )
     endpoint.start()
     slow_names = {f"w{i}" for i in range(slow_count)}
     with ServerThread(ApiServer(tls=False, history_size=4 * n)) as api:

@@ -46,7 +46,6 @@ from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from aiohttp import web
 from bench_autoscaler_common import (
     AuditEntry,
     AuditTail,
@@ -54,9 +53,9 @@ from bench_autoscaler_common import (
     cpu_seconds,
     free_port,
     histogram_quantile,
-    metrics_app,
     rss_mib,
     seed_world,
+    serve_metrics,
     total,
 )
 from bench_common import parse_args, require
@@ -70,11 +69,6 @@ LEASE_NAME = "surge-autoscaler"
 SCALE = "deployments/scale"
 RECONCILES = "surge_autoscaler_reconciles_total"
 WAIT = "surge_autoscaler_queue_wait_seconds"
-
-
-def serve_metrics(port: int, pods_each: int) -> None:
-    app = metrics_app(pods_each, {}, flapping={"flappy"})
-    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
 
 
 class Cluster:
@@ -187,7 +181,9 @@ def reconciles_by_target(
 async def run(args: argparse.Namespace) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench-sharding-"))
     metrics_port = free_port()
-    endpoint = multiprocessing.Process(target=serve_metrics, args=(metrics_port, args.pods), daemon=True)
+    endpoint = multiprocessing.Process(
+        target=serve_metrics, args=(metrics_port, args.pods, {}, {"flappy"}), daemon=True
+    )
     endpoint.start()
     n = args.autoscalers
     first_pass = max(60.0, n / 100)  # seconds allowed for every target's first reconcile

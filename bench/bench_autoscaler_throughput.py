@@ -30,16 +30,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from aiohttp import web
 from bench_autoscaler_common import (
     Daemon,
     cpu_seconds,
     free_port,
     histogram_quantile,
-    metrics_app,
     peak_rss_mib,
     rss_mib,
     seed_world,
+    serve_metrics,
     total,
 )
 from bench_common import parse_args, require
@@ -51,10 +50,6 @@ from sim.runner import ServerThread
 RECONCILES = "surge_autoscaler_reconciles_total"
 WAIT = "surge_autoscaler_queue_wait_seconds"
 DURATION = "surge_autoscaler_reconcile_duration_seconds"
-
-
-def serve_metrics(port: int, pods_each: int) -> None:
-    web.run_app(metrics_app(pods_each, {}), host="127.0.0.1", port=port, print=None, access_log=None)
 
 
 async def measure(

@@ -37,7 +37,6 @@ import argparse
 import asyncio
 import multiprocessing
 import os
-import random
 import signal
 import statistics
 import subprocess
@@ -48,8 +47,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
-from aiohttp import web
-from bench_autoscaler_common import AuditEntry, AuditTail, free_port, seed_world
+from bench_autoscaler_common import AuditEntry, AuditTail, free_port, seed_world, serve_metrics
 from bench_common import parse_args, require
 
 from sim.apiserver import ApiServer
@@ -69,55 +67,6 @@ BEHAVIOR = {
         "policies": [{"type": "Percent", "value": 100, "periodSeconds": 1}],
     },
 }
-
-
-def metrics_app(pods_each: int) -> web.Application:
-    """custom.metrics.k8s.io v1beta2: every pod of `app=<name>` at 50 or 200 (target 100), at random."""
-    rng = random.Random(7)
-
-    async def group(_: web.Request) -> web.Response:
-        version = {"groupVersion": "custom.metrics.k8s.io/v1beta2", "version": "v1beta2"}
-        body = {
-            "kind": "APIGroup",
-            "apiVersion": "v1",
-            "name": "custom.metrics.k8s.io",
-            "versions": [version],
-            "preferredVersion": version,
-        }
-        return web.json_response(body)
-
-    async def pods(request: web.Request) -> web.Response:
-        ns, metric = request.match_info["ns"], request.match_info["metric"]
-        app = request.query.get("labelSelector", "").partition("=")[2]
-        value = rng.choice(("50", "200"))
-        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        items = [
-            {
-                "describedObject": {"kind": "Pod", "namespace": ns, "name": f"{app}-{p}", "apiVersion": "v1"},
-                "metric": {"name": metric, "selector": None},
-                "timestamp": stamp,
-                "windowSeconds": 60,
-                "value": value,
-            }
-            for p in range(pods_each)
-        ]
-        return web.json_response(
-            {
-                "kind": "MetricValueList",
-                "apiVersion": "custom.metrics.k8s.io/v1beta2",
-                "metadata": {},
-                "items": items,
-            }
-        )
-
-    app = web.Application()
-    app.router.add_get("/apis/custom.metrics.k8s.io", group)
-    app.router.add_get("/apis/custom.metrics.k8s.io/v1beta2/namespaces/{ns}/pods/{name}/{metric}", pods)
-    return app
-
-
-def serve_metrics(port: int, pods_each: int) -> None:
-    web.run_app(metrics_app(pods_each), host="127.0.0.1", port=port, print=None, access_log=None)
 
 
 class Replica:
@@ -285,7 +234,9 @@ async def cycle(
 async def run(args: argparse.Namespace) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench-fencing-"))
     metrics_port = free_port()
-    endpoint = multiprocessing.Process(target=serve_metrics, args=(metrics_port, args.pods), daemon=True)
+    endpoint = multiprocessing.Process(
+        target=serve_metrics, args=(metrics_port, args.pods, {}, {"http_requests"}), daemon=True
+    )
     endpoint.start()
     audit_path = workdir / "audit.log"
     with ServerThread(ApiServer(tls=False, audit_log=audit_path)) as api:
