@@ -473,7 +473,9 @@ async def test_keep_caches_a_part_that_merge_list_widens_and_prune_narrows(kube:
         ]
         assert ("delete", "a", "mine") in recorder.events
         await create(kube, "a", "ignored")  # in "default", never kept: no event, nothing stored
-        await asyncio.sleep(0.2)
+        body = configmap("d", "theirs", namespace="theirs")  # watched after it: once this one is in,
+        await kube.request("POST", "/api/v1/namespaces/theirs/configmaps", body=body)  # so was "a"
+        await eventually(lambda: informer.store.get("theirs", "d") is not None)
         assert informer.store.get("default", "a") is None
     finally:
         await stop(task)
