@@ -296,6 +296,7 @@ def convert(obj: Any) -> dict[str, Any]:
             "HorizontalPodAutoscaler or a keda.sh/v1alpha1 ScaledObject"
         )
     if not problems:
+        _wide_quantities_as_strings(out["spec"], SPEC_SHAPE)
         # Named as fields of the HorizontalAutoscaler, which a ScaledObject's author did not write.
         prefix = "" if kind == "HorizontalPodAutoscaler" else "HorizontalAutoscaler "
         problems += [prefix + problem for problem in _accepted_problems(out)]
@@ -500,6 +501,23 @@ V2BETA1_FIELDS = frozenset(
     }
 )
 MAX_ITEMS = {"metrics": 10, "schedules": 10, "seasonsSeconds": 5}
+
+
+def _wide_quantities_as_strings(value: Any, shape: Any) -> None:
+    """Quantities written as integers beyond 64 bits become their strings: kubectl's YAML reader turns
+    such a number into a float, which the CRD's integer-or-string quantities refuse (a string they take,
+    as the API server takes the same digits as a Quantity)."""
+    if isinstance(shape, dict) and isinstance(value, dict):
+        for field, item in value.items():
+            if field == REQUIRED or field not in shape:
+                continue
+            if shape[field] == QUANTITY_FIELD and type(item) is int and not -(2**63) <= item < 2**63:
+                value[field] = str(item)
+            else:
+                _wide_quantities_as_strings(item, shape[field])
+    elif isinstance(shape, list) and isinstance(value, list):
+        for item in value:
+            _wide_quantities_as_strings(item, shape[0])
 
 
 def _shape_problems(value: Any, shape: Any, where: str, key: str = "") -> list[str]:
