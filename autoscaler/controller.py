@@ -97,7 +97,7 @@ Key = tuple[str, str]
 # before. Autoscalers created later (watch events, re-lists) are reconciled at once.
 FIRST_PASS_RATE = 1000.0
 MIN_SPREAD = 1.0
-# Sharded: namespace lists at once when buckets are gained (a takeover waits for them).
+# Sharded: namespaces listed at once when buckets are gained (a takeover waits for them).
 HANDOVER_LISTS = 16
 # What a replica caches of an autoscaler it does not own: enough to key it, know its bucket and period.
 _STUB_METADATA = ("name", "namespace", "resourceVersion", "generation", "annotations")
@@ -476,46 +476,60 @@ class Controller:
         self.pods.prune()
 
     async def _hand_over(self) -> None:
-        """List the autoscalers and pods of newly owned namespaces (HANDOVER_LISTS namespaces at a time),
-        queueing each namespace's keys as soon as it is listed (supervised)."""
+        """List the autoscalers and pods of newly owned namespaces and queue their keys (supervised).
+        HANDOVER_LISTS listers each take the next namespace as soon as they are free (no batch waits for
+        its slowest list) and queue its keys once it is listed, so a takeover's reconciles overlap its
+        lists; the pods are listed meanwhile when the autoscalers come from one list of all."""
         assert self._shards is not None
-        shards = self._shards
         while True:
             # Work left by a failed round (the supervisor restarted this loop) is done without a new gain.
             if not (self._to_list or self._to_queue or self._keys_to_queue):
                 await self._handover.wait()
             self._handover.clear()
-            covered: set[str] = set()
-            if len(self._to_list) > HANDOVER_LISTS:
-                # Many namespaces (a bucket or more): one list of all autoscalers (paged) costs the API
-                # server less than one per namespace; the gained ones are kept in full, the rest as stubs.
-                covered = set(self._to_list)
-                await self.autoscalers.merge_list(self.source.list_path())
-            while self._to_list:
-                # Bucket by bucket: a bucket's objects are then allocated together, and the memory of a
-                # bucket given up later is freed in whole pages, not scattered among the others'.
-                owned = sorted((shards.bucket_of(ns), ns) for ns in self._to_list if self._owns((ns, "")))
-                batch = [ns for _, ns in owned[:HANDOVER_LISTS]]
-                self._to_list.difference_update(batch or self._to_list)
-                try:
-                    await asyncio.gather(*(self._list_namespace(ns, ns not in covered) for ns in batch))
-                except BaseException:
-                    self._to_list.update(batch)
-                    raise
-                self._queue_spread(
-                    [
-                        (key, self._period_of(obj))
-                        for ns in batch
-                        if shards.bucket_of(ns) in self._to_queue
-                        for key, obj in self._autoscalers_in(ns)
-                    ],
-                    slots=True,
-                )
+            async with asyncio.TaskGroup() as group:
+                listed: asyncio.Task[None] | None = None
+                covered: set[str] = set()
+                if len(self._to_list) > HANDOVER_LISTS:
+                    # Many namespaces (a bucket or more): one list of all autoscalers (paged) costs the
+                    # API server less than one per namespace; the gained ones are kept in full, the rest
+                    # as stubs.
+                    covered = set(self._to_list)
+                    listed = group.create_task(self.autoscalers.merge_list(self.source.list_path()))
+                for _ in range(HANDOVER_LISTS):
+                    group.create_task(self._list_namespaces(covered, listed))
+            if self._to_list:
+                # Gained after the last lister ended (the event is set again): the next pass lists them,
+                # and queues their buckets and the keys that wait for them.
+                continue
             self._to_queue.clear()
             keys, self._keys_to_queue = self._keys_to_queue, set()
             for key in keys:
                 if self._owns(key):
                     self.queue.add(key)
+
+    async def _list_namespaces(self, covered: set[str], listed: asyncio.Task[None] | None) -> None:
+        """One lister of `_hand_over`: the owned namespaces still to list, bucket by bucket (a bucket's
+        objects are then allocated together, and the memory of a bucket given up later is freed in whole
+        pages, not scattered among the others'). `covered` namespaces get their autoscalers from
+        `listed`, the list of all of them."""
+        assert self._shards is not None
+        shards = self._shards
+        while self._to_list:
+            namespace = min(self._to_list, key=lambda ns: (shards.bucket_of(ns), ns))
+            self._to_list.discard(namespace)
+            if not self._owns((namespace, "")):
+                continue
+            try:
+                await self._list_namespace(namespace, namespace not in covered)
+                if listed is not None and namespace in covered:
+                    await listed
+            except BaseException:
+                self._to_list.add(namespace)
+                raise
+            if shards.bucket_of(namespace) in self._to_queue:
+                self._queue_spread(
+                    [(key, self._period_of(obj)) for key, obj in self._autoscalers_in(namespace)], slots=True
+                )
 
     def _autoscalers_in(self, namespace: str) -> list[tuple[Key, Obj]]:
         return [(object_key(obj), obj) for obj in self.autoscalers.store.in_namespace(namespace)]
