@@ -8,7 +8,7 @@ demo: setup
 	$(PY) -m demo
 
 test: setup lint
-	$(PY) -m pytest -q -n 2 --dist loadfile
+	$(PY) -m pytest -q -n 3 --dist loadfile
 
 lint: setup
 	$(PY) -m ruff check .
