@@ -12,6 +12,7 @@ connections held at most and closed; the others' answers and their worst latency
 
     .venv/bin/python bench/bench_slowloris.py                  # 5,000 connections held for 60 s
     .venv/bin/python bench/bench_slowloris.py --pythonpath DIR  # the adapter of another source tree
+    .venv/bin/python bench/bench_slowloris.py --smoke           # 200 connections, cap 150 (the suite's)
 """
 
 from __future__ import annotations

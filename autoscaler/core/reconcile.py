@@ -378,6 +378,21 @@ def _activation_condition(
     return set_condition(conditions, ACTIVE, "False", "BelowActivationThreshold", message, now)
 
 
+def _succeeded_rescale(
+    conditions: tuple[Condition, ...], desired: int, reason: str, now: datetime
+) -> tuple[tuple[Condition, ...], Event]:
+    """AbleToScale after a scale write, and its event (upstream's words)."""
+    conditions = set_condition(
+        conditions,
+        ABLE_TO_SCALE,
+        "True",
+        "SucceededRescale",
+        f"the HPA controller was able to update the target scale to {desired}",
+        now,
+    )
+    return conditions, Event("Normal", "SuccessfulRescale", f"New size: {desired}; reason: {reason}")
+
+
 def _paused(
     hpa: HPA,
     pause: Pause,
@@ -414,15 +429,8 @@ def _paused(
         observed_generation=observed_generation,
     )
     if rescale:
-        conditions = set_condition(
-            conditions,
-            ABLE_TO_SCALE,
-            "True",
-            "SucceededRescale",
-            f"the HPA controller was able to update the target scale to {target}",
-            now,
-        )
-        events = (Event("Normal", "SuccessfulRescale", f"New size: {target}; reason: {reason}"),)
+        conditions, rescaled = _succeeded_rescale(conditions, target, reason, now)
+        events = (rescaled,)
     status = HPAStatus(
         current_replicas=current,
         desired_replicas=target,
@@ -785,15 +793,8 @@ def decide(snapshot: Snapshot) -> Decision:
         observed_generation=observed_generation,
     )
     if rescale:
-        conditions = set_condition(
-            conditions,
-            ABLE_TO_SCALE,
-            "True",
-            "SucceededRescale",
-            f"the HPA controller was able to update the target scale to {desired}",
-            now,
-        )
-        events.append(Event("Normal", "SuccessfulRescale", f"New size: {desired}; reason: {reason}"))
+        conditions, rescaled = _succeeded_rescale(conditions, desired, reason, now)
+        events.append(rescaled)
         history = record_rescale(spec.behavior, history, current, desired, now)
         if spec.behavior is None and spec.burst is not None and desired > current:
             change = desired - current
