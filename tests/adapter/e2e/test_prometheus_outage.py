@@ -114,6 +114,26 @@ async def forwarder(own_prometheus: PrometheusProcess) -> AsyncIterator[TCPForwa
 def _signal_prometheus(prometheus: PrometheusProcess, signum: int) -> None:
     # Prometheus runs in its own process group (guard shell + prometheus): signal the whole group.
     os.killpg(prometheus.process_group, signum)
+    if signum == signal.SIGSTOP:
+        # The signal is sent, not yet taken: on a busy machine a request sent at once could still be
+        # answered. Wait until every process of the group is stopped (state T in /proc).
+        deadline = time.monotonic() + 5
+        while not all(state == "T" for state in _group_states(prometheus.process_group)):
+            assert time.monotonic() < deadline, "Prometheus did not stop"
+            time.sleep(0.01)
+
+
+def _group_states(group: int) -> list[str]:
+    """The states (/proc/PID/stat's third field) of the processes of a process group."""
+    states = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[2]) == group:
+            states.append(fields[0])
+    return states
 
 
 async def test_frozen_then_resumed_then_stopped_then_restarted(
