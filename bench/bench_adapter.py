@@ -36,7 +36,7 @@ from pathlib import Path
 
 import aiohttp
 from aiohttp import web
-from bench_common import ServerProcess, parse_args, require
+from bench_common import ServerProcess, parse_args, require, spawn_adapter
 from prometheus_client.parser import text_string_to_metric_families
 
 from adapter.config import default_config_yaml, parse_config
@@ -270,19 +270,12 @@ def start_adapter(kubeconfig: Path, prometheus_url: str, work: Path, *flags: str
     work.mkdir()
     config = work / "config.yaml"
     config.write_text(default_config_yaml(rate_interval=RATE_INTERVAL))
-    port = free_port()
-    return ServerProcess.spawn(
-        "adapter",
-        f"https://127.0.0.1:{port}",
-        work / "adapter.log",
-        f"--config={config}",
-        f"--prometheus-url={prometheus_url}",
-        f"--lister-kubeconfig={kubeconfig}",
-        f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}",
-        f"--cert-dir={work / 'certs'}",
-        "--bind-address=127.0.0.1",
-        f"--secure-port={port}",
+    return spawn_adapter(
+        config,
+        prometheus_url,
+        kubeconfig,
+        work,
+        free_port(),
         "--metrics-relist-interval=10s",
         "--log-level=warning",
         *flags,

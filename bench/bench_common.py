@@ -88,3 +88,32 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+def spawn_adapter(
+    config: Path,
+    prometheus_url: str,
+    kubeconfig: Path,
+    work: Path,
+    port: int,
+    *flags: str,
+    env: dict[str, str] | None = None,
+) -> ServerProcess:
+    """`python -m adapter` on 127.0.0.1:`port` over HTTPS with delegated authentication and authorization
+    (TokenReview, SubjectAccessReview) against the cluster of `kubeconfig`, as deployed; its log and
+    serving certificate in `work`."""
+    return ServerProcess.spawn(
+        "adapter",
+        f"https://127.0.0.1:{port}",
+        work / "adapter.log",
+        f"--config={config}",
+        f"--prometheus-url={prometheus_url}",
+        f"--lister-kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        f"--cert-dir={work / 'certs'}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        *flags,
+        env=env,
+    )

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
-from bench_common import ServerProcess, parse_args, require
+from bench_common import ServerProcess, parse_args, require, spawn_adapter
 
 from adapter.config import CONFIG_MAX_BYTES, default_config_yaml
 from sim.cluster import SimCluster
@@ -138,21 +138,14 @@ async def idle(
 def start_adapter(kubeconfig: Path, prometheus_url: str, work: Path, max_bytes: int) -> ServerProcess:
     config = work / "config.yaml"
     config.write_text(default_config_yaml())
-    port = free_port()
     # The flag only when not the default, so that the same script measures a build without it.
     limit = [f"--config-max-bytes={max_bytes}"] if max_bytes != CONFIG_MAX_BYTES else []
-    return ServerProcess.spawn(
-        "adapter",
-        f"https://127.0.0.1:{port}",
-        work / "adapter.log",
-        f"--config={config}",
-        f"--prometheus-url={prometheus_url}",
-        f"--lister-kubeconfig={kubeconfig}",
-        f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}",
-        f"--cert-dir={work / 'certs'}",
-        "--bind-address=127.0.0.1",
-        f"--secure-port={port}",
+    return spawn_adapter(
+        config,
+        prometheus_url,
+        kubeconfig,
+        work,
+        free_port(),
         "--metrics-relist-interval=10m",
         "--log-format=json",
         *limit,

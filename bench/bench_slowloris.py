@@ -35,7 +35,7 @@ from pathlib import Path
 
 import uvloop
 import yaml
-from bench_common import ServerProcess, parse_args, require
+from bench_common import ServerProcess, parse_args, require, spawn_adapter
 
 from sim.apiserver import ApiServer
 from sim.prometheus import free_port
@@ -240,18 +240,12 @@ def main() -> None:
         config.write_text("rules: []\n")
         port = free_port()
         env = {**os.environ, "PYTHONPATH": args.pythonpath} if args.pythonpath else None
-        adapter = ServerProcess.spawn(
-            "adapter",
-            f"https://127.0.0.1:{port}",
-            work / "adapter.log",
-            f"--config={config}",
-            f"--prometheus-url=http://127.0.0.1:{free_port()}",  # not needed to be attacked
-            f"--lister-kubeconfig={kubeconfig}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            f"--cert-dir={work / 'certs'}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={port}",
+        adapter = spawn_adapter(
+            config,
+            f"http://127.0.0.1:{free_port()}",  # not needed to be attacked
+            kubeconfig,
+            work,
+            port,
             "--log-level=error",
             *shlex.split(args.adapter_flags),
             env=env,
