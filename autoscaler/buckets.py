@@ -12,6 +12,12 @@ Pure logic (no I/O); autoscaler/sharding.py runs the Leases.
 * Balance: the live members sorted by identity; with N buckets and M members the first `N mod M` may
   hold `ceil(N / M)` buckets and the others `floor(N / M)`: never more than ceil(N / M), and three
   replicas end up with 4, 3 and 3 of 10 instead of 4, 4 and 2.
+* Assignment (`plan`): every replica computes, from the same view of the Leases, who should hold each
+  bucket: a holder keeps its lowest-numbered buckets up to its quota, and the rest (free, expired, held
+  by a member no longer live, or above a holder's quota) go in bucket order to the member furthest below
+  its quota. A replica takes only the free buckets planned for it, so it knows in advance which ones it
+  will get (and lists their pods before they are free); two replicas never race for one bucket while
+  their views agree.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import re
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 # Object names are DNS subdomains: at most 253 characters of [a-z0-9.-], alphanumeric at both ends.
 _INVALID = re.compile(r"[^a-z0-9.-]+")
@@ -58,3 +64,25 @@ def to_release(held: Iterable[int], allowed: int) -> list[int]:
     """The held buckets to give up to come down to `allowed`: the highest-numbered ones."""
     ordered = sorted(held)
     return ordered[allowed:] if len(ordered) > allowed else []
+
+
+def plan(holders: Sequence[str], members: Iterable[str]) -> list[str]:
+    """Who should hold each bucket: `holders[i]` is bucket i's holder ("" : free or expired), `members`
+    the live identities (see the module docstring). Deterministic, so replicas that see the same Leases
+    agree."""
+    ranked = sorted(set(members))
+    if not ranked:
+        return ["" for _ in holders]
+    count = len(holders)
+    spare = {member: quota(member, ranked, count) for member in ranked}
+    owner = ["" for _ in holders]
+    for bucket, holder in enumerate(holders):
+        if spare.get(holder, 0) > 0:
+            owner[bucket] = holder
+            spare[holder] -= 1
+    for bucket in range(count):
+        if not owner[bucket]:
+            member = max(ranked, key=lambda m: (spare[m], -ranked.index(m)))
+            owner[bucket] = member
+            spare[member] -= 1
+    return owner

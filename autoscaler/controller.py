@@ -14,7 +14,7 @@ import contextlib
 import logging
 import time
 import zlib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -158,8 +158,13 @@ class Controller:
         # Sharded: the buckets held, the namespaces whose pods are cached, and what the handover task
         # (`_hand_over`) is to do: namespaces to list, then buckets and keys to queue.
         self._owned_buckets: set[int] = set()
+        # Buckets expected to be gained soon (`prepare_buckets`): cached in full, not reconciled.
+        self._prepared: set[int] = set()
         self._pod_namespaces: set[str] = set()
+        self._listed: set[str] = set()  # those of them whose lists are done
         self._to_list: set[str] = set()
+        self._lists_done = asyncio.Event()  # set while nothing is left to list
+        self._lists_done.set()
         self._to_queue: set[int] = set()
         self._keys_to_queue: set[Key] = set()
         self._handover = asyncio.Event()
@@ -309,11 +314,12 @@ class Controller:
         key = object_key(obj)
         if not self._owns(key):
             return
-        if self._shards is not None and key[0] not in self._pod_namespaces:
+        if self._shards is not None and key[0] not in self._listed:
             # The first autoscaler of its namespace in our buckets: its pods are listed first.
-            self._to_list.add(key[0])
+            if key[0] not in self._pod_namespaces:
+                self._to_list.add(key[0])
             self._keys_to_queue.add(key)
-            self._handover.set()
+            self._wake_handover()
             return
         self.queue.add(key)  # created while we run: reconciled at once
 
@@ -438,6 +444,12 @@ class Controller:
         """Whether `key` is in a bucket this replica holds (always, unsharded)."""
         return self._shards is None or self._shards.bucket_of(key[0]) in self._owned_buckets
 
+    def _caches(self, namespace: str) -> bool:
+        """Whether the autoscalers of `namespace` are cached in full: its bucket is held or expected."""
+        assert self._shards is not None
+        bucket = self._shards.bucket_of(namespace)
+        return bucket in self._owned_buckets or bucket in self._prepared
+
     def _caches_pods_of(self, pod: Obj) -> bool:
         return str((pod.get("metadata") or {}).get("namespace", "")) in self._pod_namespaces
 
@@ -449,31 +461,71 @@ class Controller:
         return sum(store.count_in(ns) for ns in store.namespaces() if self._owns((ns, "")))
 
     def gain_bucket(self, bucket: int) -> None:
-        """A bucket was acquired: list the pods of its namespaces, then queue its keys (spread, as after a
-        start), in the handover task."""
+        """A bucket was acquired: queue its keys (spread, as after a start) at once where its namespaces
+        are listed already (it was expected), else once the handover task has listed them."""
         assert self._shards is not None
         self._owned_buckets.add(bucket)
-        shards = self._shards
-        self._to_list.update(
-            ns for ns in self.autoscalers.store.namespaces() if shards.bucket_of(ns) == bucket
-        )
+        self._prepared.discard(bucket)
         self._to_queue.add(bucket)
-        self._handover.set()
+        ready = []
+        for namespace in self._namespaces_of(bucket):
+            if namespace in self._listed:
+                ready.extend(self._autoscalers_in(namespace))
+            elif namespace not in self._pod_namespaces:
+                self._to_list.add(namespace)
+            # (else its list is under way: the lister queues it)
+        self._queue_spread([(key, self._period_of(obj)) for key, obj in ready], slots=True)
+        self._wake_handover()
+
+    def prepare_buckets(self, buckets: Collection[int]) -> None:
+        """The buckets this replica expects to gain soon (Sharding's forecast): list their pods and
+        autoscalers now, so their keys are reconciled as soon as they are gained. Buckets no longer
+        expected (and not held) are dropped again."""
+        assert self._shards is not None
+        expected = set(buckets) - self._owned_buckets
+        dropped = self._prepared - expected
+        self._prepared = expected
+        for bucket in expected:
+            self._to_list.update(ns for ns in self._namespaces_of(bucket) if ns not in self._pod_namespaces)
+        if dropped:
+            self._drop_uncached()
+        self._wake_handover()
+
+    async def wait_prepared(self) -> None:
+        """Until nothing is left to list (the buckets expected are cached)."""
+        await self._lists_done.wait()
 
     def lose_bucket(self, bucket: int) -> None:
         """A bucket went to another replica (or was given up): forget its keys and its pods."""
         assert self._shards is not None
         self._owned_buckets.discard(bucket)
         self._to_queue.discard(bucket)
-        store = self.autoscalers.store
-        for key, obj in list(store.items()):
+        for key, _ in list(self.autoscalers.store.items()):
             if not self._owns(key):
                 self._forget(key)
-                if "spec" in obj:
-                    store.put(self._shape_autoscaler(obj))
-        self._pod_namespaces = {ns for ns in self._pod_namespaces if self._owns((ns, ""))}
-        self._to_list = {ns for ns in self._to_list if self._owns((ns, ""))}
+        self._drop_uncached()
+
+    def _drop_uncached(self) -> None:
+        """Bring the caches down to the namespaces of the buckets held or expected: stubs for the other
+        autoscalers, no pods."""
+        store = self.autoscalers.store
+        for key, obj in list(store.items()):
+            if "spec" in obj and not self._caches(key[0]):
+                store.put(self._shape_autoscaler(obj))
+        self._pod_namespaces = {ns for ns in self._pod_namespaces if self._caches(ns)}
+        self._listed &= self._pod_namespaces
+        self._to_list = {ns for ns in self._to_list if self._caches(ns)}
         self.pods.prune()
+
+    def _namespaces_of(self, bucket: int) -> list[str]:
+        assert self._shards is not None
+        shards = self._shards
+        return [ns for ns in self.autoscalers.store.namespaces() if shards.bucket_of(ns) == bucket]
+
+    def _wake_handover(self) -> None:
+        if self._to_list:
+            self._lists_done.clear()
+        self._handover.set()
 
     async def _hand_over(self) -> None:
         """List the autoscalers and pods of newly owned namespaces and queue their keys (supervised).
@@ -484,6 +536,7 @@ class Controller:
         while True:
             # Work left by a failed round (the supervisor restarted this loop) is done without a new gain.
             if not (self._to_list or self._to_queue or self._keys_to_queue):
+                self._lists_done.set()
                 await self._handover.wait()
             self._handover.clear()
             async with asyncio.TaskGroup() as group:
@@ -517,7 +570,7 @@ class Controller:
         while self._to_list:
             namespace = min(self._to_list, key=lambda ns: (shards.bucket_of(ns), ns))
             self._to_list.discard(namespace)
-            if not self._owns((namespace, "")):
+            if not self._caches(namespace):
                 continue
             try:
                 await self._list_namespace(namespace, namespace not in covered)
@@ -526,6 +579,8 @@ class Controller:
             except BaseException:
                 self._to_list.add(namespace)
                 raise
+            if namespace in self._pod_namespaces:  # (still cached: not dropped while it was listed)
+                self._listed.add(namespace)
             if shards.bucket_of(namespace) in self._to_queue:
                 self._queue_spread(
                     [(key, self._period_of(obj)) for key, obj in self._autoscalers_in(namespace)], slots=True
@@ -547,7 +602,7 @@ class Controller:
         """The cached form of an autoscaler: in full when it is ours (or unsharded), else a stub of its
         metadata (who owns it, its period): every replica sees every autoscaler, but holds the specs and
         statuses of its own only."""
-        if self._shards is not None and not self._owns(object_key(obj)):
+        if self._shards is not None and not self._caches(object_key(obj)[0]):
             meta = obj.get("metadata") or {}
             obj = {"metadata": {k: meta[k] for k in _STUB_METADATA if k in meta}}
         return compact(obj)

@@ -87,6 +87,9 @@ class AutoscalerDaemon:
                 on_takeover=lambda previous: takeovers.labels(
                     previous="expired" if previous else "released"
                 ).inc(),
+                # (The controller is built below; these run once the daemon has started.)
+                on_forecast=lambda expected: self.controller.prepare_buckets(expected),
+                prepared=lambda: self.controller.wait_prepared(),
                 clock=clock,
             )
         elif options.lease is not None and lease_kube is not None:
@@ -188,6 +191,7 @@ class AutoscalerDaemon:
         )
         if self.sharding is not None:
             sharding = self.sharding
+            self.supervisor.start("leases informer", sharding.run_leases)
             self.supervisor.start("membership", sharding.run_membership)
             for bucket in range(sharding.count):
                 self.supervisor.start(f"bucket-{bucket:02d}", functools.partial(sharding.run_bucket, bucket))

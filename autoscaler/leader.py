@@ -160,6 +160,36 @@ class LeaderElector:
             return None
         return self._observed_at + self._observed_duration
 
+    def free_since(self) -> float | None:
+        """Since when the lease, as last read, could be acquired (None: it cannot be, or it is ours)."""
+        if self._observed is None or self._observed[0] == self.config.identity:
+            return None
+        if self._observed[0] == "":
+            return self._observed_at
+        expiry = self._observed_at + self._observed_duration
+        return expiry if self._clock.now() >= expiry else None
+
+    def unchanged_for(self) -> float:
+        """How long the lease's record has been the same, on our clock (0: not read yet)."""
+        return 0.0 if self._observed is None else self._clock.now() - self._observed_at
+
+    def observe(self, lease: Obj | None) -> None:
+        """A read of the lease (ours, or a watch event; None: it was deleted). Its record is timed from
+        when we first see it, never from the renewTime written by another machine's clock."""
+        if lease is None:
+            self._observed = None
+            return
+        spec = lease.get("spec") or {}
+        holder = str(spec.get("holderIdentity") or "")
+        record = (holder, str(spec.get("renewTime") or ""), int(spec.get("leaseTransitions") or 0))
+        if record != self._observed:
+            self._observed, self._observed_at = record, self._clock.now()
+        self._observed_duration = float(spec.get("leaseDurationSeconds") or self.config.lease_duration)
+        if holder not in ("", self.config.identity):
+            # Someone else holds it: no write of ours may go out from now on, even before our renew
+            # deadline (a reconcile that resumes after the takeover must not write).
+            self.guard.lost()
+
     @property
     def holder(self) -> str:
         """The holder of the lease as last read ("" : none, or not read yet)."""
@@ -208,19 +238,11 @@ class LeaderElector:
                 body = self._lease_body(None, clock.wall(), transitions=0)
                 await self._client.request("POST", self._path.rsplit("/", 1)[0], body=body)
                 return self._renewed(sent_at)
+            self.observe(lease)
             spec = lease.get("spec") or {}
-            holder = str(spec.get("holderIdentity") or "")
-            record = (holder, str(spec.get("renewTime") or ""), int(spec.get("leaseTransitions") or 0))
-            if record != self._observed:
-                self._observed, self._observed_at = record, clock.now()
-            duration = float(spec.get("leaseDurationSeconds") or cfg.lease_duration)
-            self._observed_duration = duration
-            if holder not in ("", cfg.identity):
-                # Someone else holds it: no write of ours may go out from now on, even before our
-                # renew deadline (a reconcile that resumes after the takeover must not write).
-                self.guard.lost()
-                if clock.now() - self._observed_at < duration:
-                    return False
+            holder = self.holder
+            if holder not in ("", cfg.identity) and clock.now() - self._observed_at < self._observed_duration:
+                return False
             if holder != cfg.identity:
                 if not may_acquire:
                     return False

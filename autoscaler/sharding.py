@@ -1,18 +1,27 @@
 """Active-active replicas: the targets split into N buckets, each bucket a Lease of its own
 (autoscaler/buckets.py for the names and the arithmetic), plus one membership Lease per replica.
 
-* Every replica renews its membership Lease each retry period and lists the namespace's Leases to see
-  which members are live: a member Lease counts while its record changed less than its
-  leaseDurationSeconds ago, timed on our own clock from when we saw it change (as the elector times
-  the Lease it waits for; clocks of different machines are never compared). One given up (empty
+* One informer watches the Leases of the election namespace that carry our name: every replica sees a
+  renewal the moment it is written, so a dead holder's Lease is timed from its last renewal (not from a
+  poll up to a retry period later), and an expiry is acted on at that instant by a timer. Every replica
+  renews its membership Lease each retry period; a member Lease counts while its record changed less
+  than its leaseDurationSeconds ago, timed on our own clock from when we saw it change (as the elector
+  times the Lease it waits for; clocks of different machines are never compared). One given up (empty
   holder) does not count.
 * One `LeaderElector` per bucket, each with its own `LeaseGuard`: a write of a target goes out only on
   the guard of the target's bucket (`Controller._fence`), so a replica paused past a bucket's deadline
   writes nothing for it until it re-acquires it, and its other buckets are not affected.
 * Balance: a replica takes a free or expired bucket only while it holds fewer than its quota
-  (`buckets.quota`), and gives up (releases, for an immediate handover) the highest-numbered buckets
-  above it. A change of the live members wakes every bucket's loop at once instead of a retry period
-  later, so the orphans of a dead replica are taken as soon as both its Leases have expired.
+  (`buckets.quota`) and only if `buckets.plan` gives it to this replica (anyone under quota may take a
+  bucket left free for a retry period, should views differ), and gives up (releases, for an immediate
+  handover) the highest-numbered buckets above its quota. Every Lease change wakes every bucket's loop
+  at once, so the orphans of a dead replica are taken as soon as both its Leases have expired.
+* Make before break: `on_forecast` is told, whenever it changes, which buckets the plan will give this
+  replica once the Leases that have gone unrenewed for a renew deadline expire (their holders stopped
+  writing by then) and, before this replica first joins, once it counts as a member. The controller
+  lists their pods meanwhile, so a bucket taken over, or handed to a replica that joins, is reconciled
+  at once instead of after its lists. A joining replica waits (at most a lease duration) for those lists
+  before it writes its membership Lease, which is what makes the others give buckets up.
 * A bucket lost (renew deadline passed, seen held by another, given up) does not end the process as the
   single lease does: its keys are dropped and the loop tries to take it again while under quota.
 """
@@ -21,15 +30,15 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
-import aiohttp
 import structlog
 
 from autoscaler import buckets
 from autoscaler.leader import LeaderElector, LeaseConfig, LeaseGuard
 from shared.clock import LOOP_CLOCK, Clock
-from shared.kube import ApiError, KubeClient, Obj
+from shared.kube import KubeClient, Obj
+from shared.kube.informer import EventHandlers, Informer
 
 log = structlog.get_logger(__name__)
 
@@ -38,47 +47,55 @@ _PAST_EXPIRY = 0.01
 
 
 class Members:
-    """Which members are live, from successive reads of their Leases (see the module docstring)."""
+    """Which members are live, from what we have seen of their Leases (see the module docstring)."""
 
     def __init__(self) -> None:
         # lease name -> (holder, renewTime, transitions), when that record was first seen, its duration
         self._seen: dict[str, tuple[tuple[str, str, int], float, float]] = {}
 
-    def observe(self, leases: list[Obj], now: float) -> None:
-        names = set()
-        for lease in leases:
-            name = str((lease.get("metadata") or {}).get("name", ""))
-            spec = lease.get("spec") or {}
-            record = (
-                str(spec.get("holderIdentity") or ""),
-                str(spec.get("renewTime") or ""),
-                int(spec.get("leaseTransitions") or 0),
-            )
-            duration = float(spec.get("leaseDurationSeconds") or 0)
-            names.add(name)
-            before = self._seen.get(name)
-            if before is None or before[0] != record:
-                self._seen[name] = (record, now, duration)
-        for gone in self._seen.keys() - names:
-            del self._seen[gone]
+    def observe(self, name: str, lease: Obj | None, now: float) -> None:
+        """A member Lease as read or watched (None: deleted)."""
+        if lease is None:
+            self._seen.pop(name, None)
+            return
+        spec = lease.get("spec") or {}
+        record = (
+            str(spec.get("holderIdentity") or ""),
+            str(spec.get("renewTime") or ""),
+            int(spec.get("leaseTransitions") or 0),
+        )
+        duration = float(spec.get("leaseDurationSeconds") or 0)
+        before = self._seen.get(name)
+        if before is None or before[0] != record:
+            self._seen[name] = (record, now, duration)
+        else:
+            self._seen[name] = (record, before[1], duration)
 
-    def next_expiry(self, now: float) -> float | None:
-        """When the first live member will stop counting unless its Lease changes."""
-        ends = [seen_at + duration for record, seen_at, duration in self._seen.values() if record[0]]
+    def next_change(self, now: float, stale_after: float) -> float | None:
+        """The first moment after `now` when a live member stops counting, or turns stale (unchanged for
+        `stale_after`), unless its Lease changes."""
+        ends = [
+            end
+            for record, seen_at, duration in self._seen.values()
+            if record[0]
+            for end in (seen_at + duration, seen_at + stale_after)
+        ]
         return min((end for end in ends if end > now), default=None)
 
-    def live(self, now: float) -> set[str]:
+    def live(self, now: float, fresh_within: float | None = None) -> set[str]:
+        """The live members; with `fresh_within`, only those whose Lease changed within that long."""
         return {
             record[0]
             for record, seen_at, duration in self._seen.values()
-            if record[0] and now - seen_at < duration
+            if record[0] and now - seen_at < min(duration, fresh_within or duration)
         }
 
 
 class Sharding:
     """The membership Lease and one elector per bucket of one replica. `on_gained(bucket)` and
     `on_lost(bucket)` are called as buckets come and go; `on_takeover(previous_holder)` when a bucket
-    is acquired from another replica ("" when it had been given up)."""
+    is acquired from another replica ("" when it had been given up); `on_forecast(buckets)` when the
+    buckets it expects to gain change, and `prepared()` waits until those are ready to be taken."""
 
     def __init__(
         self,
@@ -90,15 +107,17 @@ class Sharding:
         on_lost: Callable[[int], None],
         on_dropped: Callable[[str], None] = lambda kind: None,
         on_takeover: Callable[[str], None] = lambda previous: None,
+        on_forecast: Callable[[frozenset[int]], None] = lambda expected: None,
+        prepared: Callable[[], Awaitable[None]] | None = None,
         clock: Clock = LOOP_CLOCK,
     ) -> None:
         self.config = config
         self.count = count
-        self._client = client
         self._clock = clock
         self._on_gained = on_gained
-        self._on_lost = on_lost
         self._on_takeover = on_takeover
+        self._on_forecast = on_forecast
+        self._prepared = prepared
         self.guards = [
             LeaseGuard(
                 buckets.bucket_lease_name(config.name, i, count), config.renew_deadline, clock, on_dropped
@@ -116,6 +135,7 @@ class Sharding:
             )
             for i, guard in enumerate(self.guards)
         ]
+        self._bucket_by_lease = {guard.lease: i for i, guard in enumerate(self.guards)}
         self._member_prefix = f"{config.name}-member-"
         member = dataclasses.replace(config, name=buckets.member_lease_name(config.name, config.identity))
         self.member = LeaderElector(
@@ -123,10 +143,23 @@ class Sharding:
         )
         self._members = Members()
         self.live: frozenset[str] = frozenset({config.identity})
-        self._known = asyncio.Event()  # the members were listed once
-        self._changed = asyncio.Event()  # replaced (after being set) when the live members change
+        self.forecast: frozenset[int] = frozenset()
+        self._known = asyncio.Event()  # joined: the buckets' loops may start
+        self._wake = asyncio.Event()  # replaced (after being set) whenever a Lease or the members change
         self._acquiring = 0
-        self._leases_path = f"/apis/coordination.k8s.io/v1/namespaces/{config.namespace}/leases"
+        prefix = f"{config.name}-"
+        self.leases = Informer(
+            client,
+            f"/apis/coordination.k8s.io/v1/namespaces/{config.namespace}/leases",
+            keep=lambda lease: str((lease.get("metadata") or {}).get("name", "")).startswith(prefix),
+        )
+        self.leases.add_handlers(
+            EventHandlers(
+                on_add=self._seen,
+                on_update=lambda old, new: self._seen(new),
+                on_delete=lambda lease: self._seen(lease, deleted=True),
+            )
+        )
 
     # ---- what the controller and the daemon ask
 
@@ -147,74 +180,137 @@ class Sharding:
     def quota(self) -> int:
         return buckets.quota(self.config.identity, self.live, self.count)
 
+    def plan(self) -> list[str]:
+        """Who should hold each bucket now (`buckets.plan` over the Leases as seen)."""
+        me = self.config.identity
+        holders = [me if e.leading else ("" if e.free() else e.holder) for e in self.electors]
+        return buckets.plan(holders, self.live)
+
     # ---- the loops (each supervised by the daemon)
 
+    async def run_leases(self) -> None:
+        """The informer of the Leases (list, then watch)."""
+        await self.leases.run()
+
     async def run_membership(self) -> None:
-        """Renew our membership Lease and re-read the live members, every retry period."""
+        """Join (once what we expect to be given is listed), then renew our membership Lease every retry
+        period, and keep the live members and the forecast current as Leases expire or turn stale."""
+        await self.leases.synced.wait()
+        if not self._known.is_set():
+            self._refresh()
+            if self.forecast and self._prepared is not None:
+                try:
+                    async with self._clock.timeout(self.config.lease_duration):
+                        await self._prepared()
+                except TimeoutError:
+                    log.warning("joining before the expected buckets were listed", buckets=len(self.forecast))
         while True:
             await self.member.step()
-            try:
-                listed = await self._client.get(self._leases_path, request_timeout=self.config.renew_deadline)
-            except (ApiError, aiohttp.ClientError, TimeoutError) as err:
-                log.warning("member leases not listed", error=str(err))
-            else:
-                items = [
-                    lease
-                    for lease in listed.get("items") or []
-                    if str((lease.get("metadata") or {}).get("name", "")).startswith(self._member_prefix)
-                ]
-                self._members.observe(items, self._clock.now())
-                live = frozenset(self._members.live(self._clock.now()) | {self.config.identity})
-                if live != self.live:
-                    log.info(
-                        "members changed",
-                        members=sorted(live),
-                        quota=buckets.quota(self.config.identity, live, self.count),
-                    )
-                    self.live = live
-                    changed, self._changed = self._changed, asyncio.Event()
-                    changed.set()
-                self._known.set()
-            # Read again at the moment a member would expire: its buckets are then free to take at once.
-            await self._pause(None, self._members.next_expiry(self._clock.now()))
+            self._refresh()
+            self._known.set()
+            now = self._clock.now()
+            await self._pause(None, self._members.next_change(now, self.config.renew_deadline))
 
     async def run_bucket(self, bucket: int) -> None:
-        """Hold `bucket` while within quota: renew it, give it up when above quota, take it when it is
-        free or expired and we are below quota."""
+        """Hold `bucket` while within quota: renew it every retry period, give it up when above quota,
+        take it when it is free or expired, planned for us and we are below quota."""
         await self._known.wait()
         elector = self.electors[bucket]
+        renew_at = self._clock.now()
         while True:
-            changed = self._changed
+            wake = self._wake
+            now = self._clock.now()
             if elector.leading and bucket in buckets.to_release(self.held(), self.quota()):
                 log.info("giving a bucket up", bucket=bucket, quota=self.quota())
                 await elector.release()
-            else:
-                # A slot of the quota is reserved only for a bucket that looks free, so the loops of
-                # buckets held by others do not keep the slots from those given up.
-                take = (
-                    not elector.leading
-                    and elector.free()
-                    and len(self.held()) + self._acquiring < self.quota()
-                )
-                self._acquiring += take
+            elif elector.leading:
+                if now >= renew_at or elector.holder not in ("", self.config.identity):
+                    renew_at = now + self.config.retry_period
+                    await elector.step()
+            elif self._may_take(bucket):
+                self._acquiring += 1
                 try:
-                    await elector.step(may_acquire=take)
+                    if await elector.step(may_acquire=True):
+                        renew_at = self._clock.now() + self.config.retry_period
                 finally:
-                    self._acquiring -= take
-            await self._pause(changed, None if elector.leading else elector.expires_at())
+                    self._acquiring -= 1
+            await self._pause(wake, renew_at if elector.leading else self._next_look(bucket))
 
-    async def _pause(self, changed: asyncio.Event | None, expiry: float | None) -> None:
-        """A retry period, or less: until the live members change, or until `expiry` (a Lease we watch
-        can be taken then)."""
+    def _may_take(self, bucket: int) -> bool:
+        elector = self.electors[bucket]
+        if elector.leading or not elector.free() or len(self.held()) + self._acquiring >= self.quota():
+            return False
+        if self.plan()[bucket] == self.config.identity:
+            return True
+        # Planned for another replica that has not taken it within a retry period (its view differs,
+        # or it is gone): whoever is under quota takes it.
+        since = elector.free_since()
+        return since is not None and self._clock.now() - since >= self.config.retry_period
+
+    def _next_look(self, bucket: int) -> float | None:
+        """When a bucket we do not hold may become ours to take, unless a Lease changes first."""
+        elector = self.electors[bucket]
+        expiry = elector.expires_at()
+        if expiry is not None and expiry > self._clock.now():
+            return expiry
+        since = elector.free_since()
+        return None if since is None else since + self.config.retry_period
+
+    async def _pause(self, wake: asyncio.Event | None, until: float | None) -> None:
+        """A retry period, or less: until `wake` is set (a Lease or the members changed), or until `until`
+        (something can be done then)."""
         pause = self.config.retry_period
         now = self._clock.now()
-        if expiry is not None and expiry > now:  # (one already past waits a whole period: no busy loop)
-            pause = min(pause, expiry - now + _PAST_EXPIRY)
+        if until is not None and until > now:  # (one already past waits a whole period: no busy loop)
+            pause = min(pause, until - now + _PAST_EXPIRY)
         try:
             async with self._clock.timeout(pause):
-                await (changed.wait() if changed is not None else asyncio.Event().wait())
+                await (wake.wait() if wake is not None else asyncio.Event().wait())
         except TimeoutError:
             pass
+
+    def _seen(self, lease: Obj, deleted: bool = False) -> None:
+        """A Lease event from the informer: feed it to its elector or to the members, wake the loops."""
+        name = str((lease.get("metadata") or {}).get("name", ""))
+        bucket = self._bucket_by_lease.get(name)
+        if bucket is not None:
+            self.electors[bucket].observe(None if deleted else lease)
+        elif name.startswith(self._member_prefix):
+            self._members.observe(name, None if deleted else lease, self._clock.now())
+        else:
+            return
+        self._refresh()
+        self._poke()
+
+    def _poke(self) -> None:
+        wake, self._wake = self._wake, asyncio.Event()
+        wake.set()
+
+    def _refresh(self) -> None:
+        """Recompute the live members and the forecast, and tell whom it concerns when they change."""
+        now = self._clock.now()
+        me = self.config.identity
+        live = frozenset(self._members.live(now) | {me})
+        if live != self.live:
+            log.info("members changed", members=sorted(live), quota=buckets.quota(me, live, self.count))
+            self.live = live
+            self._poke()
+        # Holders, and members, unheard of for a renew deadline have stopped writing: plan without them.
+        stale = self.config.renew_deadline
+        holders = [
+            me if e.leading else ("" if e.free() or e.unchanged_for() >= stale else e.holder)
+            for e in self.electors
+        ]
+        fresh = self._members.live(now, fresh_within=stale) | {me}
+        planned = buckets.plan(holders, fresh)
+        forecast = frozenset(
+            i for i, owner in enumerate(planned) if owner == me and not self.electors[i].leading
+        )
+        if forecast != self.forecast:
+            if forecast:
+                log.info("expecting buckets", buckets=sorted(forecast))
+            self.forecast = forecast
+            self._on_forecast(forecast)
 
     async def release(self) -> None:
         """On shutdown: give every held bucket and the membership up, so the others take over at once."""

@@ -64,15 +64,21 @@ def lease(name: str, holder: str, renew: str, duration: int = 3) -> dict[str, ob
 
 def test_a_member_is_live_until_its_lease_stops_changing_for_its_duration() -> None:
     members = Members()
-    members.observe([lease("m-a", "a", "t0"), lease("m-b", "b", "t0")], now=0.0)
+    members.observe("m-a", lease("m-a", "a", "t0"), now=0.0)
+    members.observe("m-b", lease("m-b", "b", "t0"), now=0.0)
     assert members.live(0.0) == {"a", "b"}
-    members.observe([lease("m-a", "a", "t1"), lease("m-b", "b", "t0")], now=2.0)
+    members.observe("m-a", lease("m-a", "a", "t1"), now=2.0)
+    members.observe("m-b", lease("m-b", "b", "t0"), now=2.0)  # the same record again: timed from 0
     assert members.live(2.9) == {"a", "b"}
+    assert members.live(2.9, fresh_within=2.0) == {"a"}  # b unheard of for 2 s: stale, still live
+    assert members.next_change(2.9, stale_after=2.0) == 3.0  # b's expiry
     assert members.live(3.0) == {"a"}  # b's record unchanged for 3 s, timed on our clock
-    members.observe([lease("m-a", "", "t2"), lease("m-b", "b", "t1")], now=3.5)
+    members.observe("m-a", lease("m-a", "", "t2"), now=3.5)
+    members.observe("m-b", lease("m-b", "b", "t1"), now=3.5)
     assert members.live(3.5) == {"b"}  # a gave its membership up; b renewed again
-    members.observe([lease("m-b", "b", "t1")], now=4.0)
+    members.observe("m-a", None, now=4.0)
     assert members.live(4.0) == {"b"}  # a's Lease deleted: forgotten
+    assert members.next_change(4.0, stale_after=2.0) == 5.5  # b turns stale
 
 
 class Replica:
@@ -90,7 +96,11 @@ class Replica:
             on_takeover=self.takeovers.append,
             clock=clock,
         )
-        loops = [self.sharding.run_membership(), *(self.sharding.run_bucket(b) for b in range(BUCKETS))]
+        loops = [
+            self.sharding.run_leases(),
+            self.sharding.run_membership(),
+            *(self.sharding.run_bucket(b) for b in range(BUCKETS)),
+        ]
         self.tasks = [asyncio.create_task(loop) for loop in loops]
 
     async def kill(self) -> None:
@@ -148,7 +158,7 @@ async def test_replicas_balance_take_over_a_dead_one_and_let_a_late_one_in(
         assert a.held() == BUCKETS and holders(apiserver) == ["a"] * BUCKETS
         b = start("b")
         await run_for(clock, 2.0, 2 * loops)
-        # b is seen at a's next listing: a gives the highest-numbered half up, b takes them at once.
+        # a sees b join (watch): it gives the highest-numbered half up, b takes them at once.
         assert (a.held(), b.held()) == (3, 3)
         assert holders(apiserver) == ["a"] * 3 + ["b"] * 3
         assert sorted(a.events[-3:]) == [("lost", 3), ("lost", 4), ("lost", 5)]
