@@ -13,7 +13,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.buckets import bucket_lease_name, bucket_of, member_lease_name, quota, to_release
+from autoscaler.buckets import bucket_lease_name, bucket_of, member_lease_name, plan, quota, to_release
 from autoscaler.leader import LeaseConfig
 from autoscaler.sharding import Members, Sharding
 from shared.clock import FakeClock
@@ -57,6 +57,23 @@ def test_quotas_cover_every_bucket_and_none_exceeds_ceil(buckets: int, members: 
     assert max(quotas) <= math.ceil(buckets / len(members)) and max(quotas) - min(quotas) <= 1
 
 
+@given(
+    st.lists(st.sampled_from(["", "a", "b", "c", "gone"]), min_size=1, max_size=24),
+    st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=4, unique=True),
+)
+def test_the_plan_keeps_what_it_can_and_fills_every_quota(holders: list[str], members: list[str]) -> None:
+    planned = plan(holders, members)
+    assert planned == plan(holders, list(reversed(members)))  # the same for every replica's view
+    assert set(planned) <= set(members)
+    for member in members:
+        mine = [b for b, owner in enumerate(planned) if owner == member]
+        assert len(mine) == quota(member, members, len(holders))
+        held = [b for b, holder in enumerate(holders) if holder == member]
+        # A holder keeps its lowest-numbered buckets up to its quota (what `to_release` gives up is
+        # the rest), so nothing it keeps moves.
+        assert [b for b in held if b in mine] == held[: len(mine)]
+
+
 def lease(name: str, holder: str, renew: str, duration: int = 3) -> dict[str, object]:
     spec = {"holderIdentity": holder, "renewTime": renew, "leaseDurationSeconds": duration}
     return {"metadata": {"name": name}, "spec": spec}
@@ -84,9 +101,12 @@ def test_a_member_is_live_until_its_lease_stops_changing_for_its_duration() -> N
 class Replica:
     """One replica's Sharding on the fake clock, its loops running, what it gained and lost."""
 
-    def __init__(self, client: KubeClient, identity: str, clock: FakeClock) -> None:
+    def __init__(
+        self, client: KubeClient, identity: str, clock: FakeClock, prepared: asyncio.Event | None = None
+    ) -> None:
         self.events: list[tuple[str, int]] = []
         self.takeovers: list[str] = []
+        self.forecasts: list[frozenset[int]] = []
         self.sharding = Sharding(
             client,
             LeaseConfig(**{**CONFIG.__dict__, "identity": identity}),
@@ -94,6 +114,8 @@ class Replica:
             on_gained=lambda b: self.events.append(("gained", b)),
             on_lost=lambda b: self.events.append(("lost", b)),
             on_takeover=self.takeovers.append,
+            on_forecast=self.forecasts.append,
+            prepared=prepared.wait if prepared is not None else None,
             clock=clock,
         )
         loops = [
@@ -114,12 +136,12 @@ class Replica:
 
 
 @asynccontextmanager
-async def replicas(kubeconfig: Path, clock: FakeClock) -> AsyncIterator[Callable[[str], Replica]]:
+async def replicas(kubeconfig: Path, clock: FakeClock) -> AsyncIterator[Callable[..., Replica]]:
     client = KubeClient(await load_access(str(kubeconfig)), clock=clock)
     started: list[Replica] = []
 
-    def start(identity: str) -> Replica:
-        started.append(Replica(client, identity, clock))
+    def start(identity: str, prepared: asyncio.Event | None = None) -> Replica:
+        started.append(Replica(client, identity, clock, prepared))
         return started[-1]
 
     try:
@@ -200,3 +222,94 @@ async def test_a_bucket_seen_held_by_another_is_lost_at_once_and_its_writes_fenc
         other = next(ns for ns in (f"ns-{i}" for i in range(50)) if bucket_of(ns, BUCKETS) != bucket)
         assert a.sharding.guard_of(other).admit("PATCH", f"/apis/x/v1/namespaces/{other}/hzas/web/status")
         assert a.sharding.holder_of(bucket) == "z"
+
+
+async def test_survivors_expect_a_silent_holders_buckets_and_take_exactly_those(
+    apiserver: ServerThread[ApiServer], kubeconfig_path: Path
+) -> None:
+    clock = FakeClock()
+    loops = BUCKETS + 1
+    async with replicas(kubeconfig_path, clock) as start:
+        a, b, c = start("a"), start("b"), start("c")
+        await run_for(clock, 2.0, 3 * loops)
+        assert (a.held(), b.held(), c.held()) == (2, 2, 2)
+        assert not a.sharding.forecast and not b.sharding.forecast
+        orphans = {i for i, holder in enumerate(holders(apiserver)) if holder == "c"}
+        await c.kill()
+        # Within c's renew deadline (2 s) nobody expects anything: c may still be writing.
+        await run_for(clock, 1.5, 2 * loops)
+        assert not a.sharding.forecast and not b.sharding.forecast
+        # Unheard of for its renew deadline, c has stopped writing by its own rule: its buckets are
+        # planned among the survivors, one each, while its Leases have not expired yet.
+        await run_for(clock, 1.0, 2 * loops)
+        expected_a, expected_b = a.sharding.forecast, b.sharding.forecast
+        assert expected_a | expected_b == orphans and len(expected_a) == len(expected_b) == 1
+        assert holders(apiserver).count("c") == 2
+        # At expiry each takes what it expected, and nothing else.
+        await run_for(clock, 1.0, 2 * loops)
+        assert [i for i in orphans if holders(apiserver)[i] == "a"] == sorted(expected_a)
+        assert [i for i in orphans if holders(apiserver)[i] == "b"] == sorted(expected_b)
+        assert not a.sharding.forecast and not b.sharding.forecast  # held now: nothing left to expect
+
+
+async def test_a_joiner_lists_what_it_will_be_given_before_it_makes_anyone_give_it_up(
+    apiserver: ServerThread[ApiServer], kubeconfig_path: Path
+) -> None:
+    clock = FakeClock()
+    loops = BUCKETS + 1
+    member_c = member_lease_name("surge", "c")
+
+    def member_leases() -> list[str]:
+        listed = apiserver.call(lambda: apiserver.server.store.list(LEASES, "default"))
+        return [str(item["metadata"]["name"]) for item in listed if "-member-" in item["metadata"]["name"]]
+
+    async with replicas(kubeconfig_path, clock) as start:
+        a, b = start("a"), start("b")
+        await run_for(clock, 2.0, 2 * loops)
+        assert (a.held(), b.held()) == (3, 3)
+        prepared = asyncio.Event()
+        c = start("c", prepared)
+        await eventually(lambda: bool(c.forecasts), within=20)
+        # c expects a's and b's highest-numbered bucket (their quota drops from 3 to 2 once it joins) ...
+        expected = c.sharding.forecast
+        before = holders(apiserver)
+        assert len(expected) == 2 and {before[i] for i in expected} == {"a", "b"}
+        assert expected == {max(i for i in range(BUCKETS) if before[i] == h) for h in ("a", "b")}
+        # ... and does not join (no membership Lease, nothing given up) until it has listed them.
+        await run_for(clock, 2.0, 2 * loops)
+        assert member_c not in member_leases() and (a.held(), b.held(), c.held()) == (3, 3, 0)
+        prepared.set()
+        await run_for(clock, 1.0, 3 * loops)
+        assert member_c in member_leases()
+        assert {i for i, holder in enumerate(holders(apiserver)) if holder == "c"} == expected
+        assert (a.held(), b.held(), c.held()) == (2, 2, 2)
+
+
+async def test_a_replica_takes_only_the_free_buckets_planned_for_it(
+    apiserver: ServerThread[ApiServer], kubeconfig_path: Path
+) -> None:
+    clock = FakeClock()
+    # x is a live member (its membership Lease is fresh) that has not taken anything yet.
+    member_x = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": member_lease_name("surge", "x"), "namespace": "default"},
+        "spec": {
+            "holderIdentity": "x",
+            "leaseDurationSeconds": 3,
+            "renewTime": "2026-01-01T00:00:00.000000Z",
+        },
+    }
+    apiserver.call(lambda: apiserver.server.store.create(LEASES, member_x, namespace="default"))
+    async with replicas(kubeconfig_path, clock) as start:
+        a = start("a")
+        await run_for(clock, 0.25, BUCKETS + 1)
+        # The plan alternates the free buckets between a and x: a takes its three, not the first three.
+        assert plan([""] * BUCKETS, ["a", "x"]) == ["a", "x"] * (BUCKETS // 2)
+        assert sorted(a.sharding.held()) == [0, 2, 4]
+        # x takes nothing within a retry period (0.5 s): its buckets are anybody's, but a is at quota.
+        await run_for(clock, 1.0, BUCKETS + 1)
+        assert sorted(a.sharding.held()) == [0, 2, 4]
+        # x's membership expires (3 s unrenewed): a's quota is all six, and it takes the rest.
+        await run_for(clock, 2.0, BUCKETS + 1)
+        assert a.held() == BUCKETS
