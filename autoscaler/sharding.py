@@ -108,7 +108,7 @@ class Sharding:
         on_dropped: Callable[[str], None] = lambda kind: None,
         on_takeover: Callable[[str], None] = lambda previous: None,
         on_forecast: Callable[[frozenset[int]], None] = lambda expected: None,
-        prepared: Callable[[], Awaitable[None]] | None = None,
+        prepared: Callable[[], Awaitable[object]] | None = None,
         clock: Clock = LOOP_CLOCK,
     ) -> None:
         self.config = config
