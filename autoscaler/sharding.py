@@ -32,12 +32,13 @@ import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable
 
+import aiohttp
 import structlog
 
 from autoscaler import buckets
 from autoscaler.leader import LeaderElector, LeaseConfig, LeaseGuard
 from shared.clock import LOOP_CLOCK, Clock
-from shared.kube import KubeClient, Obj
+from shared.kube import ApiError, KubeClient, Obj
 from shared.kube.informer import EventHandlers, Informer
 
 log = structlog.get_logger(__name__)
@@ -52,12 +53,15 @@ class Members:
     def __init__(self) -> None:
         # lease name -> (holder, renewTime, transitions), when that record was first seen, its duration
         self._seen: dict[str, tuple[tuple[str, str, int], float, float]] = {}
+        self._versions: dict[str, str] = {}  # lease name -> its resourceVersion as last seen
 
     def observe(self, name: str, lease: Obj | None, now: float) -> None:
         """A member Lease as read or watched (None: deleted)."""
         if lease is None:
             self._seen.pop(name, None)
+            self._versions.pop(name, None)
             return
+        self._versions[name] = str((lease.get("metadata") or {}).get("resourceVersion", ""))
         spec = lease.get("spec") or {}
         record = (
             str(spec.get("holderIdentity") or ""),
@@ -81,6 +85,14 @@ class Members:
             for end in (seen_at + duration, seen_at + stale_after)
         ]
         return min((end for end in ends if end > now), default=None)
+
+    def expired(self, now: float) -> list[tuple[str, str]]:
+        """The Leases (name, resourceVersion) of members gone: given up, or unchanged for their duration."""
+        return [
+            (name, self._versions.get(name, ""))
+            for name, (record, seen_at, duration) in self._seen.items()
+            if not record[0] or now - seen_at >= duration
+        ]
 
     def live(self, now: float, fresh_within: float | None = None) -> set[str]:
         """The live members; with `fresh_within`, only those whose Lease changed within that long."""
@@ -113,6 +125,7 @@ class Sharding:
     ) -> None:
         self.config = config
         self.count = count
+        self._client = client
         self._clock = clock
         self._on_gained = on_gained
         self._on_takeover = on_takeover
@@ -148,9 +161,10 @@ class Sharding:
         self._wake = asyncio.Event()  # replaced (after being set) whenever a Lease or the members change
         self._acquiring = 0
         prefix = f"{config.name}-"
+        self._leases_path = f"/apis/coordination.k8s.io/v1/namespaces/{config.namespace}/leases"
         self.leases = Informer(
             client,
-            f"/apis/coordination.k8s.io/v1/namespaces/{config.namespace}/leases",
+            self._leases_path,
             keep=lambda lease: str((lease.get("metadata") or {}).get("name", "")).startswith(prefix),
         )
         self.leases.add_handlers(
@@ -208,8 +222,33 @@ class Sharding:
             await self.member.step()
             self._refresh()
             self._known.set()
+            await self._delete_gone_members()
             now = self._clock.now()
             await self._pause(None, self._members.next_change(now, self.config.renew_deadline))
+
+    async def _delete_gone_members(self) -> None:
+        """Delete the membership Leases of members gone, so a replica that starts later does not count
+        them as live for a lease duration (it times them from when it first sees them). The delete is
+        conditional on the version we timed: a member that renewed meanwhile keeps its Lease (409)."""
+        for name, version in self._members.expired(self._clock.now()):
+            if name == self.member.config.name:
+                continue
+            options = {
+                "kind": "DeleteOptions",
+                "apiVersion": "v1",
+                "preconditions": {"resourceVersion": version},
+            }
+            try:
+                await self._client.request(
+                    "DELETE",
+                    f"{self._leases_path}/{name}",
+                    body=options,
+                    request_timeout=self.config.renew_deadline,
+                )
+                log.info("deleted the membership Lease of a member gone", lease=name)
+            except (ApiError, aiohttp.ClientError, TimeoutError) as err:
+                # Another member deleted it first (404), or it was renewed (409): nothing to do.
+                log.debug("membership Lease not deleted", lease=name, error=str(err))
 
     async def run_bucket(self, bucket: int) -> None:
         """Hold `bucket` while within quota: renew it every retry period, give it up when above quota,
@@ -270,7 +309,8 @@ class Sharding:
             pass
 
     def _seen(self, lease: Obj, deleted: bool = False) -> None:
-        """A Lease event from the informer: feed it to its elector or to the members, wake the loops."""
+        """A Lease event from the informer: feed it to its elector or to the members, wake the loops
+        (once the first list is in: its partial views are not acted on)."""
         name = str((lease.get("metadata") or {}).get("name", ""))
         bucket = self._bucket_by_lease.get(name)
         if bucket is not None:
@@ -279,8 +319,9 @@ class Sharding:
             self._members.observe(name, None if deleted else lease, self._clock.now())
         else:
             return
-        self._refresh()
-        self._poke()
+        if self.leases.synced.is_set():
+            self._refresh()
+            self._poke()
 
     def _poke(self) -> None:
         wake, self._wake = self._wake, asyncio.Event()

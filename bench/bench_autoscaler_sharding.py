@@ -47,6 +47,7 @@ import statistics
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -102,6 +103,7 @@ class Cluster:
             f"--leader-elect-retry-period={a.lease * 2 / 15:g}s",
             f"--sync-period={a.period:g}s",
             "--shutdown-grace-period=3s",
+            f"--log-level={a.log_level}",
         ]
         daemon = Daemon.start(kubeconfig, self.metrics_url, self.workdir / f"{name}.log", *flags)
         self.replicas[name] = daemon
@@ -172,6 +174,23 @@ def stale_writes(entries: list[AuditEntry], users: set[str], buckets: int) -> li
     return stale
 
 
+def lease_writes(entries: list[AuditEntry], since: datetime, users: list[str]) -> dict[str, float]:
+    """Each Lease's first successful write by one of `users` after `since`: seconds after it."""
+    out: dict[str, float] = {}
+    for e in entries:
+        if e.resource == "leases" and e.user in users and e.code < 300 and e.received >= since:
+            seconds = (e.received - since).total_seconds()
+            out[e.name] = min(out.get(e.name, seconds), seconds)
+    return out
+
+
+def spread_of(values: Iterable[float | None]) -> str:
+    known = sorted(v for v in values if v is not None)
+    if not known:
+        return "(none seen)"
+    return f"{known[0]:.1f} s" if len(known) == 1 else f"{known[0]:.1f}-{known[-1]:.1f} s"
+
+
 def reconciles_by_target(
     entries: list[AuditEntry], since: datetime
 ) -> dict[tuple[str, str], list[tuple[datetime, str]]]:
@@ -209,6 +228,7 @@ async def run(args: argparse.Namespace) -> None:
         # read later) go to the permanent generation, so no full collection stops it for seconds.
         gc.freeze()
         cluster = Cluster(api, args, workdir, f"http://127.0.0.1:{metrics_port}")
+        print(f"work folder (audit log, replicas' logs): {workdir}")
         load = os.getloadavg()
         print(
             f"sharding: {args.replicas} replicas, {n} autoscalers x {args.pods} pods in {args.namespaces} "
@@ -286,6 +306,11 @@ async def run(args: argparse.Namespace) -> None:
             # 3. SIGKILL the replica owning most.
             victim = max(names, key=lambda name: len(cluster.targets_of(name)))
             orphans = set(cluster.targets_of(victim))
+            orphan_leases = {
+                n
+                for n, holder in zip(cluster.lease_names, cluster.holders(), strict=True)
+                if holder == victim
+            }
             cluster.audit.read()
             killed_at = datetime.now(UTC)
             cluster.replicas[victim].proc.kill()
@@ -317,9 +342,12 @@ async def run(args: argparse.Namespace) -> None:
                 taken_over, args.lease * 4 + args.period + 60, "the takeover of every orphan", every=0.5
             )
             firsts = [(when - killed_at).total_seconds() for when in first.values()]
+            taken = lease_writes(cluster.audit.entries, killed_at, survivors)
             print(
-                f"takeover after SIGKILL of {victim}: its {len(orphans)} targets reconciled by a survivor "
-                f"after median {statistics.median(firsts):.1f} s, all within {max(firsts):.1f} s "
+                f"takeover after SIGKILL of {victim}: its buckets taken after "
+                f"{spread_of(taken.get(n) for n in cluster.lease_names if n in orphan_leases)}; its "
+                f"{len(orphans)} targets reconciled by a survivor after median "
+                f"{statistics.median(firsts):.1f} s, all within {max(firsts):.1f} s "
                 f"(lease {args.lease:g} s: target <= {args.lease + 3:g} s)"
             )
 
@@ -358,6 +386,12 @@ async def run(args: argparse.Namespace) -> None:
                 points = [joined_at - timedelta(seconds=args.period), *times, end]
                 gaps.append(max((b - a).total_seconds() for a, b in itertools.pairwise(points)))
             late_reconciles = sum(user == late for v in seen.values() for _, user in v)
+            joined = lease_writes(cluster.audit.entries, joined_at, [late])
+            member = next((t for n, t in joined.items() if "-member-" in n), None)
+            print(
+                f"late joiner: membership Lease written {spread_of([member])} after it was started, its "
+                f"buckets taken after {spread_of(t for n, t in joined.items() if '-member-' not in n)}"
+            )
             print(
                 f"late joiner: balanced {took:.1f} s after it was ready ({share:.0%} of the targets, "
                 f"{late_reconciles} reconciles); longest a target went unreconciled around the handover "
@@ -388,6 +422,7 @@ def main() -> None:
         "--lease", type=float, default=15.0, help="lease duration (renew deadline 2/3, retry 2/15)"
     )
     parser.add_argument("--measure", type=float, default=45.0)
+    parser.add_argument("--log-level", default="warning", help="the replicas' (logs in the work folder)")
     args = parse_args(
         parser, {"autoscalers": 60, "pods": 2, "buckets": 6, "period": 2.0, "lease": 3.0, "measure": 4.0}
     )

@@ -169,6 +169,11 @@ def holders(apiserver: ServerThread[ApiServer]) -> list[str]:
     return list(apiserver.call(read))
 
 
+def member_leases(apiserver: ServerThread[ApiServer]) -> list[str]:
+    listed = apiserver.call(lambda: apiserver.server.store.list(LEASES, "default"))
+    return [str(item["metadata"]["name"]) for item in listed if "-member-" in item["metadata"]["name"]]
+
+
 async def test_replicas_balance_take_over_a_dead_one_and_let_a_late_one_in(
     apiserver: ServerThread[ApiServer], kubeconfig_path: Path
 ) -> None:
@@ -250,6 +255,11 @@ async def test_survivors_expect_a_silent_holders_buckets_and_take_exactly_those(
         assert [i for i in orphans if holders(apiserver)[i] == "a"] == sorted(expected_a)
         assert [i for i in orphans if holders(apiserver)[i] == "b"] == sorted(expected_b)
         assert not a.sharding.forecast and not b.sharding.forecast  # held now: nothing left to expect
+        # c's membership Lease is deleted: a replica that starts now does not count c for 3 s.
+        assert member_leases(apiserver) == [member_lease_name("surge", m) for m in ("a", "b")]
+        d = start("d")
+        await run_for(clock, 0.5, 3 * loops)
+        assert (a.held(), b.held(), d.held()) == (2, 2, 2)
 
 
 async def test_a_joiner_lists_what_it_will_be_given_before_it_makes_anyone_give_it_up(
@@ -258,10 +268,6 @@ async def test_a_joiner_lists_what_it_will_be_given_before_it_makes_anyone_give_
     clock = FakeClock()
     loops = BUCKETS + 1
     member_c = member_lease_name("surge", "c")
-
-    def member_leases() -> list[str]:
-        listed = apiserver.call(lambda: apiserver.server.store.list(LEASES, "default"))
-        return [str(item["metadata"]["name"]) for item in listed if "-member-" in item["metadata"]["name"]]
 
     async with replicas(kubeconfig_path, clock) as start:
         a, b = start("a"), start("b")
@@ -277,10 +283,10 @@ async def test_a_joiner_lists_what_it_will_be_given_before_it_makes_anyone_give_
         assert expected == {max(i for i in range(BUCKETS) if before[i] == h) for h in ("a", "b")}
         # ... and does not join (no membership Lease, nothing given up) until it has listed them.
         await run_for(clock, 2.0, 2 * loops)
-        assert member_c not in member_leases() and (a.held(), b.held(), c.held()) == (3, 3, 0)
+        assert member_c not in member_leases(apiserver) and (a.held(), b.held(), c.held()) == (3, 3, 0)
         prepared.set()
         await run_for(clock, 1.0, 3 * loops)
-        assert member_c in member_leases()
+        assert member_c in member_leases(apiserver)
         assert {i for i, holder in enumerate(holders(apiserver)) if holder == "c"} == expected
         assert (a.held(), b.held(), c.held()) == (2, 2, 2)
 

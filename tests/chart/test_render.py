@@ -620,7 +620,7 @@ def test_autoscaler(render) -> None:
         {
             "apiGroups": ["coordination.k8s.io"],
             "resources": ["leases"],
-            "verbs": ["get", "list", "watch", "create", "update", "patch"],
+            "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
         }
     ]
     cluster_role = rendered.get("ClusterRole", "surge-autoscaler")
