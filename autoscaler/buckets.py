@@ -14,10 +14,10 @@ Pure logic (no I/O); autoscaler/sharding.py runs the Leases.
   replicas end up with 4, 3 and 3 of 10 instead of 4, 4 and 2.
 * Assignment (`plan`): every replica computes, from the same view of the Leases, who should hold each
   bucket: a holder keeps its lowest-numbered buckets up to its quota, and the rest (free, expired, held
-  by a member no longer live, or above a holder's quota) go in bucket order to the member furthest below
-  its quota. A replica takes only the free buckets planned for it, so it knows in advance which ones it
-  will get (and lists their pods before they are free); two replicas never race for one bucket while
-  their views agree.
+  by a member no longer live, or above a holder's quota) go in bucket order to the members below their
+  quota, one run of consecutive buckets each. A replica takes only the free buckets planned for it, so
+  it knows in advance which ones it will get (and lists their pods before they are free), two replicas
+  never race for one bucket while their views agree, and the plan does not change as it is carried out.
 """
 
 from __future__ import annotations
@@ -69,20 +69,22 @@ def to_release(held: Iterable[int], allowed: int) -> list[int]:
 def plan(holders: Sequence[str], members: Iterable[str]) -> list[str]:
     """Who should hold each bucket: `holders[i]` is bucket i's holder ("" : free or expired), `members`
     the live identities (see the module docstring). Deterministic, so replicas that see the same Leases
-    agree."""
+    agree; and stable while it is carried out: a member taking a bucket planned for it (or giving up
+    one above its quota) leaves every other bucket's owner as it was."""
     ranked = sorted(set(members))
     if not ranked:
         return ["" for _ in holders]
     count = len(holders)
-    spare = {member: quota(member, ranked, count) for member in ranked}
+    need = {member: quota(member, ranked, count) for member in ranked}
     owner = ["" for _ in holders]
     for bucket, holder in enumerate(holders):
-        if spare.get(holder, 0) > 0:
+        if need.get(holder, 0) > 0:
             owner[bucket] = holder
-            spare[holder] -= 1
-    for bucket in range(count):
-        if not owner[bucket]:
-            member = max(ranked, key=lambda m: (spare[m], -ranked.index(m)))
-            owner[bucket] = member
-            spare[member] -= 1
+            need[holder] -= 1
+    # The rest, in bucket order, as consecutive runs: the first member (by identity) its need, then the
+    # next. A member taking one of its run's buckets shortens its own run by that bucket only.
+    rest = iter(bucket for bucket in range(count) if not owner[bucket])
+    for member in ranked:
+        for _ in range(need[member]):
+            owner[next(rest)] = member
     return owner

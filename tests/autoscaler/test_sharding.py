@@ -72,6 +72,14 @@ def test_the_plan_keeps_what_it_can_and_fills_every_quota(holders: list[str], me
         # A holder keeps its lowest-numbered buckets up to its quota (what `to_release` gives up is
         # the rest), so nothing it keeps moves.
         assert [b for b in held if b in mine] == held[: len(mine)]
+        # Carrying the plan out does not change it: a member taking a bucket planned for it, or giving
+        # up one above its quota, leaves every owner as it was (what a replica prepared, it gets).
+        for bucket in held[len(mine) :]:
+            assert plan([h if b != bucket else "" for b, h in enumerate(holders)], members) == planned
+    for bucket, owner in enumerate(planned):
+        if holders[bucket] != owner:
+            taken = [h if b != bucket else owner for b, h in enumerate(holders)]
+            assert plan(taken, members) == planned
 
 
 def lease(name: str, holder: str, renew: str, duration: int = 3) -> dict[str, object]:
@@ -295,27 +303,27 @@ async def test_a_replica_takes_only_the_free_buckets_planned_for_it(
     apiserver: ServerThread[ApiServer], kubeconfig_path: Path
 ) -> None:
     clock = FakeClock()
-    # x is a live member (its membership Lease is fresh) that has not taken anything yet.
+    # a is a live member (its membership Lease is fresh) that has not taken anything yet.
     member_x = {
         "apiVersion": "coordination.k8s.io/v1",
         "kind": "Lease",
-        "metadata": {"name": member_lease_name("surge", "x"), "namespace": "default"},
+        "metadata": {"name": member_lease_name("surge", "a"), "namespace": "default"},
         "spec": {
-            "holderIdentity": "x",
+            "holderIdentity": "a",
             "leaseDurationSeconds": 3,
             "renewTime": "2026-01-01T00:00:00.000000Z",
         },
     }
     apiserver.call(lambda: apiserver.server.store.create(LEASES, member_x, namespace="default"))
     async with replicas(kubeconfig_path, clock) as start:
-        a = start("a")
+        b = start("b")
         await run_for(clock, 0.25, BUCKETS + 1)
-        # The plan alternates the free buckets between a and x: a takes its three, not the first three.
-        assert plan([""] * BUCKETS, ["a", "x"]) == ["a", "x"] * (BUCKETS // 2)
-        assert sorted(a.sharding.held()) == [0, 2, 4]
-        # x takes nothing within a retry period (0.5 s): its buckets are anybody's, but a is at quota.
+        # The plan gives a the first three free buckets and b the next three: b takes those, not the first.
+        assert plan([""] * BUCKETS, ["b", "a"]) == ["a"] * 3 + ["b"] * 3
+        assert sorted(b.sharding.held()) == [3, 4, 5]
+        # a takes nothing within a retry period (0.5 s): its buckets are anybody's, but b is at quota.
         await run_for(clock, 1.0, BUCKETS + 1)
-        assert sorted(a.sharding.held()) == [0, 2, 4]
-        # x's membership expires (3 s unrenewed): a's quota is all six, and it takes the rest.
+        assert sorted(b.sharding.held()) == [3, 4, 5]
+        # a's membership expires (3 s unrenewed): b's quota is all six, and it takes the rest.
         await run_for(clock, 2.0, BUCKETS + 1)
-        assert a.held() == BUCKETS
+        assert b.held() == BUCKETS
