@@ -45,6 +45,8 @@ log = structlog.get_logger("autoscaler")
 
 COMPONENT = "surge-autoscaler"
 _CERT_RELOAD_SECONDS = 10.0
+# Of --shutdown-grace-period, at most this much (and at most half) is kept for giving the Leases up.
+_RELEASE_RESERVE = 2.0
 
 
 class StartupError(Exception):
@@ -224,9 +226,12 @@ class AutoscalerDaemon:
         log.info("shutting down", grace=grace)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace
-        await self.controller.stop(grace)
-        await self.supervisor.stop()
         holder = self.elector or self.sharding
+        # A slow drain must not leave the Leases unreleased (the others would wait them out): part of
+        # the grace is kept for the release.
+        reserve = min(grace / 2, _RELEASE_RESERVE) if holder is not None else 0.0
+        await self.controller.stop(grace - reserve)
+        await self.supervisor.stop()
         if holder is not None:
             try:
                 async with asyncio.timeout_at(deadline):

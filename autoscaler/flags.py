@@ -237,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--shutdown-grace-period",
         type=seconds(),
         default=10.0,
-        help="on SIGTERM, time for in-flight reconciles to finish",
+        help="on SIGTERM, time for in-flight reconciles to finish and the Leases to be given up",
     )
     add_logging_flags(p)
     return p
