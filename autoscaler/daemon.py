@@ -15,6 +15,7 @@ import ctypes
 import functools
 import gc
 import ssl
+from collections.abc import Awaitable, Callable
 
 import structlog
 from aiohttp import web
@@ -144,6 +145,7 @@ class AutoscalerDaemon:
         self.port = 0
         self._listener: Listener | None = None
         self._lease_lost = asyncio.Event()
+        self._lease_tasks: list[str] = []
 
     @classmethod
     async def create(cls, options: AutoscalerOptions, clock: Clock = LOOP_CLOCK) -> AutoscalerDaemon:
@@ -193,15 +195,21 @@ class AutoscalerDaemon:
         )
         if self.sharding is not None:
             sharding = self.sharding
-            self.supervisor.start("leases informer", sharding.run_leases)
-            self.supervisor.start("membership", sharding.run_membership)
+            self._start_lease_task("leases informer", sharding.run_leases)
+            self._start_lease_task("membership", sharding.run_membership)
             for bucket in range(sharding.count):
-                self.supervisor.start(f"bucket-{bucket:02d}", functools.partial(sharding.run_bucket, bucket))
+                self._start_lease_task(f"bucket-{bucket:02d}", functools.partial(sharding.run_bucket, bucket))
         elif self.elector is None:
             self.telemetry.is_leader.set(1)
         else:
             elector = self.elector
-            self.supervisor.start("leader election", lambda: self._lead(elector))
+            self._start_lease_task("leader election", lambda: self._lead(elector))
+
+    def _start_lease_task(self, name: str, loop: Callable[[], Awaitable[None]]) -> None:
+        """A supervised task that renews or takes Leases: stopped first on shutdown, so the release is
+        not undone by a renewal."""
+        self._lease_tasks.append(name)
+        self.supervisor.start(name, loop)
 
     async def run(self, stop: asyncio.Event) -> int:
         """Start, then run until `stop` is set (0) or the lease is lost (1, as client-go's elector ends
@@ -231,13 +239,16 @@ class AutoscalerDaemon:
         # the grace is kept for the release.
         reserve = min(grace / 2, _RELEASE_RESERVE) if holder is not None else 0.0
         await self.controller.stop(grace - reserve)
-        await self.supervisor.stop()
+        # The Leases are given up before the other tasks are stopped (many, some busy with large
+        # caches): the others take over as soon as possible.
+        await self.supervisor.stop(only=self._lease_tasks)
         if holder is not None:
             try:
                 async with asyncio.timeout_at(deadline):
                     await holder.release()
             except TimeoutError:
                 log.warning("lease not released within the grace period", grace=grace)
+        await self.supervisor.stop()
         if self._listener is not None:
             await self._listener.close()
         await self.security.close()

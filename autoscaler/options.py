@@ -76,9 +76,9 @@ def _lease(ns: argparse.Namespace) -> LeaseConfig:
 
 def _check_elector_rate(qps: float, retry_period: float, buckets: int) -> None:
     """The elector's own client has --qps/--burst too (as client-go's leader-election client has its
-    config's): it must afford a get and an update every retry period, for each bucket's Lease and (with
-    buckets) the membership Lease and the list of members."""
-    requests = 2 if buckets == 1 else 2 * (buckets + 1) + 1
+    config's): it must afford a get and an update every retry period, for each bucket's Lease it may
+    hold and (with buckets) the membership Lease (the others' Leases come by watch)."""
+    requests = 2 if buckets == 1 else 2 * (buckets + 1)
     if qps > 0 and qps * retry_period < requests:
         raise ValueError(
             f"--qps {qps:g} and --leader-elect-retry-period {retry_period:g}s: the leader elector sends "

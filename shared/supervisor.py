@@ -15,7 +15,7 @@ pool finishes at once, so that is a debug line each, and `stop` says in one line
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 
 import structlog
@@ -77,13 +77,13 @@ class Supervisor:
         """The tasks waiting to restart after a crash (empty when all run or have finished)."""
         return sorted(name for name, up in self._up.items() if not up)
 
-    async def stop(self) -> None:
-        """Cancel every task and wait for them to end."""
-        tasks = list(self._tasks.values())
+    async def stop(self, only: Collection[str] | None = None) -> None:
+        """Cancel every task (or those named in `only`) and wait for them to end."""
+        names = [name for name in self._tasks if only is None or name in only]
+        tasks = [self._tasks.pop(name) for name in names]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        self._tasks.clear()
         if tasks:
             log.info("background tasks stopped", tasks=len(tasks))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -118,6 +119,31 @@ async def test_stop_cancels_running_and_backing_off_tasks() -> None:
     assert supervisor.down() == ["crashing"]
     await asyncio.wait_for(supervisor.stop(), 5)
     assert running.starts == 1 and crashing.starts == 1
+
+
+async def test_stop_of_some_leaves_the_others_running() -> None:
+    supervisor, _ = make(FakeClock())
+    cancelled: list[str] = []
+
+    def loop(name: str) -> Callable[[], Awaitable[None]]:
+        async def run() -> None:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                cancelled.append(name)
+                raise
+
+        return run
+
+    for name in ("lease", "informer", "worker"):
+        supervisor.start(name, loop(name))
+    await settle()
+    await asyncio.wait_for(supervisor.stop(only=["lease"]), 5)
+    assert cancelled == ["lease"]
+    supervisor.start("lease", loop("lease"))  # its name is free again
+    await settle()
+    await asyncio.wait_for(supervisor.stop(), 5)
+    assert sorted(cancelled) == ["informer", "lease", "lease", "worker"]
 
 
 async def test_names_are_unique() -> None:
