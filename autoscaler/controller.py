@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import time
 import zlib
@@ -554,6 +555,10 @@ class Controller:
                 # Gained after the last lister ended (the event is set again): the next pass lists them,
                 # and queues their buckets and the keys that wait for them.
                 continue
+            # What the lists brought is long-lived, as the caches after the first sync (the daemon
+            # freezes those too): later collections need not traverse it (a full one stalls the loop
+            # for up to a second with tens of thousands of pods).
+            gc.freeze()
             self._to_queue.clear()
             keys, self._keys_to_queue = self._keys_to_queue, set()
             for key in keys:
