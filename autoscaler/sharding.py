@@ -156,6 +156,7 @@ class Sharding:
         )
         self._members = Members()
         self.live: frozenset[str] = frozenset({config.identity})
+        self._live_since = clock.now()  # when `live` last changed
         self.forecast: frozenset[int] = frozenset()
         self._known = asyncio.Event()  # joined: the buckets' loops may start
         self._wake = asyncio.Event()  # replaced (after being set) whenever a Lease or the members change
@@ -283,8 +284,15 @@ class Sharding:
             return True
         # Planned for another replica that has not taken it within a retry period (its view differs,
         # or it is gone): whoever is under quota takes it.
-        since = elector.free_since()
+        since = self._takeable_since(bucket)
         return since is not None and self._clock.now() - since >= self.config.retry_period
+
+    def _takeable_since(self, bucket: int) -> float | None:
+        """Since when the replica the plan gives `bucket` could have taken it: free, with the members
+        (and so the quotas) as they are now. A bucket that expired before its holder's membership did
+        was not takeable until then."""
+        since = self.electors[bucket].free_since()
+        return None if since is None else max(since, self._live_since)
 
     def _next_look(self, bucket: int) -> float | None:
         """When a bucket we do not hold may become ours to take, unless a Lease changes first."""
@@ -292,7 +300,7 @@ class Sharding:
         expiry = elector.expires_at()
         if expiry is not None and expiry > self._clock.now():
             return expiry
-        since = elector.free_since()
+        since = self._takeable_since(bucket)
         return None if since is None else since + self.config.retry_period
 
     async def _pause(self, wake: asyncio.Event | None, until: float | None) -> None:
@@ -335,6 +343,7 @@ class Sharding:
         if live != self.live:
             log.info("members changed", members=sorted(live), quota=buckets.quota(me, live, self.count))
             self.live = live
+            self._live_since = now
             self._poke()
         # Holders, and members, unheard of for a renew deadline have stopped writing: plan without them.
         stale = self.config.renew_deadline
