@@ -146,6 +146,7 @@ class AutoscalerDaemon:
         self._listener: Listener | None = None
         self._lease_lost = asyncio.Event()
         self._lease_tasks: list[str] = []
+        self._releasing = False  # the Leases are being given up on shutdown
 
     @classmethod
     async def create(cls, options: AutoscalerOptions, clock: Clock = LOOP_CLOCK) -> AutoscalerDaemon:
@@ -243,6 +244,7 @@ class AutoscalerDaemon:
         # caches): the others take over as soon as possible.
         await self.supervisor.stop(only=self._lease_tasks)
         if holder is not None:
+            self._releasing = True
             try:
                 async with asyncio.timeout_at(deadline):
                     await holder.release()
@@ -281,6 +283,10 @@ class AutoscalerDaemon:
         log.info("bucket lost", bucket=bucket, held=held)
         self.telemetry.buckets_held.set(held)
         self.telemetry.is_leader.set(1 if held else 0)
+        if self._releasing:
+            # Shutting down: dropping the bucket's caches (a prune of every pod) would only delay the
+            # release of the next Lease.
+            return
         self.controller.lose_bucket(bucket)
         _return_freed_memory()
 
