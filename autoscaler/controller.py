@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import time
 import zlib
@@ -555,11 +554,6 @@ class Controller:
                 # Gained after the last lister ended (the event is set again): the next pass lists them,
                 # and queues their buckets and the keys that wait for them.
                 continue
-            # What the lists brought is long-lived, as the caches after the first sync: collected once
-            # (the cycles made while the collector was paused for the lists) and frozen, as the daemon
-            # does after the first sync, so later collections do not traverse it again and again.
-            gc.collect()
-            gc.freeze()
             self._to_queue.clear()
             keys, self._keys_to_queue = self._keys_to_queue, set()
             for key in keys:

@@ -13,9 +13,8 @@
 * Handlers are called synchronously in event order; they must be quick (they enqueue keys).
 * `keep` filters what is cached (before `transform`): objects it refuses are not stored, and a stored
   object that stops being kept is deleted. When the filter widens, `merge_list` lists the newly kept part
-  (one namespace, say) and merges it in (the collector paused, as for a list); when it narrows, `prune`
-  drops what it no longer keeps. A sharded daemon caches only the namespaces it owns this way, with one
-  watch for all of them.
+  (one namespace, say) and merges it in; when it narrows, `prune` drops what it no longer keeps. A sharded
+  daemon caches only the namespaces it owns this way, with one watch for all of them.
 """
 
 from __future__ import annotations
@@ -192,16 +191,15 @@ class Informer:
             params["labelSelector"] = self._label_selector
         self._merging += 1
         try:
-            with _collector_paused():
-                while True:
-                    page = await self._get_page(params, path)
-                    for item in page.get("items") or []:
-                        if self._kept(item):
-                            self._merge(self._shape(item))
-                    cont = (page.get("metadata") or {}).get("continue")
-                    if not cont:
-                        return
-                    params = {**params, "continue": str(cont)}
+            while True:
+                page = await self._get_page(params, path)
+                for item in page.get("items") or []:
+                    if self._kept(item):
+                        self._merge(self._shape(item))
+                cont = (page.get("metadata") or {}).get("continue")
+                if not cont:
+                    return
+                params = {**params, "continue": str(cont)}
         finally:
             self._merging -= 1
             if not self._merging:
