@@ -512,10 +512,14 @@ class Controller:
         for key, obj in list(store.items()):
             if "spec" in obj and not self._caches(key[0]):
                 store.put(self._shape_autoscaler(obj))
-        self._pod_namespaces = {ns for ns in self._pod_namespaces if self._caches(ns)}
-        self._listed &= self._pod_namespaces
+        dropped = {ns for ns in self._pod_namespaces if not self._caches(ns)}
+        self._pod_namespaces -= dropped
+        self._listed -= dropped
         self._to_list = {ns for ns in self._to_list if self._caches(ns)}
         self.pods.prune()
+        self.pod_index.forget_namespaces(dropped)
+        for namespace in dropped:
+            self._selectors.pop(namespace, None)
 
     def _namespaces_of(self, bucket: int) -> list[str]:
         assert self._shards is not None

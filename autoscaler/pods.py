@@ -10,7 +10,7 @@ only ever a shortcut, never the judge.
 from __future__ import annotations
 
 import sys
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Collection, Hashable, Iterator, Mapping
 from datetime import datetime
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -280,6 +280,16 @@ class PodIndex:
                     names.pop(meta["name"], None)
                     if not names:
                         del self._by_label[entry]
+
+    def forget_namespaces(self, namespaces: Collection[str]) -> None:
+        """Drop the answers kept for namespaces no longer cached (a sharded replica gave their bucket
+        up): they hold those namespaces' pods."""
+        if not namespaces:
+            return
+        for namespace in namespaces:
+            self._changes.pop(namespace, None)
+        for key in [key for key in self._selected if key[0] in namespaces]:
+            del self._selected[key]
 
     def select(self, namespace: str, selector_text: str) -> tuple[Pod, ...]:
         """Pods of `namespace` the selector selects, sorted by name. Raises ValueError on a bad selector."""

@@ -190,3 +190,30 @@ def test_selection_checks_every_term_besides_the_indexed_one() -> None:
     assert names("tier,app==web") == ["a"]
     assert names("app in (web,db)") == ["a", "b", "c"]  # no single-value term: the namespace is scanned
     assert names("app=nothing") == []
+
+
+def test_a_forgotten_namespace_keeps_no_answer_and_none_goes_stale() -> None:
+    store = Store()
+    index = PodIndex(store)
+    for name, namespace in (("a-0", "gone"), ("a-1", "gone"), ("b-0", "kept")):
+        slim = _pod(name, "web", "True", namespace)
+        store.put(slim)
+        index.on_add(slim)
+    assert [p.name for p in index.select("gone", "app=web")] == ["a-0", "a-1"]
+    assert [p.name for p in index.select("kept", "app=web")] == ["b-0"]
+    # The namespace's bucket went to another replica: its pods are pruned from the store (as deletions)
+    # and the answers kept for it, which hold its pods, are dropped too.
+    for name in ("a-0", "a-1"):
+        slim = store.get("gone", name)
+        assert slim is not None
+        store.delete(("gone", name))
+        index.on_delete(slim)
+    index.forget_namespaces({"gone"})
+    assert all(namespace != "gone" for namespace, _ in index._selected)
+    assert [p.name for p in index.select("kept", "app=web")] == ["b-0"]  # another namespace's is kept
+    assert ("kept", "app=web") in index._selected
+    # The namespace comes back (the bucket is gained again): its pods are listed afresh and selected.
+    slim = _pod("a-2", "web", "False", "gone")
+    store.put(slim)
+    index.on_add(slim)
+    assert _ready(index, "app=web", "gone") == [("a-2", "False")]
