@@ -23,15 +23,13 @@ reconcile (writes to check), the others sit at their target.
 The simulated API server runs in this process (plain HTTP), the metrics endpoint in a child process: all
 share the machine's cores with the replicas.
 
-Measured on 2 cores otherwise idle (load average 0.7-3.3 with the benchmark's own processes), defaults
-(3 replicas, 15,000 targets, 10 buckets, 15 s period and lease), runs 3 and 5 of docs/deploy.md section
-18. Before (the handover listing 16 namespaces a batch): 1,005.5 reconciles/s in sum, worst p99 queue wait
-0.32 s, shares 29-39 %, RSS 51-60 % of one replica holding all, SIGKILL takeover median 25.4 s / last
-28.6 s, 0 writes after a lost lease, a late joiner balanced in 15.0 s with no target unreconciled for more
-than 32.9 s. After (this file's gc.freeze and incremental takeover check, and the pipelined handover):
-1,006.2 reconciles/s, p99 queue wait 0.35 s, shares 29-39 %, RSS 49-57 %, takeover median 20.9 s / last
-22.9 s, 0 stale writes, late joiner balanced in 15.3 s, longest gap 34.8 s. With 3,000 targets (load
-2.6-8): 199.5 reconciles/s, p99 queue wait <= 0.84 s, takeover 17.2 s, RSS 70-93 %.
+Measured on 2 cores otherwise idle (load average 0.7-2.9 with the benchmark's own processes), defaults, six
+runs (docs/deploy.md section 18 has each): 993-1,010 reconciles/s in sum, worst p99 queue wait 0.24-0.49 s,
+shares 29-39 %, SIGKILL takeover: the buckets taken 11.9-15.1 s after the kill, the last orphan reconciled
+after 14.5-17.6 s (median of the runs 17.4 s; the previous version, polling the Leases: 22.9-28.6 s), 0
+stale writes, late joiner balanced 2.7-4.8 s after it was ready with no target unreconciled for more than
+19.2-24.7 s. RSS: 45-56 % of one replica holding all for the replicas that joined; the first one started,
+which held every bucket until the others came, keeps 73 %.
 """
 
 from __future__ import annotations
