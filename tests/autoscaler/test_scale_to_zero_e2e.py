@@ -123,20 +123,21 @@ async def test_queue_worker_scales_from_zero_to_zero_falls_back_and_pauses(
             print(f"scale-out from zero {latency:.2f}s after the queue rose above the activation threshold")
             assert latency < 2.0
             await until(workers, 3, within=10)  # ceil(25 / 10)
-            assert (await conditions())["ScaledToZero"] == ("False", "NotScaledToZero")
+            await until(lambda: _scaled_to_zero(conditions), ("False", "NotScaledToZero"), within=5)
 
             # The queue drains: back to zero once the 3 s scale-down stabilization has passed.
             _set_queue(shared_cluster, ns, 0.0)
             drained = await _when(lambda: _queue_below(prometheus, ns, ACTIVATION), within=10)
             await until(workers, 0, within=15)
             assert time.monotonic() - drained >= 2.0  # held by the stabilization window, not at once
-            assert (await conditions())["ScaledToZero"] == ("True", "ScaledToZero")
+            await until(lambda: _scaled_to_zero(conditions), ("True", "ScaledToZero"), within=5)
 
             # Prometheus stops answering: after 3 failed reads the fallback's 2 replicas hold.
             os.killpg(prometheus.process_group, signal.SIGSTOP)
             try:
                 await until(workers, 2, within=15)
-                assert (await conditions())["Fallback"] == ("True", "FallbackActive")
+                # (The status, with its conditions, is written right after the scale.)
+                await until(lambda: _fallback(conditions), ("True", "FallbackActive"), within=5)
             finally:
                 os.killpg(prometheus.process_group, signal.SIGCONT)
             # It answers again: the fallback ends and the idle queue takes the worker back to zero.
@@ -191,6 +192,10 @@ async def _workers_above(kube: KubeClient, namespace: str, count: int) -> bool:
 
 async def _active(conditions: Any) -> tuple[str, str] | None:
     return (await conditions()).get("Active")
+
+
+async def _scaled_to_zero(conditions: Any) -> tuple[str, str] | None:
+    return (await conditions()).get("ScaledToZero")
 
 
 async def _fallback(conditions: Any) -> tuple[str, str] | None:
