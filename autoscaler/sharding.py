@@ -346,7 +346,11 @@ class Sharding:
             self._live_since = now
             self._poke()
         # Holders, and members, unheard of for a renew deadline have stopped writing: plan without them.
+        # Unless our own renewals have not been seen either: then it is the watch that is behind (the
+        # forecast stays as it was), and listing every bucket it makes look silent would be for nothing.
         stale = self.config.renew_deadline
+        if self._known.is_set() and me not in self._members.live(now, fresh_within=stale):
+            return
         holders = [
             me if e.leading else ("" if e.free() or e.unchanged_for() >= stale else e.holder)
             for e in self.electors

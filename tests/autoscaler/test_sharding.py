@@ -327,3 +327,55 @@ async def test_a_replica_takes_only_the_free_buckets_planned_for_it(
         # a's membership expires (3 s unrenewed): b's quota is all six, and it takes the rest.
         await run_for(clock, 2.0, BUCKETS + 1)
         assert b.held() == BUCKETS
+
+
+async def test_a_silent_watch_is_not_taken_for_silent_holders(
+    apiserver: ServerThread[ApiServer], kubeconfig_path: Path
+) -> None:
+    """The forecast comes from the Lease watch alone (the informer's events are fed by hand here)."""
+    clock = FakeClock()
+    client = KubeClient(await load_access(str(kubeconfig_path)), clock=clock)
+    forecasts: list[frozenset[int]] = []
+    sharding = Sharding(
+        client,
+        CONFIG,
+        BUCKETS,
+        on_gained=lambda b: None,
+        on_lost=lambda b: None,
+        on_forecast=forecasts.append,
+        clock=clock,
+    )
+    sharding.leases.synced.set()
+    sharding._known.set()  # joined
+    renewals = 0
+
+    def renew(*holders: str) -> None:
+        """Watch events: the member Leases of `holders` and the bucket Leases they hold, renewed."""
+        nonlocal renewals
+        renewals += 1
+        for member in holders:
+            sharding._seen(lease(member_lease_name("surge", member), member, f"t{renewals}", duration=15))
+        for bucket, holder in enumerate(["b"] * 3 + ["c"] * 3):
+            if holder in holders:
+                name = bucket_lease_name("surge", bucket, BUCKETS)
+                sharding._seen(lease(name, holder, f"t{renewals}", duration=15))
+
+    try:
+        for _ in range(3):
+            renew("a", "b", "c")
+            clock.advance(2.0)
+        assert sharding.forecast == {2, 5}  # a joins b and c: each gives its highest-numbered bucket up
+        # c goes silent: once unheard of for the renew deadline (2 s here), its buckets are planned
+        # among a and b, and a expects its part.
+        for _ in range(2):
+            renew("a", "b")
+            clock.advance(1.5)
+        renew("a", "b")
+        assert sharding.forecast == {3, 4, 5}
+        # Then the watch itself stalls: nothing from anyone, a's own renewals included. b is not
+        # suspected (a would list all of b's buckets for nothing).
+        clock.advance(2.5)
+        sharding._seen(lease(member_lease_name("surge", "zz"), "", "t", duration=15))  # an unrelated event
+        assert sharding.forecast == {3, 4, 5}
+    finally:
+        await client.close()
