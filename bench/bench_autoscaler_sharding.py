@@ -23,13 +23,13 @@ reconcile (writes to check), the others sit at their target.
 The simulated API server runs in this process (plain HTTP), the metrics endpoint in a child process: all
 share the machine's cores with the replicas.
 
-Measured on 2 cores otherwise idle (load average 0.7-2.9 with the benchmark's own processes), defaults, six
-runs (docs/deploy.md section 18 has each): 993-1,010 reconciles/s in sum, worst p99 queue wait 0.24-0.49 s,
-shares 29-39 %, SIGKILL takeover: the buckets taken 11.9-15.1 s after the kill, the last orphan reconciled
-after 14.5-17.6 s (median of the runs 17.4 s; the previous version, polling the Leases: 22.9-28.6 s), 0
-stale writes, late joiner balanced 2.7-4.8 s after it was ready with no target unreconciled for more than
-19.2-24.7 s. RSS: 45-56 % of one replica holding all for the replicas that joined; the first one started,
-which held every bucket until the others came, keeps 73 %.
+Measured on 2 cores otherwise idle (load average 0.7-2.9 with the benchmark's own processes), defaults,
+seven runs (docs/deploy.md section 18 has each): 993-1,035 reconciles/s in sum, worst p99 queue wait
+0.24-0.49 s, shares 29-39 %, SIGKILL takeover: the buckets taken 11.9-15.1 s after the kill, the last
+orphan reconciled after 14.5-18.1 s (median of the runs 17.4 s; the previous version, polling the Leases:
+22.9-28.6 s), 0 stale writes, late joiner balanced 2.7-4.8 s after it was ready with no target
+unreconciled for more than 19.2-24.7 s. RSS: 45-56 % of one replica holding all for the replicas that
+joined; the first one started, which held every bucket until the others came, keeps 73-82 %.
 """
 
 from __future__ import annotations
