@@ -7,7 +7,8 @@
   renews its membership Lease each retry period; a member Lease counts while its record changed less
   than its leaseDurationSeconds ago, timed on our own clock from when we saw it change (as the elector
   times the Lease it waits for; clocks of different machines are never compared). One given up (empty
-  holder) does not count.
+  holder) does not count. The live members delete the Lease of a member gone (conditional on the
+  version they timed), so a replica that starts later does not count it for a lease duration.
 * One `LeaderElector` per bucket, each with its own `LeaseGuard`: a write of a target goes out only on
   the guard of the target's bucket (`Controller._fence`), so a replica paused past a bucket's deadline
   writes nothing for it until it re-acquires it, and its other buckets are not affected.
@@ -21,7 +22,8 @@
   writing by then) and, before this replica first joins, once it counts as a member. The controller
   lists their pods meanwhile, so a bucket taken over, or handed to a replica that joins, is reconciled
   at once instead of after its lists. A joining replica waits (at most a lease duration) for those lists
-  before it writes its membership Lease, which is what makes the others give buckets up.
+  before it writes its membership Lease, which is what makes the others give buckets up. While our own
+  renewals go unseen too, silence means the watch is behind: the forecast is left as it was.
 * A bucket lost (renew deadline passed, seen held by another, given up) does not end the process as the
   single lease does: its keys are dropped and the loop tries to take it again while under quota.
 """
