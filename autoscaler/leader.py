@@ -53,6 +53,19 @@ def _micro_time(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def lease_record(lease: Obj) -> tuple[tuple[str, str, int], float | None]:
+    """A Lease's record (holder, renewTime, transitions), which changes with every renewal, and its
+    leaseDurationSeconds (None: not set)."""
+    spec = lease.get("spec") or {}
+    record = (
+        str(spec.get("holderIdentity") or ""),
+        str(spec.get("renewTime") or ""),
+        int(spec.get("leaseTransitions") or 0),
+    )
+    duration = spec.get("leaseDurationSeconds")
+    return record, float(duration) if duration else None
+
+
 def write_kind(path: str) -> str:
     """What a fenced write writes, for the drop counter: scale, status, event or other."""
     last = path.rstrip("/").rsplit("/", 1)[-1]
@@ -179,13 +192,11 @@ class LeaderElector:
         if lease is None:
             self._observed = None
             return
-        spec = lease.get("spec") or {}
-        holder = str(spec.get("holderIdentity") or "")
-        record = (holder, str(spec.get("renewTime") or ""), int(spec.get("leaseTransitions") or 0))
+        record, duration = lease_record(lease)
         if record != self._observed:
             self._observed, self._observed_at = record, self._clock.now()
-        self._observed_duration = float(spec.get("leaseDurationSeconds") or self.config.lease_duration)
-        if holder not in ("", self.config.identity):
+        self._observed_duration = duration or self.config.lease_duration
+        if record[0] not in ("", self.config.identity):
             # Someone else holds it: no write of ours may go out from now on, even before our renew
             # deadline (a reconcile that resumes after the takeover must not write).
             self.guard.lost()
@@ -239,10 +250,10 @@ class LeaderElector:
                 await self._client.request("POST", self._path.rsplit("/", 1)[0], body=body)
                 return self._renewed(sent_at)
             self.observe(lease)
+            if not self.free():  # held by another, and not expired
+                return False
             spec = lease.get("spec") or {}
             holder = self.holder
-            if holder not in ("", cfg.identity) and clock.now() - self._observed_at < self._observed_duration:
-                return False
             if holder != cfg.identity:
                 if not may_acquire:
                     return False

@@ -32,13 +32,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 from collections.abc import Awaitable, Callable
 
 import aiohttp
 import structlog
 
 from autoscaler import buckets
-from autoscaler.leader import LeaderElector, LeaseConfig, LeaseGuard
+from autoscaler.leader import LeaderElector, LeaseConfig, LeaseGuard, lease_record
 from shared.clock import LOOP_CLOCK, Clock
 from shared.kube import ApiError, KubeClient, Obj
 from shared.kube.informer import EventHandlers, Informer
@@ -64,18 +65,10 @@ class Members:
             self._versions.pop(name, None)
             return
         self._versions[name] = str((lease.get("metadata") or {}).get("resourceVersion", ""))
-        spec = lease.get("spec") or {}
-        record = (
-            str(spec.get("holderIdentity") or ""),
-            str(spec.get("renewTime") or ""),
-            int(spec.get("leaseTransitions") or 0),
-        )
-        duration = float(spec.get("leaseDurationSeconds") or 0)
+        record, duration = lease_record(lease)
         before = self._seen.get(name)
-        if before is None or before[0] != record:
-            self._seen[name] = (record, now, duration)
-        else:
-            self._seen[name] = (record, before[1], duration)
+        seen_at = now if before is None or before[0] != record else before[1]
+        self._seen[name] = (record, seen_at, duration or 0.0)
 
     def next_change(self, now: float, stale_after: float) -> float | None:
         """The first moment after `now` when a live member stops counting, or turns stale (unchanged for
@@ -199,9 +192,15 @@ class Sharding:
 
     def plan(self) -> list[str]:
         """Who should hold each bucket now (`buckets.plan` over the Leases as seen)."""
+        return buckets.plan(self._holders(), self.live)
+
+    def _holders(self, silent_after: float = math.inf) -> list[str]:
+        """Each bucket's holder as seen: "" for one free or expired, or unchanged for `silent_after`."""
         me = self.config.identity
-        holders = [me if e.leading else ("" if e.free() else e.holder) for e in self.electors]
-        return buckets.plan(holders, self.live)
+        return [
+            me if e.leading else ("" if e.free() or e.unchanged_for() >= silent_after else e.holder)
+            for e in self.electors
+        ]
 
     # ---- the loops (each supervised by the daemon)
 
@@ -351,14 +350,10 @@ class Sharding:
         # Unless our own renewals have not been seen either: then it is the watch that is behind (the
         # forecast stays as it was), and listing every bucket it makes look silent would be for nothing.
         stale = self.config.renew_deadline
-        if self._known.is_set() and me not in self._members.live(now, fresh_within=stale):
+        fresh = self._members.live(now, fresh_within=stale)
+        if self._known.is_set() and me not in fresh:
             return
-        holders = [
-            me if e.leading else ("" if e.free() or e.unchanged_for() >= stale else e.holder)
-            for e in self.electors
-        ]
-        fresh = self._members.live(now, fresh_within=stale) | {me}
-        planned = buckets.plan(holders, fresh)
+        planned = buckets.plan(self._holders(silent_after=stale), fresh | {me})
         forecast = frozenset(
             i for i, owner in enumerate(planned) if owner == me and not self.electors[i].leading
         )
