@@ -236,9 +236,12 @@ class AutoscalerDaemon:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace
         holder = self.elector or self.sharding
-        # A slow drain must not leave the Leases unreleased (the others would wait them out): part of
-        # the grace is kept for the release.
-        reserve = min(grace / 2, _RELEASE_RESERVE) if holder is not None else 0.0
+        # A slow drain must not leave the Leases unreleased (the others would wait them out): while one
+        # is held, part of the grace is kept for the release.
+        holding = (self.elector is not None and self.elector.leading) or (
+            self.sharding is not None and bool(self.sharding.held())
+        )
+        reserve = min(grace / 2, _RELEASE_RESERVE) if holding else 0.0
         await self.controller.stop(grace - reserve)
         # The Leases are given up before the other tasks are stopped (many, some busy with large
         # caches): the others take over as soon as possible.
