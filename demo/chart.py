@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -22,6 +23,7 @@ from demo.cpu_surge import (
     NAME,
     STEP_RPS,
     TARGET_UTILIZATION,
+    Point,
     Run,
 )
 from demo.queue import Run as QueueRun
@@ -43,6 +45,30 @@ def outcome(run: Run) -> str:
     return f"{steps}; {MAX_REPLICAS} replicas {run.full_size_written:.1f} s after the step"
 
 
+def _draw_replicas(
+    ax: Axes,
+    behind: Axes,
+    seconds: list[float],
+    points: Sequence[Point | queue.Point],
+    writes: Sequence[tuple[float, int]],
+) -> None:
+    """Ready pods and desired replicas as steps over the area drawn on `behind`, each write annotated."""
+    ax.set_zorder(behind.get_zorder() + 1)  # the pod lines over the area
+    ax.patch.set_visible(False)
+    ax.step(seconds, [p.ready_pods for p in points], where="post", color=READY_COLOR, lw=2)
+    desired = [p.desired_replicas for p in points]
+    ax.step(seconds, desired, where="post", color=DESIRED_COLOR, lw=1.6, ls="--")
+    for t, replicas in writes:
+        ax.annotate(
+            f"{replicas} at {t:.1f} s",
+            (t, replicas),
+            xytext=(4, 4),
+            textcoords="offset points",
+            color="#b35900",
+            fontsize=9,
+        )
+
+
 def write_chart(runs: Sequence[Run], path: Path) -> None:
     """One panel per run, top to bottom, the same time axis for all."""
     figure = Figure(figsize=(10, 1.4 + 3.2 * len(runs)), dpi=110, layout="constrained")
@@ -54,20 +80,7 @@ def write_chart(runs: Sequence[Run], path: Path) -> None:
         load.fill_between(seconds, [p.offered_rps for p in run.points], step="post", color=LOAD_COLOR, lw=0)
         load.set_ylim(0, STEP_RPS * 1.15)
         load.set_ylabel("offered load (requests/s)", color="#52606d")
-        ax.set_zorder(load.get_zorder() + 1)  # the pod lines over the load area
-        ax.patch.set_visible(False)
-        ax.step(seconds, [p.ready_pods for p in run.points], where="post", color=READY_COLOR, lw=2)
-        desired = [p.desired_replicas for p in run.points]
-        ax.step(seconds, desired, where="post", color=DESIRED_COLOR, lw=1.6, ls="--")
-        for t, replicas in run.writes:
-            ax.annotate(
-                f"{replicas} at {t:.1f} s",
-                (t, replicas),
-                xytext=(4, 4),
-                textcoords="offset points",
-                color="#b35900",
-                fontsize=9,
-            )
+        _draw_replicas(ax, load, seconds, run.points, run.writes)
         ax.axvline(0, color="#52606d", lw=1, ls=":")
         if run.points[-1].seconds < end - 1:  # a shorter run than the others
             ax.annotate(
@@ -119,21 +132,7 @@ def write_queue_chart(run: QueueRun, path: Path) -> None:
     )
     depth.set_ylim(0, queue.QUEUE_DEPTH * 1.3)
     depth.set_ylabel("queue metric (jobs/s)", color="#52606d")
-    ax.set_zorder(depth.get_zorder() + 1)
-    ax.patch.set_visible(False)
-    ax.step(seconds, [p.ready_pods for p in run.points], where="post", color=READY_COLOR, lw=2)
-    ax.step(
-        seconds, [p.desired_replicas for p in run.points], where="post", color=DESIRED_COLOR, lw=1.6, ls="--"
-    )
-    for t, replicas in run.writes:
-        ax.annotate(
-            f"{replicas} at {t:.1f} s",
-            (t, replicas),
-            xytext=(4, 4),
-            textcoords="offset points",
-            color="#b35900",
-            fontsize=9,
-        )
+    _draw_replicas(ax, depth, seconds, run.points, run.writes)
     top = max(p.desired_replicas for p in run.points) + 1.5
     ax.set_ylim(0, top)
     ax.set_ylabel("worker pods")
