@@ -16,7 +16,7 @@ import shlex
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -257,10 +257,18 @@ def largest_write(reads: list[PodsRead], replicas: int) -> PodsRead | None:
     return next((read for read in reads if read.written and read.replicas == replicas), None)
 
 
-def summary(profile: Profile, outcome: Outcome) -> str:
-    def s(v: float | None) -> str:
-        return "not reached" if v is None else f"{v:.1f} s"
+def seconds_or_not_reached(value: float | None) -> str:
+    """A moment of a scenario's summary (None: it did not happen)."""
+    return "not reached" if value is None else f"{value:.1f} s"
 
+
+def written_steps(writes: Iterable[tuple[float, int]]) -> str:
+    """The scale writes of a run, as a summary lists them."""
+    return ", ".join(f"{replicas} at {t:.1f} s" for t, replicas in writes) or "none"
+
+
+def summary(profile: Profile, outcome: Outcome) -> str:
+    s = seconds_or_not_reached
     largest = f"{outcome.most_replicas_written} replicas"
     if outcome.largest_write is not None:
         more = outcome.most_replicas_written - NEEDED

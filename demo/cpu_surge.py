@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from demo.autoscaling import Profile
+from demo.autoscaling import Profile, seconds_or_not_reached, written_steps
 from demo.stack import running_adapter, running_autoscaler
 from demo.world import DEPLOYMENTS, HZAS, World, running_world
 from sim.workload import manifests
@@ -207,10 +207,8 @@ async def play(world: World, profile: Profile, say: Callable[[str], None], limit
 
 
 def summary(run: Run) -> str:
-    def s(v: float | None) -> str:
-        return "not reached" if v is None else f"{v:.1f} s"
-
-    steps = ", ".join(f"{replicas} at {t:.1f} s" for t, replicas in run.writes) or "none"
+    s = seconds_or_not_reached
+    steps = written_steps(run.writes)
     return (
         f"profile {run.profile.name}: after the load step to {STEP_RPS:g} rps\n"
         f"  replicas written               {steps}\n"

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from demo.autoscaling import Profile
+from demo.autoscaling import Profile, seconds_or_not_reached, written_steps
 from demo.stack import running_autoscaler
 from demo.world import DEPLOYMENTS, HZAS, World, running_world
 from sim.prometheus import scalar
@@ -140,11 +140,9 @@ async def play(world: World, profile: Profile, say: Callable[[str], None], limit
 
 
 def summary(run: Run) -> str:
-    def s(v: float | None) -> str:
-        return "not reached" if v is None else f"{v:.1f} s"
-
+    s = seconds_or_not_reached
     to_zero = None if run.at_zero is None or run.drained is None else run.at_zero - run.drained
-    steps = ", ".join(f"{replicas} at {t:.1f} s" for t, replicas in run.writes) or "none"
+    steps = written_steps(run.writes)
     return (
         f"profile {run.profile.name}: queue 0 -> {QUEUE_DEPTH:g} -> 0 jobs/s, activation threshold "
         f"{ACTIVATION}, {PER_WORKER} jobs/s per worker\n"
