@@ -16,7 +16,7 @@ from autoscaler.options import parse_options
 from shared.clock import LOOP_CLOCK, Clock
 from shared.kube import ApiError, KubeClient, Obj
 from sim.runner import ServerThread
-from tests.autoscaler.helpers import eventually
+from tests.autoscaler.helpers import eventually, until
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_FILE = REPO / "manifests" / "crd-horizontalautoscaler.yaml"
@@ -127,6 +127,25 @@ async def replicas_of(kube: KubeClient, name: str, namespace: str = "default") -
 async def events_of(kube: KubeClient, name: str, namespace: str = "default") -> list[Obj]:
     body = await kube.get(f"/api/v1/namespaces/{namespace}/events")
     return [e for e in body.get("items", []) if e["involvedObject"]["name"] == name]
+
+
+async def until_rescale_recorded(
+    kube: KubeClient, path: str, name: str, replicas: int, namespace: str = "default"
+) -> None:
+    """Wait until the autoscaler at `path` reports `replicas` desired and its SuccessfulRescale Event
+    says so: both are written after the scale itself, so a test that saw the scale must not read them
+    at once."""
+
+    async def recorded() -> bool:
+        status = (await kube.get(path)).get("status") or {}
+        events = await events_of(kube, name, namespace)
+        said = any(
+            e["reason"] == "SuccessfulRescale" and e["message"].startswith(f"New size: {replicas};")
+            for e in events
+        )
+        return status.get("desiredReplicas") == replicas and said
+
+    await until(recorded, True, within=10)
 
 
 def condition(obj: Obj, type_: str) -> Obj | None:

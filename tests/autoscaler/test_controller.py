@@ -25,6 +25,7 @@ from tests.autoscaler.harness import (
     install_crd,
     replicas_of,
     running_controller,
+    until_rescale_recorded,
     workload,
 )
 from tests.autoscaler.helpers import advance, eventually, reconciles, until
@@ -47,6 +48,7 @@ async def test_pods_metric_above_target_scales_up_and_reports(
     await create_hza(cluster, "web", autoscaler_spec("web", "http_requests", "100", syncPeriodSeconds=1))
     async with running_controller(kubeconfig_path, backend.url):
         await until(lambda: replicas_of(cluster, "web"), 3)
+        await until_rescale_recorded(cluster, f"{HZA}/web", "web", 3)
         hza = await cluster.get(f"{HZA}/web")
         status = hza["status"]
         assert status["desiredReplicas"] == 3
@@ -328,6 +330,7 @@ async def test_source_hpa_reconciles_plain_hpas_selected_by_label(
         kubeconfig_path, backend.url, source="hpa", selector="surge=true"
     ) as controller:
         await until(lambda: replicas_of(kube, "web"), 3)
+        await until_rescale_recorded(kube, f"{hpas}/web", "web", 3)
         hpa = await kube.get(f"{hpas}/web")
         assert hpa["status"]["desiredReplicas"] == 3
         assert "targets" not in hpa["status"]  # the HPA status has no printer-column extras

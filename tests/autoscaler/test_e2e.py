@@ -30,6 +30,7 @@ from tests.autoscaler.harness import (
     install_crd,
     replicas_of,
     running_controller,
+    until_rescale_recorded,
 )
 from tests.autoscaler.helpers import until
 
@@ -108,32 +109,24 @@ async def test_load_step_scales_out_and_load_drop_scales_in(
             found = condition(await kube.get(hza_path), "ScalingActive")
             return None if found is None else str(found["reason"])
 
-        async def desired() -> int | None:
-            return (await kube.get(hza_path)).get("status", {}).get("desiredReplicas")
-
-        async def rescaled(message: str) -> bool:
-            events = await events_of(kube, "web", ns)
-            return any(e["reason"] == "SuccessfulRescale" and e["message"] == message for e in events)
-
         # Metrics flow through Prometheus and the adapter; at 1x capacity per pod nothing changes.
         await until(active_reason, "ValidMetricFound", within=60)
         assert await replicas_of(kube, "web", ns) == 2
 
         set_rps(4 * CAPACITY)  # needs 4 pods at the target of one capacity per pod
         await until(lambda: replicas_of(kube, "web", ns), 4, within=60)
-        # The status and the Event are written after the scale, so they are awaited, not read at once.
-        await until(desired, 4, within=10)
-        up = "New size: 4; reason: pods metric http_requests above target"
-        await until(lambda: rescaled(up), True, within=10)
+        await until_rescale_recorded(kube, hza_path, "web", 4, ns)
         ups = [e["message"] for e in await events_of(kube, "web", ns) if e["reason"] == "SuccessfulRescale"]
+        assert "New size: 4; reason: pods metric http_requests above target" in ups
         assert all(m.endswith("reason: pods metric http_requests above target") for m in ups)
 
         set_rps(CAPACITY)  # one pod is enough now
         dropped = time.monotonic()
         await until(lambda: replicas_of(kube, "web", ns), 1, within=60)
         assert time.monotonic() - dropped >= window - 0.5
-        await until(desired, 1, within=10)
-        await until(lambda: rescaled("New size: 1; reason: All metrics below target"), True, within=10)
+        await until_rescale_recorded(kube, hza_path, "web", 1, ns)
+        downs = [e["message"] for e in await events_of(kube, "web", ns) if e["reason"] == "SuccessfulRescale"]
+        assert "New size: 1; reason: All metrics below target" in downs
         hza = await kube.get(hza_path)
         able = condition(hza, "AbleToScale")
         assert able is not None and able["status"] == "True"
