@@ -123,6 +123,11 @@ def _key_str(key: Key) -> str:
     return f"{key[0]}/{key[1]}"
 
 
+def _phase_of(key: Key) -> float:
+    """A key's stable place in its period, in [0, 1) (a hash of it, not Python's per-process one)."""
+    return zlib.crc32(_key_str(key).encode()) / 2**32
+
+
 class Controller:
     def __init__(
         self,
@@ -262,27 +267,33 @@ class Controller:
         initial, self._initial = self._initial, []
         self._queue_spread(initial)
 
-    def _queue_spread(self, entries: list[tuple[Key, float]], *, slots: bool = False) -> None:
-        """Queue (key, period) entries as a first pass: spread by key hash (see FIRST_PASS_RATE).
-        `slots`: give each key its slot in the period even when the first pass is not spread (a bucket
-        taken over: its keys join a replica's running load, which they must not hit in one lump every
-        period); the slot is at most 1.5 periods after the first pass, so no key waits two periods."""
+    def _queue_spread(self, entries: list[tuple[Key, float]]) -> None:
+        """Queue (key, period) entries as a first pass: spread by key hash (see FIRST_PASS_RATE)."""
         spread = len(entries) / FIRST_PASS_RATE
         now = self._clock.now()
         for key, period in entries:
             if self.autoscalers.store.get(*key) is None or not self._owns(key):
                 continue  # deleted since, or another replica's
-            phase = zlib.crc32(_key_str(key).encode()) / 2**32
             if spread < MIN_SPREAD:
-                first = 0.0
                 self.queue.add(key)
             else:
-                first = phase * min(period, spread)
-                self.queue.add_after(key, first)
-            if slots:
-                self._second_due[key] = now + first + (phase + 0.5) * period
-            elif spread >= MIN_SPREAD:
+                phase = _phase_of(key)
+                self.queue.add_after(key, phase * min(period, spread))
                 self._second_due[key] = now + (phase + 1) * period
+
+    def _queue_gained(self, entries: list[tuple[Key, float]]) -> None:
+        """Queue the (key, period) entries of a bucket just gained ahead of the keys due on schedule: a
+        dead holder's are up to a lease duration overdue, and the rate limits pace the lump. Each key's
+        second reconcile comes at its slot in the period, 0.5-1.5 periods later, so the keys join this
+        replica's load evenly rather than in one lump every period."""
+        now = self._clock.now()
+        keys: list[Key] = []
+        for key, period in entries:
+            if self.autoscalers.store.get(*key) is None or not self._owns(key):
+                continue  # deleted since, or another replica's
+            keys.append(key)
+            self._second_due[key] = now + (_phase_of(key) + 0.5) * period
+        self.queue.add_first(keys)
 
     @property
     def ready(self) -> bool:
@@ -461,8 +472,8 @@ class Controller:
         return sum(store.count_in(ns) for ns in store.namespaces() if self._owns((ns, "")))
 
     def gain_bucket(self, bucket: int) -> None:
-        """A bucket was acquired: queue its keys (spread, as after a start) at once where its namespaces
-        are listed already (it was expected), else once the handover task has listed them."""
+        """A bucket was acquired: queue its keys ahead of the others (`_queue_gained`) at once where its
+        namespaces are listed already (it was expected), else once the handover task has listed them."""
         assert self._shards is not None
         self._owned_buckets.add(bucket)
         self._prepared.discard(bucket)
@@ -474,7 +485,7 @@ class Controller:
             elif namespace not in self._pod_namespaces:
                 self._to_list.add(namespace)
             # (else its list is under way: the lister queues it)
-        self._queue_spread([(key, self._period_of(obj)) for key, obj in ready], slots=True)
+        self._queue_gained([(key, self._period_of(obj)) for key, obj in ready])
         self._wake_handover()
 
     def prepare_buckets(self, buckets: Collection[int]) -> None:
@@ -586,8 +597,8 @@ class Controller:
             if namespace in self._pod_namespaces:  # (still cached: not dropped while it was listed)
                 self._listed.add(namespace)
             if shards.bucket_of(namespace) in self._to_queue:
-                self._queue_spread(
-                    [(key, self._period_of(obj)) for key, obj in self._autoscalers_in(namespace)], slots=True
+                self._queue_gained(
+                    [(key, self._period_of(obj)) for key, obj in self._autoscalers_in(namespace)]
                 )
 
     def _autoscalers_in(self, namespace: str) -> list[tuple[Key, Obj]]:

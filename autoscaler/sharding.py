@@ -24,6 +24,9 @@
   at once instead of after its lists. A joining replica waits (at most a lease duration) for those lists
   before it writes its membership Lease, which is what makes the others give buckets up. While our own
   renewals go unseen too, silence means the watch is behind: the forecast is left as it was.
+* Cold start: a replica that finds no bucket held when it joins takes none, and forecasts none, until
+  another replica holds one or a lease duration has passed, so the replicas of a rollout, which start
+  within seconds of each other, each take and list their share only (`_settling`).
 * A bucket lost (renew deadline passed, seen held by another, given up) does not end the process as the
   single lease does: its keys are dropped and the loop tries to take it again while under quota.
 """
@@ -153,6 +156,7 @@ class Sharding:
         self.live: frozenset[str] = frozenset({config.identity})
         self._live_since = clock.now()  # when `live` last changed
         self.forecast: frozenset[int] = frozenset()
+        self._settling_until: float | None = None  # a cold start (see `_settling`)
         self._known = asyncio.Event()  # joined: the buckets' loops may start
         self._wake = asyncio.Event()  # replaced (after being set) whenever a Lease or the members change
         self._acquiring = 0
@@ -213,6 +217,9 @@ class Sharding:
         period, and keep the live members and the forecast current as Leases expire or turn stale."""
         await self.leases.synced.wait()
         if not self._known.is_set():
+            if not any(self._holders()):
+                self._settling_until = self._clock.now() + self.config.lease_duration
+                log.info("no bucket is held: waiting for the other replicas before taking any")
             self._refresh()
             if self.forecast and self._prepared is not None:
                 try:
@@ -277,9 +284,19 @@ class Sharding:
                     self._acquiring -= 1
             await self._pause(wake, renew_at if elector.leading else self._next_look(bucket))
 
+    def _settling(self) -> bool:
+        """A cold start: no bucket was held when this replica joined, and none is yet, for at most a lease
+        duration. The replicas of a rollout start within seconds of each other; waiting for them lets
+        each take (and list the pods of) its share only, instead of the first one up caching every
+        bucket's pods, whose memory CPython keeps after it gives most of them up."""
+        until = self._settling_until
+        return until is not None and self._clock.now() < until and not any(self._holders())
+
     def _may_take(self, bucket: int) -> bool:
         elector = self.electors[bucket]
         if elector.leading or not elector.free() or len(self.held()) + self._acquiring >= self.quota():
+            return False
+        if self._settling():
             return False
         if self.plan()[bucket] == self.config.identity:
             return True
@@ -298,6 +315,8 @@ class Sharding:
     def _next_look(self, bucket: int) -> float | None:
         """When a bucket we do not hold may become ours to take, unless a Lease changes first."""
         elector = self.electors[bucket]
+        if self._settling():
+            return self._settling_until
         expiry = elector.expires_at()
         if expiry is not None and expiry > self._clock.now():
             return expiry
@@ -351,7 +370,7 @@ class Sharding:
         # forecast stays as it was), and listing every bucket it makes look silent would be for nothing.
         stale = self.config.renew_deadline
         fresh = self._members.live(now, fresh_within=stale)
-        if self._known.is_set() and me not in fresh:
+        if self._settling() or (self._known.is_set() and me not in fresh):
             return
         planned = buckets.plan(self._holders(silent_after=stale), fresh | {me})
         forecast = frozenset(

@@ -3,6 +3,7 @@
 * A key is queued at most once (`dirty` set).
 * A key being processed is never handed out again until `done`; if it was added meanwhile it is re-queued
   once at `done` (`processing` set).
+* `add_first` puts overdue keys ahead of the others; otherwise keys are handed out in order.
 * Delayed adds wait in a heap; a key waiting twice keeps the earlier time (so repeated "soon" adds
   debounce into one).
 * `add_rate_limited` delays by the rate limiter; `forget` resets the key's back-off.
@@ -17,7 +18,7 @@ import asyncio
 import heapq
 import itertools
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import Protocol
 
 from autoscaler.workqueue.ratelimit import RateLimiter, default_controller_rate_limiter
@@ -88,6 +89,27 @@ class WorkQueue:
         self._queue.append(key)
         self._metrics.depth(len(self._queue))
         self._wake_one()
+
+    def add_first(self, keys: Sequence[Hashable]) -> None:
+        """Queue `keys`, in their order, ahead of every key queued already (work that is overdue, such
+        as a dead replica's keys taken over). A key queued already keeps its place."""
+        if self._shutting_down:
+            return
+        now = self._now()
+        ahead = []
+        for key in keys:
+            if key in self._dirty:
+                continue
+            self._dirty.add(key)
+            if key not in self._processing:
+                self._queued_at[key] = now
+                ahead.append(key)
+        self._queue.extendleft(reversed(ahead))
+        self._metrics.depth(len(self._queue))
+        for _ in ahead:
+            if not self._getters:
+                break
+            self._wake_one()
 
     def add_after(self, key: Hashable, delay: float) -> None:
         if self._shutting_down:

@@ -189,7 +189,7 @@ async def test_replicas_balance_take_over_a_dead_one_and_let_a_late_one_in(
     loops = BUCKETS + 1
     async with replicas(kubeconfig_path, clock) as start:
         a = start("a")
-        await run_for(clock, 1.0, loops)
+        await run_for(clock, 3.5, loops)  # (a cold start: a waits a lease duration for others first)
         assert a.held() == BUCKETS and holders(apiserver) == ["a"] * BUCKETS
         b = start("b")
         await run_for(clock, 2.0, 2 * loops)
@@ -214,13 +214,34 @@ async def test_replicas_balance_take_over_a_dead_one_and_let_a_late_one_in(
         assert sorted(a.takeovers + b.takeovers).count("c") == 2  # expired, from c
 
 
+async def test_a_cold_start_waits_for_the_others_so_that_none_takes_more_than_its_share(
+    apiserver: ServerThread[ApiServer], kubeconfig_path: Path
+) -> None:
+    clock = FakeClock()
+    loops = BUCKETS + 1
+    async with replicas(kubeconfig_path, clock) as start:
+        a = start("a")
+        await run_for(clock, 1.0, loops)
+        b = start("b")
+        await run_for(clock, 1.0, 2 * loops)
+        c = start("c")
+        # No bucket held: nobody takes or expects anything until a lease duration (3 s) after a joined.
+        await run_for(clock, 0.75, 3 * loops)
+        assert (a.held(), b.held(), c.held()) == (0, 0, 0)
+        assert not (a.forecasts or b.forecasts or c.forecasts)
+        # a's wait is over: it takes its share; b and c, seeing a bucket held, take theirs at once.
+        await run_for(clock, 0.5, 3 * loops)
+        assert (a.held(), b.held(), c.held()) == (2, 2, 2)
+        assert not any(kind == "lost" for r in (a, b, c) for kind, _ in r.events)  # none gave any up
+
+
 async def test_a_bucket_seen_held_by_another_is_lost_at_once_and_its_writes_fenced(
     apiserver: ServerThread[ApiServer], kubeconfig_path: Path
 ) -> None:
     clock = FakeClock()
     async with replicas(kubeconfig_path, clock) as start:
         a = start("a")
-        await run_for(clock, 1.0, BUCKETS + 1)
+        await run_for(clock, 3.5, BUCKETS + 1)
         guard = a.sharding.guard_of("shop")
         bucket = bucket_of("shop", BUCKETS)
         assert guard.admit("PATCH", "/apis/x/v1/namespaces/shop/hzas/web/status")
@@ -244,7 +265,7 @@ async def test_survivors_expect_a_silent_holders_buckets_and_take_exactly_those(
     loops = BUCKETS + 1
     async with replicas(kubeconfig_path, clock) as start:
         a, b, c = start("a"), start("b"), start("c")
-        await run_for(clock, 2.0, 3 * loops)
+        await run_for(clock, 4.0, 3 * loops)
         assert (a.held(), b.held(), c.held()) == (2, 2, 2)
         assert not a.sharding.forecast and not b.sharding.forecast
         orphans = {i for i, holder in enumerate(holders(apiserver)) if holder == "c"}
@@ -279,7 +300,7 @@ async def test_a_joiner_lists_what_it_will_be_given_before_it_makes_anyone_give_
 
     async with replicas(kubeconfig_path, clock) as start:
         a, b = start("a"), start("b")
-        await run_for(clock, 2.0, 2 * loops)
+        await run_for(clock, 4.0, 2 * loops)
         assert (a.held(), b.held()) == (3, 3)
         prepared = asyncio.Event()
         c = start("c", prepared)
@@ -303,29 +324,29 @@ async def test_a_replica_takes_only_the_free_buckets_planned_for_it(
     apiserver: ServerThread[ApiServer], kubeconfig_path: Path
 ) -> None:
     clock = FakeClock()
-    # a is a live member (its membership Lease is fresh) that has not taken anything yet.
+    # a is a live member (its membership Lease is fresh, and lasts 10 s) that has not taken anything yet.
     member_x = {
         "apiVersion": "coordination.k8s.io/v1",
         "kind": "Lease",
         "metadata": {"name": member_lease_name("surge", "a"), "namespace": "default"},
         "spec": {
             "holderIdentity": "a",
-            "leaseDurationSeconds": 3,
+            "leaseDurationSeconds": 10,
             "renewTime": "2026-01-01T00:00:00.000000Z",
         },
     }
     apiserver.call(lambda: apiserver.server.store.create(LEASES, member_x, namespace="default"))
     async with replicas(kubeconfig_path, clock) as start:
         b = start("b")
-        await run_for(clock, 0.25, BUCKETS + 1)
+        await run_for(clock, 3.25, BUCKETS + 1)  # (a cold start: b waits a lease duration first)
         # The plan gives a the first three free buckets and b the next three: b takes those, not the first.
         assert plan([""] * BUCKETS, ["b", "a"]) == ["a"] * 3 + ["b"] * 3
         assert sorted(b.sharding.held()) == [3, 4, 5]
         # a takes nothing within a retry period (0.5 s): its buckets are anybody's, but b is at quota.
         await run_for(clock, 1.0, BUCKETS + 1)
         assert sorted(b.sharding.held()) == [3, 4, 5]
-        # a's membership expires (3 s unrenewed): b's quota is all six, and it takes the rest.
-        await run_for(clock, 2.0, BUCKETS + 1)
+        # a's membership expires (10 s unrenewed): b's quota is all six, and it takes the rest.
+        await run_for(clock, 6.0, BUCKETS + 1)
         assert b.held() == BUCKETS
 
 

@@ -65,6 +65,30 @@ async def test_key_is_queued_at_most_once() -> None:
     assert [await queue.get() for _ in range(3)] == ["a", "b", "c"]
 
 
+async def test_add_first_goes_ahead_in_order_and_keeps_the_rules() -> None:
+    queue = WorkQueue()
+    for key in ["busy", "a", "b"]:
+        queue.add(key)
+    busy = await queue.get()
+    assert busy == "busy"
+    queue.add_first(["b", "x", "y", "busy", "x"])
+    # Queued already ("b"): keeps its place; being processed ("busy"): requeued at done, at the back.
+    assert [await queue.get() for _ in range(4)] == ["x", "y", "a", "b"]
+    assert len(queue) == 0
+    queue.done(busy)
+    assert await queue.get() == "busy"
+
+
+async def test_add_first_wakes_a_waiting_worker_per_key() -> None:
+    queue = WorkQueue()
+    getters = [asyncio.create_task(queue.get()) for _ in range(3)]
+    await asyncio.sleep(0)
+    queue.add_first(["p", "q"])
+    await spin(lambda: sum(g.done() for g in getters) == 2)
+    assert sorted(g.result() for g in getters if g.done()) == ["p", "q"]
+    getters[2].cancel()
+
+
 async def test_key_added_while_processing_is_requeued_once_after_done() -> None:
     queue = WorkQueue()
     queue.add("a")
