@@ -165,6 +165,9 @@ class DecisionRecords:
         newest = target.newest
         if record.same_outcome(newest):
             newest.time = record.time
+            # The spec as read this time (the one parsed anew after each status write, not its
+            # predecessor kept alive beside it).
+            newest.spec = record.spec
             newest.metric_statuses = record.metric_statuses
             newest.ratios = record.ratios
             newest.readiness = record.readiness
