@@ -77,6 +77,7 @@ from shared.kube import (
     WriteDropped,
     WriteFence,
 )
+from shared.kube.informer import freeze_listed
 from shared.kube.store import compact
 from shared.supervisor import Supervisor
 
@@ -565,6 +566,7 @@ class Controller:
                     listed = group.create_task(self.autoscalers.merge_list(self.source.list_path()))
                 for _ in range(HANDOVER_LISTS):
                     group.create_task(self._list_namespaces(covered, listed))
+            freeze_listed()
             if self._to_list:
                 # Gained after the last lister ended (the event is set again): the next pass lists them,
                 # and queues their buckets and the keys that wait for them.

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import functools
-import gc
 import ssl
 from collections.abc import Awaitable, Callable
 
@@ -37,6 +36,7 @@ from shared.auth import Security, SecurityStartupError
 from shared.cli import surge_version
 from shared.clock import LOOP_CLOCK, Clock
 from shared.kube import KubeClient, RestMapper, direct_access, load_access, user_agent
+from shared.kube.informer import freeze_listed
 from shared.lifecycle import start_unless_stopped
 from shared.serving.listener import ConnectionMetrics, Listener
 from shared.serving.options import serving_tls
@@ -185,10 +185,7 @@ class AutoscalerDaemon:
             workers=self.options.workers,
         )
         await self.controller.start()
-        # The caches are long-lived: keep the collector from re-scanning them on every full collection
-        # (with 100k cached pods those scans stall the event loop for hundreds of milliseconds).
-        gc.collect()
-        gc.freeze()
+        freeze_listed()
         log.info(
             "caches synced",
             autoscalers=len(self.controller.autoscalers.store),

@@ -191,15 +191,16 @@ class Informer:
             params["labelSelector"] = self._label_selector
         self._merging += 1
         try:
-            while True:
-                page = await self._get_page(params, path)
-                for item in page.get("items") or []:
-                    if self._kept(item):
-                        self._merge(self._shape(item))
-                cont = (page.get("metadata") or {}).get("continue")
-                if not cont:
-                    return
-                params = {**params, "continue": str(cont)}
+            with _collector_paused():
+                while True:
+                    page = await self._get_page(params, path)
+                    for item in page.get("items") or []:
+                        if self._kept(item):
+                            self._merge(self._shape(item))
+                    cont = (page.get("metadata") or {}).get("continue")
+                    if not cont:
+                        return
+                    params = {**params, "continue": str(cont)}
         finally:
             self._merging -= 1
             if not self._merging:
@@ -350,7 +351,7 @@ _resume = False  # whether the collector was enabled when the first of them bega
 
 @contextmanager
 def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection while a list is read (for all informers listing at once).
+    """No cyclic garbage collection while a list is read or merged (for all lists under way at once).
 
     Reading 100,000 pods allocates millions of containers that all survive, and every collection they
     trigger traverses all that survived so far: about 40% of the list's CPU time, for nothing (these
@@ -368,6 +369,17 @@ def _collector_paused() -> Iterator[None]:
         _paused -= 1
         if _paused == 0 and _resume:
             gc.enable()
+
+
+def freeze_listed() -> None:
+    """Collect, then exempt everything alive from later collections (`gc.freeze`), once lists are in.
+
+    The caches are long-lived and die by reference counting, but until frozen every full collection
+    traverses them again: after a bucket's 30,000 pods were listed, a replica ran five full collections
+    of about 0.3 s each in the 4 s that followed (measured with gc.callbacks), most of a takeover's
+    time. The collection first frees the cycles made so far, so none is frozen."""
+    gc.collect()
+    gc.freeze()
 
 
 def _retrieve(task: asyncio.Task[Obj]) -> None:
