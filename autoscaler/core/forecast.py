@@ -50,17 +50,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
-from numpy.lib.stride_tricks import sliding_window_view
+# numpy is imported by the functions, when a forecast is first made: a daemon without a predictive
+# autoscaler does not carry it (16 MiB of every replica's memory).
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
-Array = npt.NDArray[np.float64]
+    Array = npt.NDArray[np.float64]
 
 
 def on_grid(times: Sequence[float], values: Sequence[float], step: float) -> Array:
     """The series (each value held until the next sample) sampled every `step` seconds from its first
     time up to its last."""
+    import numpy as np
+
     stamps = np.asarray(times, dtype=np.float64)
     grid = stamps[0] + step * np.arange(int((stamps[-1] - stamps[0]) // step) + 1)
     held: Array = np.asarray(values, dtype=np.float64)[np.searchsorted(stamps, grid, side="right") - 1]
@@ -76,6 +81,8 @@ def point_forecasts(values: Array, seasons: Sequence[int], horizon: int) -> Arra
     """p[j] for j in 0 .. n - 1 + horizon (NaN where no season fits: the history holds no sample a season
     before j). `seasons` and `horizon` are in samples; a season at least the horizon reads only samples up
     to j - horizon, and the daemon asks for more than the horizon (`latest`), past a short season's reach."""
+    import numpy as np
+
     n = len(values)
     points = np.full(n + horizon, np.nan)
     for season in sorted(seasons):  # a longer season overwrites a shorter one where it fits
@@ -87,6 +94,8 @@ def point_forecasts(values: Array, seasons: Sequence[int], horizon: int) -> Arra
 
 def peaks_ahead(points: Array, horizon: int) -> Array:
     """Per sample i, the highest point forecast over i+1 .. i+horizon (NaN unless all of them exist)."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
     peaks: Array = sliding_window_view(points[1:], horizon).max(axis=1)
     return peaks
 
@@ -94,6 +103,9 @@ def peaks_ahead(points: Array, horizon: int) -> Array:
 def recent_errors(points: Array, values: Array, horizon: int) -> Array:
     """Per sample i, the forecasts' weighted absolute percentage error over i-horizon+1 .. i:
     sum |p - y| / sum y (NaN where a forecast is missing; inf for a window of zeros forecast wrong)."""
+    import numpy as np
+    from numpy.lib.stride_tricks import sliding_window_view
+
     n = len(values)
     missed = np.abs(points[:n] - values)
     errors = np.full(n, np.nan)

@@ -27,10 +27,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from autoscaler.core.forecast import (
-    Array,
     on_grid,
     peaks_ahead,
     point_forecasts,
@@ -49,6 +48,9 @@ from autoscaler.core.types import (
     Predictive,
     ResourceMetricsAnswer,
 )
+
+if TYPE_CHECKING:
+    from autoscaler.core.forecast import Array
 
 # The recent error above which the forecast is not used.
 MAX_ERROR = 0.2
@@ -75,7 +77,7 @@ class Forecasts(NamedTuple):
     horizon: int  # samples
 
 
-PointForecaster = Callable[[Array, Sequence[int], int], Array]
+PointForecaster = Callable[["Array", Sequence[int], int], "Array"]
 """forecast.point_forecasts' signature: another method of point forecasts, which bench/bench_forecast.py
 replays against it (the candidates forecast.py's docstring compares)."""
 
