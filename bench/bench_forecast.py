@@ -44,6 +44,7 @@ import math
 import time
 import warnings
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from bench_common import parse_args, require
@@ -51,10 +52,13 @@ from bench_predictive import CAPACITY, STARTUP_SECONDS, STEP, trace_and_profiles
 from predictive_family import PERIOD, SEEDS, WINDOW_START, by_cell, grid, run_all, series, verdict
 from trace_generator import trace_parser
 
-from autoscaler.core.forecast import Array, peaks_ahead, point_forecasts
+from autoscaler.core.forecast import peaks_ahead, point_forecasts
 from autoscaler.core.predictive import PointForecaster
 from surge.simulate.replay import Replay, Workload, replay
 from surge.simulate.summary import summarize
+
+if TYPE_CHECKING:
+    from autoscaler.core.forecast import Array
 
 DAY = round(86400 / STEP)  # samples
 HOUR = round(3600 / STEP)
