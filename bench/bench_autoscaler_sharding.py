@@ -23,13 +23,14 @@ reconcile (writes to check), the others sit at their target.
 The simulated API server runs in this process (plain HTTP), the metrics endpoint in a child process: all
 share the machine's cores with the replicas.
 
-Measured on 2 cores otherwise idle (load average 0.7-2.9 with the benchmark's own processes), defaults,
-seven runs (docs/deploy.md section 18 has each): 993-1,035 reconciles/s in sum, worst p99 queue wait
-0.24-0.49 s, shares 29-39 %, SIGKILL takeover: the buckets taken 11.9-15.1 s after the kill, the last
-orphan reconciled after 14.5-18.1 s (median of the runs 17.4 s; the previous version, polling the Leases:
-22.9-28.6 s), 0 stale writes, late joiner balanced 2.7-4.8 s after it was ready with no target
-unreconciled for more than 19.2-24.7 s. RSS: 45-56 % of one replica holding all for the replicas that
-joined; the first one started, which held every bucket until the others came, keeps 73-82 %.
+Measured on 2 cores otherwise idle (load average 0.8-1.9 with the benchmark's own processes), defaults,
+the current version (docs/deploy.md section 18 has each run, and the versions before): 977-990
+reconciles/s in sum, worst p99 queue wait 0.44-0.92 s, shares 28-42 %, SIGKILL takeover: the buckets
+taken 15.0-15.1 s after the kill, the last orphan reconciled after 17.5-17.9 s (the version before:
+14.5-18.1 s; polling the Leases: 22.9-28.6 s), 0 stale writes, late joiner balanced 4.5-6.7 s after it
+was ready with no target unreconciled for more than 22.4-24.4 s. RSS: 55-61 % of one replica holding all
+for replica-0, which holds 4 of the 10 buckets, 45-51 % for the others (the version before, whose first
+replica took every bucket at a fresh start: 73-87 % for it).
 """
 
 from __future__ import annotations
