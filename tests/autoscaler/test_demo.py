@@ -508,15 +508,8 @@ def decision_line(replicas: int, average: str, pods: int, result: str = "rescale
     current = {"averageValue": average}
     metric = {"type": "Pods", "pods": {"metric": {"name": "http_requests"}, "current": current}}
     return json.dumps(
-        {
-            "event": "decision",
-            "key": f"{NAMESPACE}/{NAME}",
-            "decided_at": "2026-03-01T12:00:00+00:00",
-            "reported": [pods],
-            "metrics": [metric],
-            "proposal": replicas,
-            "result": result,
-        }
+        {"event": "decision", "key": f"{NAMESPACE}/{NAME}", "decided_at": "2026-03-01T12:00:00+00:00",
+         "reported": [pods], "metrics": [metric], "proposal": replicas, "result": result}
     )
 
 
