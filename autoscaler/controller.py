@@ -272,9 +272,7 @@ class Controller:
         """Queue (key, period) entries as a first pass: spread by key hash (see FIRST_PASS_RATE)."""
         spread = len(entries) / FIRST_PASS_RATE
         now = self._clock.now()
-        for key, period in entries:
-            if self.autoscalers.store.get(*key) is None or not self._owns(key):
-                continue  # deleted since, or another replica's
+        for key, period in self._still_ours(entries):
             if spread < MIN_SPREAD:
                 self.queue.add(key)
             else:
@@ -289,12 +287,15 @@ class Controller:
         replica's load evenly rather than in one lump every period."""
         now = self._clock.now()
         keys: list[Key] = []
-        for key, period in entries:
-            if self.autoscalers.store.get(*key) is None or not self._owns(key):
-                continue  # deleted since, or another replica's
+        for key, period in self._still_ours(entries):
             keys.append(key)
             self._second_due[key] = now + (_phase_of(key) + 0.5) * period
         self.queue.add_first(keys)
+
+    def _still_ours(self, entries: list[tuple[Key, float]]) -> list[tuple[Key, float]]:
+        """The entries whose autoscaler is still cached (not deleted since) and in a bucket we hold."""
+        store = self.autoscalers.store
+        return [(key, period) for key, period in entries if store.get(*key) is not None and self._owns(key)]
 
     @property
     def ready(self) -> bool:
@@ -555,6 +556,7 @@ class Controller:
                 self._lists_done.set()
                 await self._handover.wait()
             self._handover.clear()
+            listing = bool(self._to_list)
             async with asyncio.TaskGroup() as group:
                 listed: asyncio.Task[None] | None = None
                 covered: set[str] = set()
@@ -566,7 +568,8 @@ class Controller:
                     listed = group.create_task(self.autoscalers.merge_list(self.source.list_path()))
                 for _ in range(HANDOVER_LISTS):
                     group.create_task(self._list_namespaces(covered, listed))
-            freeze_listed()
+            if listing:
+                freeze_listed()
             if self._to_list:
                 # Gained after the last lister ended (the event is set again): the next pass lists them,
                 # and queues their buckets and the keys that wait for them.
