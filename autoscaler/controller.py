@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 import zlib
 from collections.abc import Collection, Iterable
@@ -127,6 +128,17 @@ def _key_str(key: Key) -> str:
 def _phase_of(key: Key) -> float:
     """A key's stable place in its period, in [0, 1) (a hash of it, not Python's per-process one)."""
     return zlib.crc32(_key_str(key).encode()) / 2**32
+
+
+def seconds_to_slot(slot: float, now: float, period: float) -> float:
+    """Seconds from `now` to the first time of a key's slot (`slot` plus whole periods) that is at least
+    half a period away. A first reconcile that came late (the back of a backlog) so keeps the key's place
+    in the period: counting a period from when it happened to run would lump a backlog's keys together,
+    and the lump would come back every period."""
+    ahead = slot - now
+    if ahead < period / 2:
+        ahead += period * math.ceil((period / 2 - ahead) / period)
+    return ahead
 
 
 class Controller:
@@ -642,8 +654,8 @@ class Controller:
         period = sync_period(self.source.sync_period_of(obj), self.options.default_sync_period)
         second_due = self._second_due.pop(key, None)
         if second_due is not None:
-            # The first reconcile after a spread start: the next one comes at the key's slot.
-            period = max(period, second_due - self._clock.now())
+            # The first reconcile after a start or a gained bucket: the next one comes at the key's slot.
+            period = seconds_to_slot(second_due, self._clock.now(), period)
         if not self._owns(key) or "spec" not in obj:
             # Another replica's, or ours but still a stub until the handover lists it (it queues it then).
             return Outcome(failed=False, resync_after=None)

@@ -10,8 +10,9 @@ reconcile (writes to check), the others sit at their target.
    the replicas do before theirs is read (the baseline).
 2. R replicas started one after another: per replica the targets owned, reconciles/s, p99 queue wait,
    CPU and RSS over `--measure` seconds, once the buckets are balanced.
-3. SIGKILL the replica owning most: seconds until every one of its targets was reconciled (a read of its
-   /scale in the audit log) by a survivor.
+3. SIGKILL the replica owning most, right after it renewed its buckets (the worst case): seconds until
+   every one of its targets was reconciled (a read of its /scale in the audit log) by a survivor, and the
+   CPU each process used meanwhile.
 4. SIGSTOP another past its lease, SIGCONT it: the writes (audit log) it made for a target whose bucket
    Lease another replica had written since it last did (must be 0), and the writes its fence dropped.
 5. A replica joins late: seconds until the buckets are balanced again, and the longest any target went
@@ -108,6 +109,20 @@ class Cluster:
         daemon = Daemon.start(kubeconfig, self.metrics_url, self.workdir / f"{name}.log", *flags)
         self.replicas[name] = daemon
         return daemon
+
+    def whole_log(self) -> list[AuditEntry]:
+        """Every write in the audit log from the start."""
+        return AuditTail(self.audit.path).read()
+
+    def renewals(self, leases: Iterable[str]) -> list[str]:
+        """The renewTime of each of `leases`, as the API server has it."""
+        names = sorted(leases)
+
+        def read() -> list[str]:
+            store = self.api.server.store
+            return [str(store.get(LEASES, "default", name)["spec"].get("renewTime")) for name in names]
+
+        return list(self.api.call(read))
 
     def holders(self) -> list[str]:
         """Each bucket's holder, as the API server has it."""
@@ -313,12 +328,23 @@ async def run(args: argparse.Namespace) -> None:
                 for n, holder in zip(cluster.lease_names, cluster.holders(), strict=True)
                 if holder == victim
             }
-            cluster.audit.read()
+            # Killed right after it renewed its buckets: the worst case, its Leases run out a whole lease
+            # duration later.
+            renewed = cluster.renewals(orphan_leases)
+            await wait_for(
+                lambda: all(a != b for a, b in zip(cluster.renewals(orphan_leases), renewed, strict=True)),
+                args.lease,
+                "a renewal of the victim's buckets",
+                every=0.01,
+            )
             killed_at = datetime.now(UTC)
             cluster.replicas[victim].proc.kill()
             cluster.replicas[victim].proc.wait()
+            cluster.audit.skip()  # (what came before is read later: reading stalls the API server)
             survivors = [name for name in names if name != victim]
-            gc.freeze()
+            watched = {name: cluster.replicas[name].proc.pid for name in survivors}
+            watched |= {"API server": os.getpid(), "metrics endpoint": endpoint.pid or 0}
+            cpu_samples: list[tuple[datetime, dict[str, float]]] = []
             # Each orphan's first reconcile by a survivor, from the audit lines read since the last poll
             # only (this process also runs the API server: a poll must not stall it).
             first: dict[tuple[str, str], datetime] = {}
@@ -326,6 +352,7 @@ async def run(args: argparse.Namespace) -> None:
 
             def taken_over() -> bool:
                 nonlocal cursor
+                cpu_samples.append((datetime.now(UTC), {n: cpu_seconds(pid) for n, pid in watched.items()}))
                 entries = cluster.audit.read()
                 for e in entries[cursor:]:
                     t = (e.namespace, e.name)
@@ -352,6 +379,13 @@ async def run(args: argparse.Namespace) -> None:
                 f"{statistics.median(firsts):.1f} s, all within {max(firsts):.1f} s "
                 f"(lease {args.lease:g} s: target <= {args.lease + 3:g} s)"
             )
+            took_from = killed_at + timedelta(seconds=min(taken.values(), default=0.0))
+            window = [(t, c) for t, c in cpu_samples if t >= took_from]
+            if len(window) > 1:
+                (since, used0), (until, used1) = window[0], window[-1]
+                seconds = (until - since).total_seconds()
+                busy = ", ".join(f"{n} {(used1[n] - used0[n]) / seconds:.0%}" for n in watched)
+                print(f"CPU from the buckets taken to the last orphan (of one core): {busy}")
 
             # 4. SIGSTOP another past its lease, then SIGCONT.
             paused = survivors[0]
@@ -366,7 +400,7 @@ async def run(args: argparse.Namespace) -> None:
             proc.send_signal(signal.SIGCONT)
             await asyncio.sleep(max(5.0, args.lease))  # it runs on, finds its buckets gone, re-balances
             dropped = total(await cluster.replicas[paused].scrape(), "surge_autoscaler_writes_dropped_total")
-            stale = stale_writes(cluster.audit.read(), set(names), args.buckets)
+            stale = stale_writes(cluster.whole_log(), set(names), args.buckets)
             print(
                 f"SIGSTOP of {paused} past its lease, SIGCONT: writes dropped by its fence {dropped:.0f}; "
                 f"stale writes after a lost lease (audit log, all replicas, whole run): {len(stale)}"
@@ -399,7 +433,7 @@ async def run(args: argparse.Namespace) -> None:
                 f"{late_reconciles} reconciles); longest a target went unreconciled around the handover "
                 f"{max(gaps):.1f} s (period {args.period:g} s: target <= {args.period + 15:g} s)"
             )
-            stale = stale_writes(cluster.audit.read(), {*names, late}, args.buckets)
+            stale = stale_writes(cluster.whole_log(), {*names, late}, args.buckets)
             print(f"stale writes after a lost lease: {len(stale)}")
             require(not stale, "a replica wrote for a bucket it no longer held")
             require(late_reconciles > 0, "the late replica reconciled nothing")

@@ -1,7 +1,7 @@
 """Start-up: the autoscalers of the first list get their first reconciles spread by a stable hash of their
 key (from about FIRST_PASS_RATE autoscalers a second on), then one slot each in the period; autoscalers
-created while the daemon runs are reconciled at once. Runs on a FakeClock, FIRST_PASS_RATE lowered so
-that four autoscalers are "many"."""
+created while the daemon runs are reconciled at once, and so are a gained bucket's, which then take their
+slots. Runs on a FakeClock, FIRST_PASS_RATE lowered so that four autoscalers are "many"."""
 
 from __future__ import annotations
 
@@ -108,3 +108,43 @@ async def test_becoming_leader_spreads_the_resync_like_a_first_pass(
             assert controller.queue._waiting[("default", name)] == pytest.approx(now + _phase(name) * spread)
         fake_clock.advance(spread)
         await eventually(lambda: reconciles(controller) == 2 * len(NAMES))
+
+
+@pytest.mark.parametrize(
+    ("slot", "now", "expected"),
+    [
+        (25.0, 10.0, 15.0),  # ahead by more than half a period: the slot itself
+        (15.0, 10.0, 5.0),  # exactly half a period
+        (14.0, 10.0, 14.0),  # too close: the slot a period on
+        (10.0, 12.0, 8.0),  # passed (the first reconcile came late): its next time
+        (10.0, 27.0, 13.0),  # passed long ago: 30 is too close, 40 it is
+    ],
+)
+def test_the_slot_after_a_first_reconcile_is_the_keys_own_and_half_a_period_away(
+    slot: float, now: float, expected: float
+) -> None:
+    assert controller_module.seconds_to_slot(slot, now, PERIOD) == pytest.approx(expected)
+
+
+async def test_a_gained_buckets_keys_are_reconciled_at_once_then_at_their_own_slots(
+    kube: KubeClient,
+    apiserver: ServerThread,
+    kubeconfig_path: Path,
+    backend: MetricsBackend,
+    fake_clock: FakeClock,
+) -> None:
+    await install_crd(kube)
+    await _seed(kube, apiserver, backend, NAMES)
+    async with running_controller(kubeconfig_path, backend.url, clock=fake_clock) as controller:
+        # Few: all reconciled at once, and due again a period later.
+        await eventually(lambda: reconciles(controller) == len(NAMES))
+        start = fake_clock.now()
+        controller._queue_gained([(("default", name), PERIOD) for name in NAMES])  # what gain_bucket does
+        await eventually(lambda: reconciles(controller) == 2 * len(NAMES))  # at once (the clock stands still)
+        assert min(_phase(name) for name in NAMES) < 0.5 <= max(_phase(name) for name in NAMES)
+        for name in NAMES:
+            # Its slot, half a period or more on; not a period after the moment it ran, which would put
+            # every key of a bucket at the same time. (The queue keeps the earlier of it and the first
+            # pass's next time.)
+            slot = start + (_phase(name) + 0.5) * PERIOD
+            assert controller.queue._waiting[("default", name)] == pytest.approx(min(slot, start + PERIOD))
