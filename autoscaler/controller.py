@@ -526,7 +526,7 @@ class Controller:
         self._owned_buckets.discard(bucket)
         self._to_queue.discard(bucket)
         for key, _ in list(self.autoscalers.store.items()):
-            if not self._owns(key):
+            if not self._caches(key[0]):
                 self._forget(key)
         self._drop_uncached()
 
@@ -541,6 +541,8 @@ class Controller:
         self._pod_namespaces -= dropped
         self._listed -= dropped
         self._to_list = {ns for ns in self._to_list if self._caches(ns)}
+        for key in [key for key in self._parsed if not self._caches(key[0])]:
+            del self._parsed[key]  # (parsed ahead for a bucket no longer expected)
         self.pods.prune()
         self.pod_index.forget_namespaces(dropped)
         for namespace in dropped:
@@ -617,6 +619,16 @@ class Controller:
                 self._queue_gained(
                     [(key, self._period_of(obj)) for key, obj in self._autoscalers_in(namespace)]
                 )
+            else:
+                self._parse_ahead(namespace)
+
+    def _parse_ahead(self, namespace: str) -> None:
+        """Parse the autoscalers of a namespace expected soon (`prepare_buckets`) while there is time: in
+        a takeover every survivor is short of CPU, and a spec first met is a tenth of a reconcile."""
+        for key, obj in self._autoscalers_in(namespace):
+            if "spec" in obj:
+                with contextlib.suppress(ValueError):  # (unreadable: its reconcile says so)
+                    self._parse(key, obj)
 
     def _autoscalers_in(self, namespace: str) -> list[tuple[Key, Obj]]:
         return [(object_key(obj), obj) for obj in self.autoscalers.store.in_namespace(namespace)]

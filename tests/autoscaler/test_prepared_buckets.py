@@ -1,0 +1,53 @@
+"""A replica expecting buckets (`Controller.prepare_buckets`, Sharding's forecast) lists their namespaces
+and parses their autoscalers before it holds them, so its first reconciles after a takeover skip that
+work, and drops all of it again when they are no longer expected. On a FakeClock that stands still: the
+replica's cold start takes no bucket meanwhile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autoscaler.buckets import bucket_of
+from shared.clock import FakeClock
+from shared.kube import KubeClient
+from sim.runner import ServerThread
+from tests.autoscaler.harness import autoscaler_spec, create_hza, install_crd, running_controller, workload
+from tests.autoscaler.helpers import eventually
+from tests.autoscaler.metrics_backend import MetricsBackend
+
+BUCKETS = 4
+NAMES = ["a", "b", "c"]
+
+
+async def test_expected_buckets_are_listed_and_parsed_ahead_then_dropped(
+    kube: KubeClient,
+    apiserver: ServerThread,
+    kubeconfig_path: Path,
+    backend: MetricsBackend,
+    fake_clock: FakeClock,
+) -> None:
+    await install_crd(kube)
+    for name in NAMES:
+        pods = workload(apiserver, name, 1)
+        backend.pod_values[("default", f"m-{name}")] = dict.fromkeys(pods, 100.0)
+        await create_hza(kube, name, autoscaler_spec(name, f"m-{name}", "100"))
+    flags = [
+        "--leader-elect",
+        "--leader-elect-identity=me",
+        "--leader-elect-resource-namespace=default",
+        f"--leader-elect-buckets={BUCKETS}",
+    ]
+    async with running_controller(kubeconfig_path, backend.url, clock=fake_clock, flags=flags) as controller:
+        await eventually(lambda: controller.ready)
+        keys = {("default", name) for name in NAMES}
+        assert controller.keys_owned() == 0 and not controller._parsed  # stubs only
+
+        controller.prepare_buckets({bucket_of("default", BUCKETS)})
+        await controller.wait_prepared()
+        assert set(controller._parsed) == keys
+        assert all(controller._parsed[key][1] is not None for key in keys)  # parsed, not refused
+        assert len(controller.pods.store) == len(NAMES)  # and their pods cached
+        assert controller.keys_owned() == 0  # expected is not held: nothing reconciled yet
+
+        controller.prepare_buckets(set())
+        assert not controller._parsed and len(controller.pods.store) == 0
