@@ -1,12 +1,17 @@
-"""`python -m autoscaler` / `surge-autoscaler`: the autoscaler daemon."""
+"""`python -m autoscaler` / `surge-autoscaler`: the autoscaler daemon.
+
+It runs on uvloop: side by side with asyncio's own loop at 10,000 autoscalers (bench_autoscaler_transport
+`--against asyncio`, 2 cores), it spent 8 % less CPU per reconcile (median of 6 windows; 3-13 %), and in
+a takeover every survivor is short of CPU.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Sequence
 
 import structlog
+import uvloop
 
 from autoscaler.daemon import AutoscalerDaemon, StartupError
 from autoscaler.options import AutoscalerOptions, parse_options
@@ -35,7 +40,7 @@ async def run(options: AutoscalerOptions) -> int:
 def main(argv: Sequence[str] | None = None) -> None:
     options = parse_options(sys.argv[1:] if argv is None else argv)
     configure_logging(options.log_level, options.log_format)
-    sys.exit(asyncio.run(run(options)))
+    sys.exit(uvloop.run(run(options)))
 
 
 if __name__ == "__main__":

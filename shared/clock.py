@@ -18,8 +18,6 @@ from typing import Protocol
 
 
 class TimerHandle(Protocol):
-    def when(self) -> float: ...
-
     def cancel(self) -> None: ...
 
 

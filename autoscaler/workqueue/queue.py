@@ -76,6 +76,7 @@ class WorkQueue:
         self._waiting: dict[Hashable, float] = {}
         self._seq = itertools.count()
         self._timer: TimerHandle | None = None
+        self._timer_at = 0.0  # when `_timer` fires (kept here: uvloop's handle of a due time has no when())
 
     # ---- adding
 
@@ -229,10 +230,11 @@ class WorkQueue:
     def _arm_timer(self) -> None:
         ready_at = self._heap[0][0]
         if self._timer is not None:
-            if self._timer.when() <= ready_at:
+            if self._timer_at <= ready_at:
                 return
             self._timer.cancel()
         self._timer = self._clock.call_at(ready_at, self._fire_due)
+        self._timer_at = ready_at
 
     def _fire_due(self) -> None:
         self._timer = None

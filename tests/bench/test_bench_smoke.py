@@ -57,8 +57,9 @@ EXPECTED: dict[str, list[tuple[str, float, float]]] = {
         (r"failed reconciles\s+(\d+)", 0, 0),
     ],
     "bench_autoscaler_transport": [
-        (r"^median: http11 ([\d.]+) vs", 0, 100),
-        (r"^median: http11 [\d.]+ vs aiohttp ([\d.]+)", 0, 100),
+        (r"^median: shipped ([\d.]+) vs aiohttp", 0, 100),
+        (r"^median: shipped [\d.]+ vs aiohttp ([\d.]+)", 0, 100),
+        (r"^median: shipped [\d.]+ vs asyncio ([\d.]+)", 0, 100),
     ],
     # The replay's wall time in seconds (two profiles over the smoke's 6-hour series).
     "bench_simulate": [(r"^replay: [\d,]+ decisions in ([\d.]+) s", 0.001, 120)],
