@@ -13,5 +13,5 @@ import uvloop
 from autoscaler.__main__ import main
 
 if __name__ == "__main__":
-    uvloop.run = asyncio.run  # what main() runs the daemon with
+    uvloop.run = asyncio.run  # type: ignore[assignment]  # (what main() runs the daemon with)
     main()
