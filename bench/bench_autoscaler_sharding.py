@@ -379,7 +379,9 @@ async def run(args: argparse.Namespace) -> None:
                 f"{statistics.median(firsts):.1f} s, all within {max(firsts):.1f} s "
                 f"(lease {args.lease:g} s: target <= {args.lease + 3:g} s)"
             )
-            took_from = killed_at + timedelta(seconds=min(taken.values(), default=0.0))
+            took_from = killed_at + timedelta(
+                seconds=min((t for n, t in taken.items() if n in orphan_leases), default=0.0)
+            )
             window = [(t, c) for t, c in cpu_samples if t >= took_from]
             if len(window) > 1:
                 (since, used0), (until, used1) = window[0], window[-1]
