@@ -610,6 +610,10 @@ class Controller:
                 await self._list_namespace(namespace, namespace not in covered)
                 if listed is not None and namespace in covered:
                     await listed
+                    if any("spec" not in obj for obj in self.autoscalers.store.in_namespace(namespace)):
+                        # The list of all reached it while it was not cached (its bucket left the
+                        # forecast and came back meanwhile): its own list brings the specs.
+                        await self.autoscalers.merge_list(self.source.object_path(namespace, "").rstrip("/"))
             except BaseException:
                 self._to_list.add(namespace)
                 raise
@@ -629,6 +633,17 @@ class Controller:
             if "spec" in obj:
                 with contextlib.suppress(ValueError):  # (unreadable: its reconcile says so)
                     self._parse(key, obj)
+
+    def _list_again(self, key: Key) -> None:
+        """An autoscaler of ours met as a stub: its namespace's list is under way (the handover queues it
+        when done), or the namespace was counted as listed while its spec was not cached, in which case
+        it is listed again. Either way the key is queued once the handover is done, never dropped."""
+        namespace = key[0]
+        if namespace in self._listed or namespace not in self._pod_namespaces:
+            self._listed.discard(namespace)
+            self._to_list.add(namespace)
+        self._keys_to_queue.add(key)
+        self._wake_handover()
 
     def _autoscalers_in(self, namespace: str) -> list[tuple[Key, Obj]]:
         return [(object_key(obj), obj) for obj in self.autoscalers.store.in_namespace(namespace)]
@@ -668,8 +683,10 @@ class Controller:
         if second_due is not None:
             # The first reconcile after a start or a gained bucket: the next one comes at the key's slot.
             period = seconds_to_slot(second_due, self._clock.now(), period)
-        if not self._owns(key) or "spec" not in obj:
-            # Another replica's, or ours but still a stub until the handover lists it (it queues it then).
+        if not self._owns(key):
+            return Outcome(failed=False, resync_after=None)  # another replica's
+        if "spec" not in obj:
+            self._list_again(key)
             return Outcome(failed=False, resync_after=None)
         if not self._holds(key):
             return Outcome(failed=False, resync_after=period)

@@ -1,10 +1,12 @@
 """A replica expecting buckets (`Controller.prepare_buckets`, Sharding's forecast) lists their namespaces
 and parses their autoscalers before it holds them, so its first reconciles after a takeover skip that
-work, and drops all of it again when they are no longer expected. On a FakeClock that stands still: the
-replica's cold start takes no bucket meanwhile."""
+work, and drops all of it again when they are no longer expected; an autoscaler of its buckets that it
+finds cached as a stub is listed again, never dropped. On a FakeClock."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 from autoscaler.buckets import bucket_of
@@ -12,7 +14,7 @@ from shared.clock import FakeClock
 from shared.kube import KubeClient
 from sim.runner import ServerThread
 from tests.autoscaler.harness import autoscaler_spec, create_hza, install_crd, running_controller, workload
-from tests.autoscaler.helpers import eventually
+from tests.autoscaler.helpers import eventually, reconciles
 from tests.autoscaler.metrics_backend import MetricsBackend
 
 BUCKETS = 4
@@ -51,3 +53,50 @@ async def test_expected_buckets_are_listed_and_parsed_ahead_then_dropped(
 
         controller.prepare_buckets(set())
         assert not controller._parsed and len(controller.pods.store) == 0
+
+
+async def _advance_until(clock: FakeClock, done: Callable[[], bool], limit: float = 30.0) -> None:
+    """Advance the fake clock a little at a time (letting the loops run) until `done()`."""
+    for _ in range(round(limit / 0.1)):
+        if done():
+            return
+        clock.advance(0.1)
+        await asyncio.sleep(0.005)
+    assert done()
+
+
+async def test_an_autoscaler_of_ours_met_as_a_stub_is_listed_again_and_reconciled(
+    kube: KubeClient,
+    apiserver: ServerThread,
+    kubeconfig_path: Path,
+    backend: MetricsBackend,
+    fake_clock: FakeClock,
+) -> None:
+    await install_crd(kube)
+    for name in NAMES:
+        pods = workload(apiserver, name, 1)
+        backend.pod_values[("default", f"m-{name}")] = dict.fromkeys(pods, 100.0)
+        await create_hza(kube, name, autoscaler_spec(name, f"m-{name}", "100"))
+    flags = [
+        "--leader-elect",
+        "--leader-elect-identity=me",
+        "--leader-elect-resource-namespace=default",
+        f"--leader-elect-buckets={BUCKETS}",
+        "--leader-elect-lease-duration=1s",
+        "--leader-elect-renew-deadline=0.6s",
+        "--leader-elect-retry-period=0.2s",
+    ]
+    async with running_controller(kubeconfig_path, backend.url, clock=fake_clock, flags=flags) as controller:
+        # Alone: after its cold-start wait it holds every bucket and reconciles every autoscaler.
+        await _advance_until(fake_clock, lambda: reconciles(controller) >= len(NAMES))
+        key = ("default", "a")
+        before = reconciles(controller)
+        # What a list racing a change of the buckets expected can leave: ours, cached as a stub.
+        store = controller.autoscalers.store
+        obj = store.get(*key)
+        assert obj is not None
+        store.put({"metadata": {k: obj["metadata"][k] for k in ("name", "namespace", "resourceVersion")}})
+        controller.queue.add(key)
+        # Not dropped: its namespace is listed again, then it is reconciled with its spec.
+        await eventually(lambda: reconciles(controller) > before)
+        assert "spec" in (store.get(*key) or {})
