@@ -9,7 +9,8 @@ reconcile (writes to check), the others sit at their target.
 1. One replica alone holds every bucket: its RSS once every target was reconciled and it ran as long as
    the replicas do before theirs is read (the baseline).
 2. R replicas started one after another: per replica the targets owned, reconciles/s, p99 queue wait,
-   CPU and RSS over `--measure` seconds, once the buckets are balanced.
+   CPU and RSS over `--measure` seconds, once the buckets are balanced; and (read from the audit log at
+   the end) that every target was reconciled in the measurement's periods.
 3. SIGKILL the replica owning most, right after it renewed its buckets (the worst case): seconds until
    every one of its targets was reconciled (a read of its /scale in the audit log) by a survivor, and the
    CPU each process used meanwhile.
@@ -278,7 +279,9 @@ async def run(args: argparse.Namespace) -> None:
             cpu0 = [cpu_seconds(d.proc.pid) for d in daemons]
             api_cpu0 = cpu_seconds(os.getpid())
             t0 = time.monotonic()
+            measured_from = datetime.now(UTC)
             await asyncio.sleep(args.measure)
+            measured_to = datetime.now(UTC)
             after = [await d.scrape() for d in daemons]
             cpu1 = [cpu_seconds(d.proc.pid) for d in daemons]
             api_cpu = (cpu_seconds(os.getpid()) - api_cpu0) / (time.monotonic() - t0) * 100
@@ -437,6 +440,18 @@ async def run(args: argparse.Namespace) -> None:
             )
             stale = stale_writes(cluster.whole_log(), {*names, late}, args.buckets)
             print(f"stale writes after a lost lease: {len(stale)}")
+            reads = AuditTail(cluster.audit.path, also_read=frozenset({SCALE})).read()
+            # Each target has a slot in every period: all but one of the measurement's whole periods
+            # (a slot at its edge may move across it) must have its reconcile.
+            windows = max(1, int(args.measure // args.period) - 1)
+            counted = reconciles_by_target([e for e in reads if e.received < measured_to], measured_from)
+            missed = [t for t in cluster.targets() if len(counted.get(t, ())) < windows]
+            examples = ", ".join("/".join(t) for t in missed[:3])
+            print(
+                f"targets reconciled fewer than {windows} times in the {args.measure:g} s measured: "
+                f"{len(missed)}{f' ({examples} ...)' if missed else ''}"
+            )
+            require(not missed, "a target went unreconciled while the replicas were measured")
             require(not stale, "a replica wrote for a bucket it no longer held")
             require(late_reconciles > 0, "the late replica reconciled nothing")
         finally:

@@ -98,6 +98,7 @@ EXPECTED: dict[str, list[tuple[str, float, float]]] = {
         (r"^takeover after SIGKILL .* all within ([\d.]+) s", 1.0, 30),
         (r"^stale writes after a lost lease: (\d+)", 0, 0),
         (r"^late joiner: balanced ([\d.]+) s", 0, 60),
+        (r"^targets reconciled fewer than \d+ times in the [\d.]+ s measured: (\d+)", 0, 0),
     ],
     "bench_kube_client": [
         (r"^aiohttp\s+([\d.]+) CPU s / 1000 requests", 0.001, 100),
