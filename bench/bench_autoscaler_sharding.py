@@ -344,6 +344,9 @@ async def run(args: argparse.Namespace) -> None:
             cluster.replicas[victim].proc.kill()
             cluster.replicas[victim].proc.wait()
             cluster.audit.skip()  # (what came before is read later: reading stalls the API server)
+            # What the API server allocated since the start (watch history, objects written) goes to the
+            # permanent generation too: a full collection of it in the takeover would stall every request.
+            gc.freeze()
             survivors = [name for name in names if name != victim]
             watched = {name: cluster.replicas[name].proc.pid for name in survivors}
             watched |= {"API server": os.getpid(), "metrics endpoint": endpoint.pid or 0}
