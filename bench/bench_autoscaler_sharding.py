@@ -25,14 +25,14 @@ reconcile (writes to check), the others sit at their target.
 The simulated API server runs in this process (plain HTTP), the metrics endpoint in a child process: all
 share the machine's cores with the replicas.
 
-Measured on 2 cores otherwise idle (load average 0.8-1.9 with the benchmark's own processes), defaults,
-the current version (docs/deploy.md section 18 has each run, and the versions before): 977-990
-reconciles/s in sum, worst p99 queue wait 0.44-0.96 s, shares 28-42 %, SIGKILL takeover: the buckets
-taken 15.0-15.1 s after the kill, the last orphan reconciled after 17.5-18.0 s (the version before:
-14.5-18.1 s; polling the Leases: 22.9-28.6 s), 0 stale writes, late joiner balanced 3.6-6.7 s after it
-was ready with no target unreconciled for more than 22.4-24.4 s. RSS: 55-61 % of one replica holding all
-for replica-0, which holds 4 of the 10 buckets, 45-51 % for the others (the version before, whose first
-replica took every bucket at a fresh start: 73-87 % for it).
+Measured on 2 cores otherwise idle (load average 1.0-1.8 with the benchmark's own processes), defaults,
+the current version (docs/deploy.md section 18 has each run, and the versions before), runs U-W:
+996-999 reconciles/s in sum with every target reconciled in every measured period, worst p99 queue wait
+0.002 s (the version before: 0.44-0.96 s, its reconciles bunched every period), shares 29-39 %, SIGKILL
+right after a renewal: the buckets taken 15.0 s after the kill, the last orphan reconciled after
+16.8-17.4 s (the version before: 17.5-18.0 s), 0 stale writes, late joiner balanced 2.9-3.1 s after it
+was ready with no target unreconciled for more than 22.2-23.0 s. RSS: 54 % of one replica holding all for
+replica-0, which holds 4 of the 10 buckets, 46-48 % for the others.
 """
 
 from __future__ import annotations
