@@ -19,6 +19,20 @@ from tests.autoscaler.metrics_backend import MetricsBackend
 
 BUCKETS = 4
 NAMES = ["a", "b", "c"]
+FLAGS = [
+    "--leader-elect",
+    "--leader-elect-identity=me",
+    "--leader-elect-resource-namespace=default",
+    f"--leader-elect-buckets={BUCKETS}",
+]
+
+
+async def _seed(kube: KubeClient, apiserver: ServerThread, backend: MetricsBackend) -> None:
+    await install_crd(kube)
+    for name in NAMES:
+        pods = workload(apiserver, name, 1)
+        backend.pod_values[("default", f"m-{name}")] = dict.fromkeys(pods, 100.0)
+        await create_hza(kube, name, autoscaler_spec(name, f"m-{name}", "100"))
 
 
 async def test_expected_buckets_are_listed_and_parsed_ahead_then_dropped(
@@ -28,18 +42,8 @@ async def test_expected_buckets_are_listed_and_parsed_ahead_then_dropped(
     backend: MetricsBackend,
     fake_clock: FakeClock,
 ) -> None:
-    await install_crd(kube)
-    for name in NAMES:
-        pods = workload(apiserver, name, 1)
-        backend.pod_values[("default", f"m-{name}")] = dict.fromkeys(pods, 100.0)
-        await create_hza(kube, name, autoscaler_spec(name, f"m-{name}", "100"))
-    flags = [
-        "--leader-elect",
-        "--leader-elect-identity=me",
-        "--leader-elect-resource-namespace=default",
-        f"--leader-elect-buckets={BUCKETS}",
-    ]
-    async with running_controller(kubeconfig_path, backend.url, clock=fake_clock, flags=flags) as controller:
+    await _seed(kube, apiserver, backend)
+    async with running_controller(kubeconfig_path, backend.url, clock=fake_clock, flags=FLAGS) as controller:
         await eventually(lambda: controller.ready)
         keys = {("default", name) for name in NAMES}
         assert controller.keys_owned() == 0 and not controller._parsed  # stubs only
@@ -72,20 +76,13 @@ async def test_an_autoscaler_of_ours_met_as_a_stub_is_listed_again_and_reconcile
     backend: MetricsBackend,
     fake_clock: FakeClock,
 ) -> None:
-    await install_crd(kube)
-    for name in NAMES:
-        pods = workload(apiserver, name, 1)
-        backend.pod_values[("default", f"m-{name}")] = dict.fromkeys(pods, 100.0)
-        await create_hza(kube, name, autoscaler_spec(name, f"m-{name}", "100"))
-    flags = [
-        "--leader-elect",
-        "--leader-elect-identity=me",
-        "--leader-elect-resource-namespace=default",
-        f"--leader-elect-buckets={BUCKETS}",
+    await _seed(kube, apiserver, backend)
+    short = [
         "--leader-elect-lease-duration=1s",
         "--leader-elect-renew-deadline=0.6s",
         "--leader-elect-retry-period=0.2s",
     ]
+    flags = [*FLAGS, *short]
     async with running_controller(kubeconfig_path, backend.url, clock=fake_clock, flags=flags) as controller:
         # Alone: after its cold-start wait it holds every bucket and reconciles every autoscaler.
         await _advance_until(fake_clock, lambda: reconciles(controller) >= len(NAMES))
