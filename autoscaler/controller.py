@@ -610,10 +610,6 @@ class Controller:
                 await self._list_namespace(namespace, namespace not in covered)
                 if listed is not None and namespace in covered:
                     await listed
-                    if any("spec" not in obj for obj in self.autoscalers.store.in_namespace(namespace)):
-                        # The list of all reached it while it was not cached (its bucket left the
-                        # forecast and came back meanwhile): its own list brings the specs.
-                        await self.autoscalers.merge_list(self.source.object_path(namespace, "").rstrip("/"))
             except BaseException:
                 self._to_list.add(namespace)
                 raise
@@ -636,8 +632,9 @@ class Controller:
 
     def _list_again(self, key: Key) -> None:
         """An autoscaler of ours met as a stub: its namespace's list is under way (the handover queues it
-        when done), or the namespace was counted as listed while its spec was not cached, in which case
-        it is listed again. Either way the key is queued once the handover is done, never dropped."""
+        when done), or the namespace was counted as listed while its spec was not cached (the list of all
+        reached it while its bucket was briefly out of the forecast), in which case it is listed again.
+        Either way the key is queued once the handover is done, never dropped."""
         namespace = key[0]
         if namespace in self._listed or namespace not in self._pod_namespaces:
             self._listed.discard(namespace)
