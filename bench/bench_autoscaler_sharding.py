@@ -111,9 +111,9 @@ class Cluster:
         self.replicas[name] = daemon
         return daemon
 
-    def whole_log(self) -> list[AuditEntry]:
-        """Every write in the audit log from the start."""
-        return AuditTail(self.audit.path).read()
+    def whole_log(self, also_read: frozenset[str] = frozenset()) -> list[AuditEntry]:
+        """Every write in the audit log from the start, and the reads of `also_read` resources."""
+        return AuditTail(self.audit.path, also_read=also_read).read()
 
     def renewals(self, leases: Iterable[str]) -> list[str]:
         """The renewTime of each of `leases`, as the API server has it."""
@@ -441,9 +441,9 @@ async def run(args: argparse.Namespace) -> None:
                 f"{late_reconciles} reconciles); longest a target went unreconciled around the handover "
                 f"{max(gaps):.1f} s (period {args.period:g} s: target <= {args.period + 15:g} s)"
             )
-            stale = stale_writes(cluster.whole_log(), {*names, late}, args.buckets)
+            reads = cluster.whole_log(also_read=frozenset({SCALE}))  # (one read for both checks)
+            stale = stale_writes(reads, {*names, late}, args.buckets)
             print(f"stale writes after a lost lease: {len(stale)}")
-            reads = AuditTail(cluster.audit.path, also_read=frozenset({SCALE})).read()
             # Each target has a slot in every period: all but one of the measurement's whole periods
             # (a slot at its edge may move across it) must have its reconcile.
             windows = max(1, int(args.measure // args.period) - 1)
