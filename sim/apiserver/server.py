@@ -38,6 +38,9 @@ log = structlog.get_logger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+CONTAINER_HOST_ADDRESS = "10.0.2.2"
+"""The host's loopback as seen from a container in its own network namespace (podman's slirp4netns with
+allow_host_loopback): containers the simulated kubelet runs reach this server and Prometheus there."""
 
 
 USER = web.RequestKey("user", UserInfo)
@@ -114,7 +117,9 @@ class ApiServer:
 
     def _ssl_context(self, host: str) -> ssl.SSLContext:
         assert self.ca is not None and self._workdir is not None
-        pair = self.ca.issue_server(list(dict.fromkeys([host, "127.0.0.1", "localhost", "::1"])))
+        # CONTAINER_HOST_ADDRESS: how a container on slirp4netns reaches this machine's loopback.
+        names = [host, "127.0.0.1", "localhost", "::1", CONTAINER_HOST_ADDRESS]
+        pair = self.ca.issue_server(list(dict.fromkeys(names)))
         cert, key = self._workdir / "apiserver.crt", self._workdir / "apiserver.key"
         cert.write_bytes(pair.cert_pem)
         key.write_bytes(pair.key_pem)
@@ -156,6 +161,18 @@ class ApiServer:
     ) -> None:
         """Accept `token` as `user` — for requests to this server and in TokenReviews."""
         self.tokens[token] = UserInfo(user, groups, uid, extra or {})
+
+    def service_account_token(self, namespace: str, name: str) -> str:
+        """A new bearer token for ServiceAccount `namespace/name`, authenticating as kube-apiserver's
+        service-account authenticator does: user `system:serviceaccount:<ns>:<name>` in the groups
+        `system:serviceaccounts`, `system:serviceaccounts:<ns>` and `system:authenticated`."""
+        token = secrets.token_urlsafe(32)
+        self.add_token(
+            token,
+            f"system:serviceaccount:{namespace}:{name}",
+            ("system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated"),
+        )
+        return token
 
     def write_kubeconfig(self, path: str | Path, user: str = "admin", namespace: str = "default") -> Path:
         """A kubeconfig for this server: CA data embedded, bearer token for `user` (admin is in
