@@ -16,8 +16,11 @@ COPY shared ./shared
 COPY sim ./sim
 COPY demo ./demo
 COPY surge ./surge
-# The same install CI runs (scripts/setup.sh), minus the editable flag and the test extras.
+# The same install CI runs (scripts/setup.sh), minus the editable flag and the extras (the test tools, and
+# `simulate`: matplotlib and prometheus-api-client serve only `surge simulate` and the demo's charts).
+# pip and setuptools are not needed at run time: they leave the venv here, before it is copied.
 RUN /opt/venv/bin/pip install . \
+    && /opt/venv/bin/python -m pip uninstall -q -y pip setuptools \
     && /opt/venv/bin/python -m compileall -q /opt/venv/lib
 
 # ---- run: the interpreter, the venv, nothing else; no compilers, no pip cache, non-root ----
@@ -29,9 +32,9 @@ ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
 COPY --from=build /opt/venv /opt/venv
-# pip is not needed at run time; /adapter is where prometheus-adapter's Helm chart expects the binary.
-RUN /opt/venv/bin/python -m pip uninstall -q -y pip \
-    && python -m pip uninstall -q -y --root-user-action=ignore pip setuptools wheel \
+# The base interpreter's pip goes too. It is named by its path: `python` is the venv's (PATH), which has
+# no pip. /adapter is where prometheus-adapter's Helm chart expects the binary.
+RUN /usr/local/bin/python3 -m pip uninstall -q -y --root-user-action=ignore pip setuptools wheel \
     && ln -s /opt/venv/bin/surge-adapter /adapter
 USER 65532:65532
 WORKDIR /tmp

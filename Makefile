@@ -1,4 +1,4 @@
-.PHONY: setup demo test lint fuzz
+.PHONY: setup demo test test-image image lint fuzz
 PY := .venv/bin/python
 
 setup:
@@ -9,6 +9,15 @@ demo: setup
 
 test: setup lint
 	$(PY) -m pytest -q -n 3 --dist loadfile
+
+# The install path end to end: the real image built here, its pods run by the simulated kubelet with podman,
+# the chart installed with RBAC enforced (tests/image/).
+image:
+	@./scripts/setup.sh --containers
+	./scripts/build_image.sh
+
+test-image: setup image
+	$(PY) -m pytest -q -p no:xdist -m image tests/image
 
 lint: setup
 	$(PY) -m ruff check .

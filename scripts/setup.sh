@@ -2,7 +2,9 @@
 # Installs what Surge's demo and tests need on a Debian machine, each only when missing:
 #   - Debian's `prometheus` package (the real Prometheus the tests and the demo start on free ports);
 #   - kubectl: Debian's `kubectl` package from trixie (1.32), unless a kubectl is already on PATH;
-#   - the Python venv in .venv, rebuilt only when pyproject.toml changed since the last build.
+#   - the Python venv in .venv, rebuilt only when pyproject.toml changed since the last build;
+#   - with --containers (the image test, `make test-image`): Debian's podman, buildah, runc, slirp4netns and
+#     mmdebstrap, which build Surge's image and run its pods on the simulated cluster.
 # Prints nothing when there is nothing to do.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,9 +14,27 @@ apt_install() {
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >/dev/null
 }
 
+apt_updated=""
+apt_update() {
+    [ -n "$apt_updated" ] || $SUDO apt-get update -qq
+    apt_updated=1
+}
+
+if [ "${1:-}" = "--containers" ]; then
+    missing=()
+    for tool in podman buildah runc slirp4netns mmdebstrap; do
+        command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "setup: installing Debian's ${missing[*]}"
+        apt_update
+        apt_install podman buildah runc slirp4netns mmdebstrap uidmap
+    fi
+fi
+
 if ! command -v prometheus >/dev/null 2>&1; then
     echo "setup: installing Debian's prometheus package"
-    $SUDO apt-get update -qq
+    apt_update
     apt_install prometheus
     # The package starts a system Prometheus on :9090; Surge starts its own on free ports.
     if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet prometheus 2>/dev/null; then
@@ -25,15 +45,16 @@ fi
 if ! command -v kubectl >/dev/null 2>&1; then
     # Bookworm only has kubernetes-client 1.20, whose `describe hpa` and kustomize predate what the tests
     # use. Trixie's kubectl package is a Go binary needing libc6 >= 2.34, so it installs on bookworm too;
-    # its file and checksum come from trixie's package index.
+    # its file and checksum come from trixie's package index on the mirror this machine's apt uses.
     echo "setup: installing Debian trixie's kubectl package"
     arch=$(dpkg --print-architecture)
-    stanza=$(curl -fsSL "https://deb.debian.org/debian/dists/trixie/main/binary-$arch/Packages.xz" \
+    mirror=$(scripts/debian_mirror.sh)
+    stanza=$(curl -fsSL "$mirror/dists/trixie/main/binary-$arch/Packages.xz" \
         | xz -d | awk '/^Package: kubectl$/,/^$/')
     file=$(sed -n 's/^Filename: //p' <<<"$stanza")
     sum=$(sed -n 's/^SHA256: //p' <<<"$stanza")
     deb="$(mktemp -d)/kubectl.deb"
-    curl -fsSL -o "$deb" "https://deb.debian.org/debian/$file"
+    curl -fsSL -o "$deb" "$mirror/$file"
     echo "$sum  $deb" | sha256sum -c --quiet
     apt_install "$deb"
 fi
@@ -45,6 +66,6 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; 
     echo "setup: building .venv from pyproject.toml"
     [ -x .venv/bin/python ] || python3 -m venv .venv
     .venv/bin/pip install -q --disable-pip-version-check --upgrade pip
-    .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
+    .venv/bin/pip install -q --disable-pip-version-check -e '.[simulate,test]'
     echo "$wanted" > "$stamp"
 fi

@@ -110,6 +110,9 @@ def register(subcommands: Any) -> None:
 
 
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from surge.simulate.run import simulate  # deferred: see the module docstring
-
+    # matplotlib and prometheus-api-client are the `simulate` extra: the daemons' image leaves them out.
+    try:
+        from surge.simulate.run import simulate  # deferred: see the module docstring
+    except ModuleNotFoundError as err:
+        parser.error(f"needs the package {err.name!r}: pip install 'surge[simulate]'")
     return simulate(parser, args)
