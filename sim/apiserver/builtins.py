@@ -155,6 +155,20 @@ class _ClusterIPs:
             spec["clusterIPs"] = [spec["clusterIP"]]
 
 
+def default_endpoints(obj: Obj) -> None:
+    for subset in obj.get("subsets") or []:
+        for port in subset.get("ports") or []:
+            port.setdefault("protocol", "TCP")
+
+
+def default_endpointslice(obj: Obj) -> None:
+    for port in obj.get("ports") or []:
+        port.setdefault("protocol", "TCP")
+        port.setdefault("name", "")
+    for endpoint in obj.get("endpoints") or []:
+        endpoint.setdefault("conditions", {})
+
+
 def default_namespace(obj: Obj) -> None:
     obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
     obj.setdefault("metadata", {}).setdefault("labels", {})["kubernetes.io/metadata.name"] = obj[
@@ -211,6 +225,9 @@ def builtin_types(gates: FeatureGates) -> list[ResourceType]:
                      fields=frozenset({"spec.unschedulable"})),
         ResourceType("", "v1", "services", "Service", True, ("svc",), ("all",), status=True,
                      defaulter=_ClusterIPs(), on_create=initial_status({"loadBalancer": {}})),
+        ResourceType("", "v1", "endpoints", "Endpoints", True, ("ep",), defaulter=default_endpoints),
+        ResourceType("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True,
+                     defaulter=default_endpointslice),
         ResourceType("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
         ResourceType("", "v1", "secrets", "Secret", True, fields=frozenset({"type"})),
         ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",)),
