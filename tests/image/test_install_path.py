@@ -1,0 +1,303 @@
+"""The install path end to end, the way production runs it: `helm install charts/surge` into a cluster that
+enforces RBAC, whose kubelet runs the real image (non-root, read-only root, no capabilities, the chart's
+volumes and probes), and everything read through the API server's aggregation layer.
+
+One walk, each step timed: the adapter's and the three autoscalers' pods start from the image and their
+probes make them Ready; the APIServices turn Available through the Service's endpoints; a custom metric,
+an external metric and `kubectl top` answer; a HorizontalAutoscaler, and after `helm upgrade` to
+`autoscaler.source=hpa` an autoscaling/v2 HPA, scale a modelled workload on its requests per second;
+the autoscalers split the buckets; a deleted ClusterRoleBinding shows as a 403 in the adapter's log, in
+its /readyz and in `adapter explain`, and heals without a restart once restored; a killed container is
+restarted. Run by `make test-image` (not by `make test`: it builds the image).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import helm_python
+import pytest
+import yaml
+
+from shared.quantity import Quantity
+from tests.image.conftest import PODMAN, REPO, Cluster, Image, Steps, wait_for
+
+CHART = REPO / "charts" / "surge"
+RELEASE, NAMESPACE, APP = "surge", "monitoring", "shop"
+ADAPTER, AUTOSCALERS = "app.kubernetes.io/name=prometheus-adapter", "app.kubernetes.io/name=surge-autoscaler"
+CONTAINER_HOST = "10.0.2.2"  # the host's loopback from a container (sim/apiserver/server.py)
+UPSTREAM_DATA = REPO / "tests" / "data" / "prometheus-adapter"
+RULES = yaml.safe_load((UPSTREAM_DATA / "deploy-manifests-config.yaml").read_text())
+QPS_RULE = {
+    "seriesQuery": 'http_requests_total{namespace!="",pod!=""}',
+    "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
+    "name": {"matches": "^(.*)_total$", "as": "${1}_qps"},
+    "metricsQuery": "sum(rate(<<.Series>>{<<.LabelMatchers>>}[10s])) by (<<.GroupBy>>)",
+}
+EXTERNAL_RULE = {
+    "seriesQuery": 'http_requests_total{namespace!=""}',
+    "resources": {"overrides": {"namespace": {"resource": "namespace"}}},
+    "name": {"matches": "^(.*)_total$", "as": "${1}_qps_total"},
+    "metricsQuery": "sum(rate(<<.Series>>{<<.LabelMatchers>>}[10s])) by (<<.GroupBy>>)",
+}
+
+
+def chart_values(cluster: Cluster, image: Image, source: str = "crd") -> dict[str, Any]:
+    """What an admin writes: where Prometheus is, the rules, the autoscaler on; nothing stands in for a
+    pod's network or credentials."""
+    prometheus = cluster.prometheus_url.rsplit(":", 1)
+    repository, tag = image.tag.rsplit(":", 1)
+    return {
+        "image": {"repository": repository, "tag": tag},
+        "prometheus": {"url": f"http://{CONTAINER_HOST}", "port": int(prometheus[1])},
+        "metricsRelistInterval": "2s",
+        "rules": {"custom": [QPS_RULE], "external": [EXTERNAL_RULE], "resource": RULES["resourceRules"]},
+        "autoscaler": {"enabled": True, "source": source, "replicas": 3},
+    }
+
+
+def pods(cluster: Cluster, selector: str, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
+    return list(cluster.json("get", "pods", "-n", namespace, "-l", selector)["items"])
+
+
+def all_ready(cluster: Cluster, selector: str, count: int) -> list[dict[str, Any]] | None:
+    found = [p for p in pods(cluster, selector) if not p["metadata"].get("deletionTimestamp")]
+    ready = [
+        p
+        for p in found
+        if any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", []))
+    ]
+    return ready if len(ready) == count == len(found) else None
+
+
+def available(cluster: Cluster) -> dict[str, str]:
+    """APIService name -> Available reason, for the chart's APIServices."""
+    result = {}
+    for item in cluster.json("get", "apiservices")["items"]:
+        if item["spec"].get("service", {}).get("namespace") == NAMESPACE:
+            condition = next(
+                (c for c in item.get("status", {}).get("conditions", []) if c["type"] == "Available"), {}
+            )
+            result[item["metadata"]["name"]] = f"{condition.get('status')}/{condition.get('reason')}"
+    return result
+
+
+def raw(cluster: Cluster, path: str) -> Any:
+    answer = cluster.kubectl("get", "--raw", path, check=False)
+    return json.loads(answer.stdout) if answer.returncode == 0 else None
+
+
+def replicas(cluster: Cluster, name: str) -> int:
+    return int(cluster.json("get", "deployment", name, "-n", APP)["spec"]["replicas"])
+
+
+def test_helm_install_runs_the_image_with_rbac_probes_and_scales(
+    cluster: Cluster, image: Image, steps: Steps, tmp_path: Path
+) -> None:
+    kubectl = cluster.kubectl
+    steps.seconds["build the image (cached layers reused)"] = image.build_seconds
+    print(f"image {image.tag}: {image.size_bytes / 1e6:.0f} MB")
+
+    # ---- install ------------------------------------------------------------------------------------
+    kubectl("create", "namespace", NAMESPACE)
+    with helm_python.Config(kubeconfig_path=str(cluster.kubeconfig), namespace=NAMESPACE) as helm:
+        release = helm.install(CHART, RELEASE, chart_values(cluster, image), namespace=NAMESPACE, timeout=120)
+        assert release["status"] == "deployed"
+        steps.done("helm install")
+
+        adapter = wait_for("the adapter's pod to be Ready", lambda: all_ready(cluster, ADAPTER, 1), 120)
+        steps.done("adapter pod Ready (image start, startup and readiness probes)")
+        spec = adapter[0]["spec"]["containers"][0]
+        assert spec["securityContext"]["readOnlyRootFilesystem"] is True
+        wait_for(
+            "the chart's APIServices to be Available",
+            lambda: (
+                (state := available(cluster)) and all(v == "True/Passed" for v in state.values()) and state
+            ),
+            60,
+        )
+        steps.done("APIServices Available through the Service's endpoints")
+        wait_for("the three autoscalers to be Ready", lambda: all_ready(cluster, AUTOSCALERS, 3), 120)
+        steps.done("3 autoscaler pods Ready")
+
+        # The container runs as the chart says: user 65532, read-only root, no capabilities.
+        name = adapter[0]["metadata"]["name"]
+        identity = in_container(
+            name,
+            "import os; print(os.getuid(), os.getgid(), open('/proc/self/status')"
+            ".read().split('CapEff:')[1].split()[0]); open('/opt/x', 'w')",
+        )
+        assert identity.stdout.split() == ["65532", "65532", "0000000000000000"], identity
+        assert "Read-only file system" in identity.stderr, identity
+
+        # ---- metrics through the aggregator --------------------------------------------------------
+        kubectl("create", "namespace", APP)
+        kubectl("create", "deployment", "web", "--image=web", "--replicas=1", "-n", APP)
+        kubectl("annotate", "deployment", "web", "-n", APP, "sim.surge.dev/rps=250")
+        custom = wait_for(
+            "a custom metric",
+            lambda: (
+                (
+                    answer := raw(
+                        cluster,
+                        f"/apis/custom.metrics.k8s.io/v1beta1/namespaces/{APP}/pods/*/http_requests_qps",
+                    )
+                )
+                and answer["items"]
+                and answer
+            ),
+            90,
+        )
+        assert Quantity.parse(custom["items"][0]["value"]).value > 0
+        external = wait_for(
+            "an external metric",
+            lambda: (
+                (
+                    answer := raw(
+                        cluster,
+                        f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{APP}/http_requests_qps_total",
+                    )
+                )
+                and answer["items"]
+                and answer
+            ),
+            60,
+        )
+        assert Quantity.parse(external["items"][0]["value"]).value > 0
+        top = wait_for(
+            "kubectl top pods",
+            lambda: (
+                (result := kubectl("top", "pods", "-n", APP, check=False)).returncode == 0 and result.stdout
+            ),
+            90,
+        )
+        assert len(top.strip().splitlines()) == 2, top
+        steps.done("custom, external metric and kubectl top through the aggregator")
+
+        # ---- a HorizontalAutoscaler scales on requests per second (250 rps, 100 per pod: 3) -------------
+        kubectl("apply", "-f", "-", input=yaml.safe_dump(horizontal_autoscaler("web")))
+        wait_for("the HorizontalAutoscaler to scale web to 3", lambda: replicas(cluster, "web") == 3, 90)
+        steps.done("HorizontalAutoscaler scales web 1 -> 3")
+
+        leases = cluster.json("get", "leases", "-n", NAMESPACE)["items"]
+        holders = {
+            lease["spec"].get("holderIdentity") for lease in leases if "-bucket-" in lease["metadata"]["name"]
+        }
+        autoscalers = {p["metadata"]["name"] for p in pods(cluster, AUTOSCALERS)}
+        assert holders == autoscalers, (holders, autoscalers)  # every replica holds buckets, none else does
+        steps.done("buckets split over the 3 autoscalers")
+
+        # ---- a deleted ClusterRoleBinding: the 403 shows, and heals once restored ------------------------
+        check_a_missing_binding_shows_and_heals(cluster, name, tmp_path)
+        steps.done("ClusterRoleBinding deleted: 403 in log, /readyz, explain; restored: healed")
+
+        # ---- a killed container is restarted ---------------------------------------------------------
+        subprocess.run([*PODMAN, "kill", container_of(name)], check=True, capture_output=True)
+        wait_for(
+            "the killed adapter container to restart and be Ready again",
+            lambda: (
+                (ready := all_ready(cluster, ADAPTER, 1))
+                and ready[0]["status"]["containerStatuses"][0]["restartCount"] >= 1
+            ),
+            90,
+        )
+        steps.done("killed adapter container restarted and Ready")
+
+        # ---- helm upgrade to source=hpa: an autoscaling/v2 HPA scales too -----------------------------
+        kubectl("delete", "horizontalautoscaler", "web", "-n", APP)
+        kubectl("create", "deployment", "api", "--image=api", "--replicas=1", "-n", APP)
+        kubectl("annotate", "deployment", "api", "-n", APP, "sim.surge.dev/rps=350")
+        helm.upgrade(
+            CHART, RELEASE, chart_values(cluster, image, source="hpa"), namespace=NAMESPACE, timeout=120
+        )
+        hpa = horizontal_autoscaler("api")
+        hpa.update(apiVersion="autoscaling/v2", kind="HorizontalPodAutoscaler")
+        kubectl("apply", "-f", "-", input=yaml.safe_dump(hpa))
+        wait_for("the HPA to scale api to 4", lambda: replicas(cluster, "api") == 4, 120)
+        steps.done("helm upgrade to source=hpa; autoscaling/v2 HPA scales api 1 -> 4")
+
+
+def container_of(pod: str) -> str:
+    """The podman container the simulated kubelet runs for the pod's first container."""
+    names = subprocess.run(
+        [*PODMAN, "ps", "--format", "{{.Names}}"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return next(n for n in names if pod in n)
+
+
+def in_container(pod: str, python: str) -> subprocess.CompletedProcess[str]:
+    """Python run inside the pod's container, as the container's own user (what `kubectl exec` would do)."""
+    return subprocess.run(
+        [*PODMAN, "exec", container_of(pod), "python", "-c", python],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def readyz(pod: str) -> tuple[int, str]:
+    """The adapter's /readyz?verbose, asked from inside its pod (health paths need no credentials)."""
+    answer = in_container(
+        pod,
+        (
+            "import ssl, urllib.request, urllib.error\n"
+            "try:\n"
+            "    r = urllib.request.urlopen('https://127.0.0.1:6443/readyz?verbose',"
+            " context=ssl._create_unverified_context(), timeout=10)\n"
+            "    print(r.status); print(r.read().decode())\n"
+            "except urllib.error.HTTPError as e:\n"
+            "    print(e.code); print(e.read().decode())\n"
+        ),
+    )
+    status, _, body = answer.stdout.partition("\n")
+    return (int(status) if status.isdigit() else 0), body
+
+
+def horizontal_autoscaler(target: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "autoscaling.surge.dev/v1alpha1",
+        "kind": "HorizontalAutoscaler",
+        "metadata": {"name": target, "namespace": APP},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+            "minReplicas": 1,
+            "maxReplicas": 10,
+            "metrics": [
+                {
+                    "type": "Pods",
+                    "pods": {
+                        "metric": {"name": "http_requests_qps"},
+                        "target": {"type": "AverageValue", "averageValue": "100"},
+                    },
+                }
+            ],
+            "behavior": {"scaleUp": {"stabilizationWindowSeconds": 0}},
+        },
+    }
+
+
+def check_a_missing_binding_shows_and_heals(cluster: Cluster, adapter_pod: str, tmp_path: Path) -> None:
+    """The adapter's resource reader (pods, nodes, namespaces: what `*` requests and kubectl top list)."""
+    kubectl = cluster.kubectl
+    binding = f"{RELEASE}-prometheus-adapter-resource-reader"
+    saved = cluster.json("get", "clusterrolebinding", binding)
+    for key in ("uid", "resourceVersion", "creationTimestamp", "managedFields"):
+        saved["metadata"].pop(key, None)
+    kubectl("delete", "clusterrolebinding", binding)
+    wait_for(
+        "the 403 in the adapter's log",
+        lambda: "403" in kubectl("logs", "-n", NAMESPACE, adapter_pod, "--tail", "200").stdout,
+        60,
+    )
+    wait_for("/readyz to fail", lambda: readyz(adapter_pod)[0] != 200, 60)
+    kubectl("apply", "-f", "-", input=json.dumps(saved))
+    wait_for("/readyz to pass again", lambda: readyz(adapter_pod)[0] == 200, 90)
+    restarts = cluster.json("get", "pod", adapter_pod, "-n", NAMESPACE)["status"]["containerStatuses"][0]
+    assert restarts["restartCount"] == 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(pytest.main([__file__, "-s"]))
