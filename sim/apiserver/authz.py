@@ -1,5 +1,6 @@
-"""Authorization of every request against the test-set policy (reviews.Reviews.policy), with the
-request attributes k8s.io/apiserver's RequestInfoFactory computes and its Forbidden wording."""
+"""Authorization of every request against the policy (reviews.Reviews.policy: allow-all, RBAC, or one a test
+sets), with the request attributes k8s.io/apiserver's RequestInfoFactory computes, its Forbidden wording,
+the `system:masters` bypass of its authorizer chain, and what impersonation asks to be authorized."""
 
 from __future__ import annotations
 
@@ -7,11 +8,25 @@ from collections.abc import Mapping
 
 from sim.apiserver.errors import ApiError, qualified
 from sim.apiserver.resources import Obj
-from sim.apiserver.reviews import Decision, UserInfo
+from sim.apiserver.reviews import AccessPolicy, Decision, UserInfo
 
 _VERBS = {"GET": "get", "HEAD": "get", "POST": "create", "PUT": "update", "PATCH": "patch",
           "DELETE": "delete"}
 ALWAYS_ALLOWED_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+PRIVILEGED_GROUP = "system:masters"
+SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
+
+
+def privileged_first(policy: AccessPolicy) -> AccessPolicy:
+    """kube-apiserver's authorizer chain: members of system:masters are allowed (with no reason) before
+    `policy` is asked, in SubjectAccessReviews too."""
+
+    def decide(spec: Obj) -> Decision:
+        if PRIVILEGED_GROUP in (spec.get("groups") or ()):
+            return Decision(True)
+        return policy(spec)
+
+    return decide
 
 
 def attributes(method: str, path: str, query: Mapping[str, str]) -> Obj:
@@ -68,3 +83,45 @@ def forbidden(user: UserInfo, attrs: Obj, decision: Decision) -> ApiError:
     if group:
         details["group"] = group
     return ApiError(403, "Forbidden", message, details)
+
+
+def service_account_of(username: str) -> tuple[str, str] | None:
+    """(namespace, name) of a `system:serviceaccount:<ns>:<name>` username, else None."""
+    if not username.startswith(SERVICE_ACCOUNT_PREFIX):
+        return None
+    namespace, _, name = username[len(SERVICE_ACCOUNT_PREFIX):].partition(":")
+    return (namespace, name) if namespace and name and ":" not in name else None
+
+
+def impersonation(
+    name: str, groups: list[str], extra: dict[str, list[str]], uid: str
+) -> tuple[list[Obj], UserInfo]:
+    """What impersonating `name` (with `groups`, `extra`, `uid` from the Impersonate-* headers) must be
+    allowed to do, each as request attributes with verb `impersonate`, and the user it becomes.
+
+    As k8s.io/apiserver's filters/impersonation.go: a service account username impersonates
+    `serviceaccounts` in its namespace, and gets its service account groups unless groups are given; any
+    other user gets `system:authenticated` unless a group says authenticated or unauthenticated, and
+    `system:anonymous` gets `system:unauthenticated`.
+    """
+    def asks(resource: str, target: str, group: str = "", **more: str) -> Obj:
+        attrs = {"verb": "impersonate", "group": group, "resource": resource, "name": target, **more}
+        return {"resourceAttributes": {k: v for k, v in attrs.items() if v}}
+
+    service_account = service_account_of(name)
+    checks = [asks("serviceaccounts", service_account[1], namespace=service_account[0])
+              if service_account else asks("users", name)]
+    checks += [asks("groups", group) for group in groups]
+    checks += [asks("userextras", value, "authentication.k8s.io", subresource=key)
+               for key, values in extra.items() for value in values]
+    if uid:
+        checks.append(asks("uids", uid, "authentication.k8s.io"))
+    user_groups = list(groups)
+    if service_account and not groups:
+        user_groups = ["system:serviceaccounts", f"system:serviceaccounts:{service_account[0]}"]
+    if name == "system:anonymous":
+        if "system:unauthenticated" not in user_groups:
+            user_groups.append("system:unauthenticated")
+    elif not {"system:authenticated", "system:unauthenticated"} & set(user_groups):
+        user_groups.append("system:authenticated")
+    return checks, UserInfo(name, tuple(user_groups), uid, extra)

@@ -1,4 +1,5 @@
-"""ApiServer: the aiohttp application, TLS, authentication, routing, kubeconfig, and plug-in hooks."""
+"""ApiServer: the aiohttp application, TLS, authentication (and impersonation), authorization (AlwaysAllow or
+RBAC), routing, ServiceAccount TokenRequests, kubeconfig, and plug-in hooks."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import ssl
 import tempfile
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
+from typing import Literal
+from urllib.parse import unquote
 
 import structlog
 import yaml
@@ -22,8 +25,9 @@ from sim.apiserver.certs import CertificateAuthority
 from sim.apiserver.crds import CrdSync
 from sim.apiserver.errors import ApiError
 from sim.apiserver.faults import Faults
-from sim.apiserver.handlers import ResourceHandlers, dumps, error_response, json_response
+from sim.apiserver.handlers import ResourceHandlers, dumps, error_response, json_response, read_body
 from sim.apiserver.hpa_validation import FeatureGates
+from sim.apiserver.rbac import ClusterRoleAggregator, RbacAuthorizer, ensure_bootstrap_policy
 from sim.apiserver.resources import Obj, ResourceType
 from sim.apiserver.reviews import (
     ACCESS_REVIEW_RESOURCES,
@@ -32,7 +36,7 @@ from sim.apiserver.reviews import (
     Reviews,
     UserInfo,
 )
-from sim.apiserver.store import Store
+from sim.apiserver.store import Store, now_rfc3339
 
 log = structlog.get_logger(__name__)
 
@@ -44,7 +48,15 @@ allow_host_loopback): containers the simulated kubelet runs reach this server an
 
 
 USER = web.RequestKey("user", UserInfo)
-"""Where the authenticated caller is kept on each request: `request[USER]`."""
+"""Who each request acts as: `request[USER]` (the impersonated user when it impersonates)."""
+REQUESTER = web.RequestKey("requester", UserInfo)
+"""Who authenticated each request (the audit log's `user`), impersonating or not."""
+AuthorizationMode = Literal["AlwaysAllow", "RBAC"]
+SERVICE_ACCOUNTS = ("", "serviceaccounts")
+API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"
+"""kube-apiserver's default --api-audiences (its --service-account-issuer), for TokenRequests naming none."""
+MIN_TOKEN_SECONDS, MAX_TOKEN_SECONDS, DEFAULT_TOKEN_SECONDS = 600, 1 << 32, 3600
+IMPERSONATE_EXTRA = "impersonate-extra-"
 
 
 class ApiServer:
@@ -55,6 +67,12 @@ class ApiServer:
     bookmarks for clients that allow them; `probe_interval` the seconds between APIService
     availability probes (aggregation, see aggregator.py); `audit_log` a file to append the audit log to
     (audit.py: one audit.k8s.io/v1 Event per request).
+
+    `authorization_mode` is kube-apiserver's --authorization-mode: "AlwaysAllow" (the default) lets every
+    request through `reviews.policy`, which allows all unless a test replaces it; "RBAC" makes that policy
+    the Roles and Bindings in the store (rbac/), creates the default policy at start and runs the
+    ClusterRole aggregation controller. Either way system:masters bypasses the policy and health checks
+    are open.
     """
 
     def __init__(
@@ -66,7 +84,10 @@ class ApiServer:
         bookmark_interval: float = 1.0,
         probe_interval: float = 5.0,
         audit_log: Path | None = None,
+        authorization_mode: AuthorizationMode = "AlwaysAllow",
     ) -> None:
+        if authorization_mode not in ("AlwaysAllow", "RBAC"):
+            raise ValueError(f"unknown authorization mode {authorization_mode!r}")
         # kube-apiserver's --feature-gates that validation reads (v1.37 defaults); a test may flip them.
         self.feature_gates = FeatureGates()
         self.registry = new_registry(self.feature_gates)
@@ -84,6 +105,11 @@ class ApiServer:
         self.reviews = Reviews(self.tokens, lambda request: request[USER])
         self.add_api_group("authentication.k8s.io", "v1", TOKEN_REVIEW_RESOURCES, self.reviews.token_review)
         self.add_api_group("authorization.k8s.io", "v1", ACCESS_REVIEW_RESOURCES, self.reviews.access_review)
+        self.authorization_mode = authorization_mode
+        self.role_aggregation: ClusterRoleAggregator | None = None
+        if authorization_mode == "RBAC":
+            self.reviews.policy = authz.privileged_first(RbacAuthorizer(self.store).policy)
+            self.role_aggregation = ClusterRoleAggregator(self.store)
         self._audit_path = audit_log
         self.audit: AuditLog | None = None
         self._runner: web.AppRunner | None = None
@@ -99,6 +125,10 @@ class ApiServer:
         self._workdir = Path(tempfile.mkdtemp(prefix="surge-apiserver-"))
         ssl_context = self._ssl_context(host) if self.ca is not None else None
         await self.aggregator.start(self._workdir)
+        if self.role_aggregation is not None:
+            # kube-apiserver's rbac/bootstrap-roles post-start hook, done before the first request is served.
+            ensure_bootstrap_policy(self.store)
+            self.role_aggregation.start()
         middlewares = [self._errors, self.faults.middleware, self._authenticate]
         if self._audit_path is not None:
             # Outermost: it sees every answer, the refused and the injected ones too.
@@ -134,6 +164,8 @@ class ApiServer:
     async def stop(self) -> None:
         self.store.close_watches()
         await self.aggregator.stop()
+        if self.role_aggregation is not None:
+            self.role_aggregation.stop()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -248,18 +280,42 @@ class ApiServer:
 
     @web.middleware
     async def _authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        user = request[USER] = self._user(request)
-        if "system:masters" not in user.groups and request.path not in authz.ALWAYS_ALLOWED_PATHS:
-            attrs = authz.attributes(request.method, request.path, request.query)
+        requester = request[REQUESTER] = self._user(request)
+        user = request[USER] = self._impersonated(request, requester)
+        if request.path not in authz.ALWAYS_ALLOWED_PATHS:
+            self._authorize(user, authz.attributes(request.method, request.path, request.query))
+        return await handler(request)
+
+    def _authorize(self, user: UserInfo, attrs: Obj) -> None:
+        if authz.PRIVILEGED_GROUP not in user.groups:
             decision = self.reviews.policy(authz.review_spec(user, attrs))
             if not decision.allowed:
                 raise authz.forbidden(user, attrs, decision)
-        return await handler(request)
+
+    def _impersonated(self, request: web.Request, requester: UserInfo) -> UserInfo:
+        """The user the Impersonate-* headers ask for, once `requester` is allowed each part of it."""
+        headers = request.headers
+        name = headers.get("Impersonate-User", "")
+        groups = headers.getall("Impersonate-Group", [])
+        uid = headers.get("Impersonate-Uid", "")
+        extra: dict[str, list[str]] = {}
+        for header, value in headers.items():
+            if header.lower().startswith(IMPERSONATE_EXTRA):
+                extra.setdefault(unquote(header[len(IMPERSONATE_EXTRA):].lower()), []).append(value)
+        if not name:
+            if groups or extra or uid:
+                raise ApiError(500, "InternalError", "Internal error occurred: requested impersonation of "
+                               "groups, extra or uid without impersonating a user")
+            return requester
+        checks, user = authz.impersonation(name, groups, extra, uid)
+        for attrs in checks:
+            self._authorize(requester, attrs)
+        return user
 
     def _caller(self, request: web.Request) -> UserInfo | None:
         """Who made a request, for the audit log: None if it could not be authenticated."""
-        if USER in request:
-            return request[USER]
+        if REQUESTER in request:
+            return request[REQUESTER]
         try:
             return self._user(request)
         except ApiError:
@@ -320,6 +376,8 @@ class ApiServer:
                 return await self.aggregator.proxy(request, backend, request[USER])
             case ["apis", group, version]:
                 return self._found(discovery.resource_list(self.registry, group, version))
+            case ["api", "v1", "namespaces", namespace, "serviceaccounts", name, "token"]:
+                return await self._token_request(request, namespace, name)
             case ["api", version, *rest]:
                 return await self._handlers.handle(request, "", version, "/".join(rest))
             case ["apis", group, version, *rest]:
@@ -328,6 +386,33 @@ class ApiServer:
                     return await extra(request)
                 return await self._handlers.handle(request, group, version, "/".join(rest))
         raise errors.route_not_found()
+
+    async def _token_request(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
+        """`POST .../serviceaccounts/<name>/token`: an authentication.k8s.io/v1 TokenRequest answered with a
+        new token for the ServiceAccount (bearer auth and TokenReviews accept it; its expiry is reported,
+        not enforced)."""
+        if request.method != "POST":
+            raise errors.method_not_allowed(request.method, "", "serviceaccounts")
+        self.store.get_ref(SERVICE_ACCOUNTS, namespace, name)
+        body = await read_body(request)
+        spec = body.get("spec") if isinstance(body, dict) else None
+        spec = spec if isinstance(spec, dict) else {}
+        seconds = spec.get("expirationSeconds") or DEFAULT_TOKEN_SECONDS
+        problem = ("less than 10 minutes" if not isinstance(seconds, int) or seconds < MIN_TOKEN_SECONDS
+                   else "larger than 2^32 seconds" if seconds > MAX_TOKEN_SECONDS else "")
+        if problem:
+            raise errors.invalid("TokenRequest", "authentication.k8s.io", name, "spec.expirationSeconds",
+                                 f"Invalid value: {seconds}: may not specify a duration {problem}")
+        answer = {
+            "kind": "TokenRequest",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"name": name, "namespace": namespace, "creationTimestamp": None},
+            "spec": {"audiences": spec.get("audiences") or [API_AUDIENCE], "expirationSeconds": seconds,
+                     "boundObjectRef": spec.get("boundObjectRef")},
+            "status": {"token": self.service_account_token(namespace, name),
+                       "expirationTimestamp": now_rfc3339(seconds)},
+        }
+        return json_response(answer, 201)
 
     @staticmethod
     def _found(body: Obj | None) -> web.Response:
