@@ -13,15 +13,18 @@ match what `sim.runner.ServerThread` drives, so a SimCluster can run in a backgr
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
 from sim.apiserver import ApiServer, CertificateAuthority, Store
 from sim.apiserver.errors import method_not_allowed
 from sim.apiserver.handlers import json_response
+from sim.workload.containers.runner import ClusterAccess
 from sim.workload.controller import WorkloadConfig, WorkloadController
 from sim.workload.file_sd import FileSdWriter, Group, node_target_groups, target_groups
 from sim.workload.metrics_api import ResourceMetricsApi
@@ -39,7 +42,11 @@ class SimCluster:
         ca: CertificateAuthority | None = None,
         metrics_port: int = 0,
         audit_log: Path | None = None,
+        container_runtime: str | None = None,
     ) -> None:
+        """`container_runtime="podman"`: pods run as real containers (sim.workload.containers)."""
+        if container_runtime is not None:
+            workload = dataclasses.replace(workload or WorkloadConfig(), container_runtime=container_runtime)
         self.apiserver = ApiServer(tls=tls, ca=ca, audit_log=audit_log)
         # Deleted pods linger with a deletionTimestamp until their (simulated) kubelet stops them.
         self.apiserver.store.graceful_pod_deletion = True
@@ -48,10 +55,16 @@ class SimCluster:
             self._own_sd_dir = Path(tempfile.mkdtemp(prefix="surge-sd-"))
             sd_path = self._own_sd_dir / "targets.json"
         self.sd_path = Path(sd_path)
+        access = ClusterAccess(
+            api_port=lambda: urlsplit(self.apiserver.url).port or 0,
+            ca_pem=lambda: self.apiserver.ca.cert_pem if self.apiserver.ca is not None else b"",
+            service_account_token=self.apiserver.service_account_token,
+        )
         self.workload = WorkloadController(
-            self.apiserver.store, workload, on_targets_changed=self._targets_changed
+            self.apiserver.store, workload, on_targets_changed=self._targets_changed, cluster_access=access
         )
         kubelet = self.workload.kubelet
+        self.apiserver._handlers.pod_logs = kubelet.pod_logs
         self.metrics_server = MetricsServer(kubelet.sample, kubelet.node_stats, port=metrics_port)
         self._file_sd = FileSdWriter(self.sd_path, self._target_groups)
         self._metrics_api = ResourceMetricsApi(self.apiserver.store, self.workload.kubelet)
@@ -69,6 +82,7 @@ class SimCluster:
         self._started = False
         self._file_sd.close()
         self.workload.stop()
+        await self.workload.kubelet.remove_containers()
         await self.apiserver.stop()
         await self.metrics_server.stop()
         if self._own_sd_dir is not None:

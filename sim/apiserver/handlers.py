@@ -1,4 +1,5 @@
-"""REST handlers: kube-apiserver URL layout onto the store (CRUD, list, watch, status, scale, Table)."""
+"""REST handlers: kube-apiserver URL layout onto the store (CRUD, list, watch, status, scale, Table,
+pods' logs from whoever runs their containers)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import copy
 import json
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +40,8 @@ PODS = ("", "pods")
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 EVENT_LINE_CACHE = 4096
 MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's --max-request-bytes default
+PodLogs = Callable[[str, str, str | None, bool, int | None], Awaitable[str]]
+"""(namespace, pod, container or None, previous, tail lines or None) → the log text; raises ApiError."""
 
 
 def dumps(body: Any) -> str:
@@ -85,7 +89,12 @@ def parse_target(registry: Registry, group: str, version: str, path: str) -> Tar
         raise errors.route_not_found()
     name = parts[1] if len(parts) > 1 else None
     sub = parts[2] if len(parts) > 2 else None
-    served = {"status": rt.status, "scale": rt.scale is not None, "eviction": rt.storage == PODS}
+    served = {
+        "status": rt.status,
+        "scale": rt.scale is not None,
+        "eviction": rt.storage == PODS,
+        "log": rt.storage == PODS,
+    }
     if sub is not None and not served.get(sub):
         raise errors.route_not_found()
     return Target(rt, namespace, name, sub)
@@ -153,6 +162,8 @@ class ResourceHandlers:
         self.store = store
         self.bookmark_interval = bookmark_interval
         self._lines: OrderedDict[tuple[int, str, str], tuple[Obj, bytes]] = OrderedDict()
+        # Who answers `pods/<name>/log` (the kubelets); without one a pod's log is empty.
+        self.pod_logs: PodLogs | None = None
 
     def _out(self, rt: ResourceType, obj: Obj) -> Obj:
         """The stored object as the requested version (same schema, other apiVersion)."""
@@ -191,6 +202,8 @@ class ResourceHandlers:
             return await self.scale(request, target)
         if target.subresource == "eviction":
             return await self.evict(request, target)
+        if target.subresource == "log":
+            return await self.logs(request, target)
         if method == "GET":
             obj = self.store.get_ref(target.rt.storage, target.namespace, target.name)
             if _wants_table(request) and target.subresource is None:
@@ -541,6 +554,23 @@ class ResourceHandlers:
                               preconditions=options.get("preconditions"))
         return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                               "code": 201}, 201)
+
+    async def logs(self, request: web.Request, target: Target) -> web.Response:
+        """`kubectl logs`: a container's output as text/plain (container, previous, tailLines)."""
+        assert target.name is not None and target.namespace is not None
+        if request.method != "GET":
+            raise errors.method_not_allowed(request.method, "", "pods/log")
+        self.store.get_ref(PODS, target.namespace, target.name)  # 404 for a pod that does not exist
+        tail_text = request.query.get("tailLines")
+        try:
+            tail = int(tail_text) if tail_text else None
+        except ValueError as err:
+            raise errors.bad_request(f"invalid tailLines: {tail_text}") from err
+        text = ""
+        if self.pod_logs is not None:
+            text = await self.pod_logs(target.namespace, target.name, request.query.get("container"),
+                                       _flag(request.query.get("previous")), tail)
+        return web.Response(text=text, content_type="text/plain")
 
     async def scale(self, request: web.Request, target: Target) -> web.Response:
         assert target.name is not None

@@ -16,6 +16,7 @@ from sim.apiserver.resources import Obj
 from sim.apiserver.selection import Selection
 from sim.apiserver.store import Store
 from sim.workload.annotations import read_knobs
+from sim.workload.containers.runner import ClusterAccess, ContainerRuntime
 from sim.workload.kubelet import NODES, Kubelet, Timing, WorkloadKey
 from sim.workload.model import LoadModel, PodCosts
 from sim.workload.pods import controller_ref
@@ -33,6 +34,8 @@ class WorkloadConfig:
     timing: Timing = field(default_factory=Timing)
     costs: PodCosts = field(default_factory=PodCosts)
     node_names: tuple[str, ...] = ("sim-node-1", "sim-node-2")
+    # "podman": pods' containers run for real (sim.workload.containers); None: their lives are modelled.
+    container_runtime: str | None = None
 
 
 class WorkloadController:
@@ -45,9 +48,18 @@ class WorkloadController:
         *,
         clock: Callable[[], float] = time.time,
         on_targets_changed: Callable[[], None] = lambda: None,
+        cluster_access: ClusterAccess | None = None,
     ) -> None:
+        """`cluster_access`: how real containers reach the API server (with a container runtime)."""
         config = config or WorkloadConfig()
         self._store = store
+        containers = None
+        if config.container_runtime is not None:
+            if config.container_runtime != "podman" or cluster_access is None:
+                raise ValueError(
+                    f"container runtime {config.container_runtime!r}: only podman, given cluster access"
+                )
+            containers = ContainerRuntime(cluster_access, self._lookup, clock=clock)
         self.kubelet = Kubelet(
             store,
             timing=config.timing,
@@ -55,6 +67,7 @@ class WorkloadController:
             node_names=list(config.node_names),
             clock=clock,
             on_targets_changed=on_targets_changed,
+            containers=containers,
         )
         self._replicas = ReplicaControllers(store, clock)
         self._dirty: dict[WorkloadKey, None] = {}  # insertion-ordered set
@@ -89,6 +102,15 @@ class WorkloadController:
 
     def model(self, namespace: str, name: str, kind: str = "Deployment") -> LoadModel:
         return self.kubelet.model((kind, namespace, name))
+
+    def _lookup(self, plural: str, namespace: str, name: str) -> Obj | None:
+        """A core/v1 object (ConfigMap, Secret, ServiceAccount) a container needs, if it exists."""
+        try:
+            return self._store.get_ref(("", plural), namespace, name)
+        except ApiError as err:
+            if err.code == 404:
+                return None
+            raise
 
     # ---- events --------------------------------------------------------------------------------
 

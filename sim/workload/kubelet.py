@@ -3,8 +3,13 @@ load model of each workload, which decides what the running pods measure. Each n
 its pods' and its own usage (`node_stats`): CPU as counters integrated on the injected clock, a node's
 including the pods that have left it. Nodes join with `add_node` and leave when their Node is deleted.
 
+With a container runtime (`containers`), a scheduled pod's containers run for real instead
+(sim.workload.containers): the runtime reports their states, and the kubelet writes the pod's status
+from them and follows Running/Ready in the load model.
+
 Runs on the API server's event loop and writes through its in-process store (synchronous calls).
-Store listeners must not write, so pod events only arm timers; the writes happen when they fire.
+Store listeners must not write, so pod events only arm timers (or start supervised tasks); the writes
+happen when they fire.
 """
 
 from __future__ import annotations
@@ -17,10 +22,13 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from sim.apiserver import errors
 from sim.apiserver.errors import ApiError
 from sim.apiserver.resources import Obj
 from sim.apiserver.store import Store
 from sim.workload.annotations import Knobs
+from sim.workload.containers.runner import ContainerRuntime, grace_seconds
+from sim.workload.containers.status import pod_status
 from sim.workload.file_sd import PodTarget
 from sim.workload.model import LoadModel, PodCosts, PodSample
 from sim.workload.pods import Stage, container_names, controller_ref, is_terminating, rfc3339, status_at
@@ -148,8 +156,10 @@ class Kubelet:
         node_names: list[str],
         clock: Callable[[], float] = time.time,
         on_targets_changed: Callable[[], None] = lambda: None,
+        containers: ContainerRuntime | None = None,
     ) -> None:
         self._store = store
+        self.containers = containers
         self._timing = timing
         self._costs = costs
         self._clock = clock
@@ -195,6 +205,11 @@ class Kubelet:
             if pod.timer is not None:
                 pod.timer.cancel()
 
+    async def remove_containers(self) -> None:
+        """Stop and remove every real container (on the cluster's stop)."""
+        if self.containers is not None:
+            await self.containers.close()
+
     # ---- load models ---------------------------------------------------------------------------
 
     def model(self, key: WorkloadKey) -> LoadModel:
@@ -225,6 +240,22 @@ class Kubelet:
             self._models.pop(key, None)
 
     # ---- reads (metrics) -----------------------------------------------------------------------
+
+    def published_address(self, pod_ip: str, port: int) -> tuple[str, int] | None:
+        """("127.0.0.1", host port) where a real container of the pod with `pod_ip` publishes `port`;
+        None for a simulated pod, or a port no running container has."""
+        return None if self.containers is None else self.containers.published_address(pod_ip, port)
+
+    async def pod_logs(
+        self, namespace: str, name: str, container: str | None, previous: bool, tail: int | None
+    ) -> str:
+        """A container's log, as `GET .../pods/<name>/log` answers (a simulated pod logs nothing)."""
+        pod = self._pods.get((namespace, name))
+        if pod is None:
+            raise errors.not_found("", "pods", name)
+        if self.containers is None:
+            return ""
+        return await self.containers.logs(namespace, name, container, previous, tail)
 
     def running_targets(self) -> list[PodTarget]:
         return [PodTarget(p.namespace, p.name) for p in self._pods.values() if p.stage >= Stage.RUNNING]
@@ -314,6 +345,11 @@ class Kubelet:
             if pod.stage >= Stage.RUNNING:
                 # Endpoints drop a terminating pod at once: it gets no more traffic.
                 self.model(pod.workload).set_ready(self._clock(), pod.name, False)
+            if self.containers is not None and self.containers.pod(*key) is not None:
+                if pod.timer is not None:
+                    pod.timer.cancel()
+                self.containers.spawn(self._stop_containers(pod, grace_seconds(obj)), f"stop pod {key}")
+                return
             self._arm(pod, self._timing.termination_seconds, self._finish_termination)
 
     def _workload_of(self, pod: Obj) -> WorkloadKey:
@@ -353,6 +389,8 @@ class Kubelet:
         if pod.timer is not None:
             pod.timer.cancel()
         del self._pods[(pod.namespace, pod.name)]
+        if self.containers is not None:
+            self.containers.remove_pod(pod.namespace, pod.name)
         if pod.stage >= Stage.RUNNING:
             now = self._clock()
             stats, node = self._pod_stats(pod, now), self._nodes.get(pod.node)
@@ -392,6 +430,10 @@ class Kubelet:
             self._store.update(PODS, obj)
         pod.ip = self._allocate_ip(pod.node)
         self._write_stage(pod, Stage.SCHEDULED)
+        if self.containers is not None:
+            obj = self._store.get(PODS, pod.namespace, pod.name)
+            self.containers.start_pod(obj, pod.ip, lambda: self._containers_changed(pod))
+            return
         self._arm(pod, self._delay(pod, Stage.RUNNING), self._start)
 
     def _start(self, pod: _Pod) -> None:
@@ -408,6 +450,45 @@ class Kubelet:
             return
         self._write_stage(pod, Stage.READY)
         self.model(pod.workload).set_ready(self._clock(), pod.name, True)
+
+    # ---- real containers (their runtime reports changes; the writes happen on a timer) ----------
+
+    def _containers_changed(self, pod: _Pod) -> None:
+        if not pod.terminating:
+            self._arm(pod, 0, self._write_containers)  # re-arming folds a burst of changes into one write
+
+    def _write_containers(self, pod: _Pod) -> None:
+        """The pod's status from its containers' states; Running and Ready followed in the load model."""
+        assert self.containers is not None
+        run = self.containers.pod(pod.namespace, pod.name)
+        if run is None or pod.terminating:
+            return
+        now = self._clock()
+        obj = self._store.get(PODS, pod.namespace, pod.name)
+        obj["status"] = pod_status(obj, run.containers, now, self._host_ip(pod.node), pod.ip)
+        self._store.update(PODS, obj, subresource="status")
+        ready = all(c.ready for c in run.containers)
+        running = obj["status"]["phase"] == "Running"
+        stage = Stage.READY if ready else Stage.RUNNING if running else Stage.SCHEDULED
+        model = self.model(pod.workload)
+        if stage >= Stage.RUNNING and pod.stage < Stage.RUNNING:
+            pod.started = now
+            model.start_pod(now, pod.name)
+            self._on_targets_changed()
+        if stage >= Stage.RUNNING and (stage == Stage.READY) != (pod.stage == Stage.READY):
+            model.set_ready(now, pod.name, stage == Stage.READY)
+        pod.stage = stage
+
+    async def _stop_containers(self, pod: _Pod, grace: int) -> None:
+        """SIGTERM with the grace period, then the kubelet removes the pod for good."""
+        assert self.containers is not None
+        await self.containers.stop_pod(pod.namespace, pod.name, grace)
+        if self._pods.get((pod.namespace, pod.name)) is pod:
+            try:
+                self._finish_termination(pod)
+            except ApiError as err:
+                if err.code != 404:
+                    raise
 
     def _finish_termination(self, pod: _Pod) -> None:
         """The containers have stopped: the kubelet removes the pod for good."""
@@ -431,8 +512,14 @@ class Kubelet:
         return 0 if known is None else known.index
 
     def _allocate_ip(self, node: str) -> str:
+        """The node's next free address in its /24 (a real container's address identifies its pod)."""
         index = self._node_index(node)
-        n = self._next_ip.get(node, 1) % 254 + 1
+        taken = {p.ip for p in self._pods.values() if p.node == node}
+        n = self._next_ip.get(node, 1)
+        for _ in range(254):
+            n = n % 254 + 1
+            if f"10.244.{index}.{n}" not in taken:
+                break
         self._next_ip[node] = n
         return f"10.244.{index}.{n}"
 

@@ -79,7 +79,7 @@ def container_names(pod: Obj) -> list[str]:
     return [c["name"] for c in pod.get("spec", {}).get("containers") or []]
 
 
-def _condition(kind: str, status: bool, now: float) -> Obj:
+def condition(kind: str, status: bool, now: float) -> Obj:
     return {
         "type": kind,
         "status": "True" if status else "False",
@@ -127,18 +127,18 @@ def status_at(pod: Obj, stage: Stage, now: float, host_ip: str, pod_ip: str) -> 
     updates: list[Obj] = []
     if stage == Stage.UNSCHEDULED:
         status["phase"] = "Pending"
-        updates.append(_condition("PodScheduled", False, now))
+        updates.append(condition("PodScheduled", False, now))
     if stage >= Stage.SCHEDULED:
         status["phase"] = "Pending"
         status.setdefault("startTime", rfc3339(now))
         status["hostIP"] = host_ip
         status["hostIPs"] = [{"ip": host_ip}]
         updates += [
-            _condition("PodScheduled", True, now),
-            _condition("Initialized", True, now),
-            _condition("PodReadyToStartContainers", stage >= Stage.RUNNING, now),
-            _condition("ContainersReady", stage == Stage.READY, now),
-            _condition("Ready", stage == Stage.READY, now),
+            condition("PodScheduled", True, now),
+            condition("Initialized", True, now),
+            condition("PodReadyToStartContainers", stage >= Stage.RUNNING, now),
+            condition("ContainersReady", stage == Stage.READY, now),
+            condition("Ready", stage == Stage.READY, now),
         ]
     if stage >= Stage.RUNNING:
         status["phase"] = "Running"
