@@ -55,6 +55,10 @@ AUTH_CONFIGMAP = ("kube-system", "extension-apiserver-authentication")
 PROBE_TIMEOUT = 5.0
 PROBE_ATTEMPTS = 5  # kube-aggregator's concurrent discovery GETs; one 2xx is enough
 DEFAULT_SERVICE_PORT = 443
+_HOP_HEADERS = frozenset(
+    {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
+     "transfer-encoding", "upgrade", "host", "authorization", "content-length"}
+)
 
 PodAddress = Callable[[str, int], tuple[str, int] | None]
 """(pod IP, port) → the (host, port) that reaches it from this process, or None: unreachable."""
@@ -63,10 +67,6 @@ PodAddress = Callable[[str, int], tuple[str, int] | None]
 def unreachable(_ip: str, _port: int) -> None:
     """The default `Aggregator.pod_address`: no pod is reachable (nothing runs the pods)."""
     return None
-_HOP_HEADERS = frozenset(
-    {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-     "transfer-encoding", "upgrade", "host", "authorization", "content-length"}
-)
 
 
 class _TlsKwargs(TypedDict, total=False):
@@ -165,6 +165,9 @@ class Aggregator:
         # arriving meanwhile marks it to be probed once more when the running probe ends.
         self._probing: dict[str, asyncio.Task[None]] = {}
         self._probe_again: set[str] = set()
+        # Each APIService's (generation, URL annotation) when last scheduled: its own status writes change
+        # neither, and must not schedule another probe.
+        self._scheduled_as: dict[str, tuple[int, str | None]] = {}
         # (group, version) -> the APIResource list its backend served at the last good probe
         self.discovery: dict[tuple[str, str], list[Obj]] = {}
         self._contexts: dict[str, ssl.SSLContext] = {}
@@ -209,7 +212,12 @@ class Aggregator:
         meta = obj.get("metadata", {})
         if gr == APISERVICES:
             self._sync_group(obj.get("spec", {}).get("group", ""))
-            if event_type != "DELETED":
+            if event_type == "DELETED":
+                self._scheduled_as.pop(meta["name"], None)
+                return
+            version = (meta.get("generation", 0), (meta.get("annotations") or {}).get(URL_ANNOTATION))
+            if self._scheduled_as.get(meta["name"]) != version:
+                self._scheduled_as[meta["name"]] = version
                 self._schedule_probe(meta["name"])
         elif gr == SERVICES:
             self._schedule_probes_of(meta.get("namespace", ""), meta["name"])
@@ -243,7 +251,7 @@ class Aggregator:
 
     # ---- resolution ------------------------------------------------------------------------------
 
-    def backends(self, apiservice: Obj) -> list[Backend]:
+    def resolve(self, apiservice: Obj) -> list[Backend]:
         """Where the APIService's requests can go (raises Unavailable with kube-aggregator's reason)."""
         ref = apiservice["spec"]["service"]
         namespace, name = ref.get("namespace", ""), ref.get("name", "")
@@ -251,12 +259,13 @@ class Aggregator:
         url = (apiservice["metadata"].get("annotations") or {}).get(URL_ANNOTATION)
         if url:
             return [Backend(url.rstrip("/"), url.rstrip("/"), tls_name, None)]
-        return [
-            Backend(f"https://{_host_port(ip, port)}",
-                    None if (dialed := self.pod_address(ip, port)) is None else f"https://{_host_port(*dialed)}",
-                    tls_name, _host_port(ip, port))
-            for ip, port in self._endpoint_addresses(namespace, name, ref.get("port") or DEFAULT_SERVICE_PORT)
-        ]
+        backends = []
+        for ip, port in self._endpoint_addresses(namespace, name, ref.get("port") or DEFAULT_SERVICE_PORT):
+            pod = _host_port(ip, port)
+            published = self.pod_address(ip, port)
+            dialed = None if published is None else f"https://{_host_port(*published)}"
+            backends.append(Backend(f"https://{pod}", dialed, tls_name, pod))
+        return backends
 
     def _endpoint_addresses(self, namespace: str, name: str, port: int) -> list[tuple[str, int]]:
         """The availability controller's Service checks, then kube-apiserver's endpoint resolution."""
@@ -305,8 +314,8 @@ class Aggregator:
             self._contexts[key] = context
         return context
 
-    def _request_kwargs(self, apiservice: Obj, backend: Backend, dialed: str) -> _TlsKwargs:
-        if not dialed.startswith("https://"):
+    def _request_kwargs(self, apiservice: Obj, backend: Backend) -> _TlsKwargs:
+        if not (backend.dialed or "").startswith("https://"):
             return {}
         return {"ssl": self._ssl(apiservice["spec"]), "server_hostname": backend.tls_name}
 
@@ -340,7 +349,10 @@ class Aggregator:
         try:
             while True:
                 self._probe_again.discard(name)
-                await self.probe(name)
+                try:
+                    await self.probe(name)
+                except Exception:  # one APIService's broken probe must not stop the periodic ones
+                    log.exception("apiservice probe failed", apiservice=name)
                 if name not in self._probe_again:
                     return
         finally:
@@ -358,7 +370,7 @@ class Aggregator:
             self._set_available(name, "True", "Local", "Local APIServices are always available")
             return
         try:
-            backends = self.backends(apiservice)
+            backends = self.resolve(apiservice)
         except Unavailable as unavailable:
             self._set_available(name, "False", unavailable.reason, unavailable.message)
             return
@@ -388,7 +400,7 @@ class Aggregator:
             async with self._session.get(
                 backend.dialed + path, headers=headers, allow_redirects=False,
                 timeout=aiohttp.ClientTimeout(total=PROBE_TIMEOUT),
-                **self._request_kwargs(apiservice, backend, backend.dialed),
+                **self._request_kwargs(apiservice, backend),
             ) as response:
                 body = await response.read()
                 if 200 <= response.status < 300:
@@ -426,7 +438,7 @@ class Aggregator:
             return _unavailable("service unavailable")
         try:
             # kube-apiserver's endpoint routing picks one ready endpoint at random for each request.
-            backend = random.choice(self.backends(apiservice))
+            backend = random.choice(self.resolve(apiservice))
         except Unavailable:
             return _unavailable("service unavailable")
         if backend.dialed is None:
@@ -449,7 +461,7 @@ class Aggregator:
         try:
             upstream = await self._session.request(
                 request.method, backend.dialed + request.raw_path, headers=headers, data=await request.read(),
-                allow_redirects=False, **self._request_kwargs(apiservice, backend, backend.dialed),
+                allow_redirects=False, **self._request_kwargs(apiservice, backend),
             )
         except (aiohttp.ClientError, ssl.SSLError, OSError) as err:
             return _unavailable(f"error trying to reach service: {err}")

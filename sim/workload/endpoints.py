@@ -12,8 +12,10 @@ readiness change of the backend's pods reaches the APIService's `Available` cond
 Ports come from each Service port's `targetPort`: a number as is, a name looked up among the pod's
 container ports; a pod lacking the named port is left out of that port only.
 
-Like the real controllers, Services without a selector are left alone: their Endpoints and slices
-are whoever else's to write. Reconciles run on the event loop after the store's listeners return.
+A Service without a selector gets no Endpoints from here: whoever runs its backends writes them. Its
+Endpoints are mirrored into EndpointSlices (the endpointslicemirroring controller: `addresses` ready,
+`notReadyAddresses` not, slices owned by the Endpoints), so a hand-written Endpoints reaches the
+aggregator too. Reconciles run on the event loop after the store's listeners return.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import asyncio
 import ipaddress
 import itertools
 from collections.abc import Callable, Iterable
-from typing import Any
 
 import structlog
 
@@ -41,6 +42,9 @@ ENDPOINTSLICES: GroupResource = ("discovery.k8s.io", "endpointslices")
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 SLICE_MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 SLICE_CONTROLLER = "endpointslice-controller.k8s.io"
+MIRRORING_CONTROLLER = "endpointslicemirroring-controller.k8s.io"
+SKIP_MIRROR_LABEL = "endpointslice.kubernetes.io/skip-mirror"
+LEADER_ANNOTATION = "control-plane.alpha.kubernetes.io/leader"
 ENDPOINTS_MANAGED_BY_LABEL = "endpoints.kubernetes.io/managed-by"
 ENDPOINTS_CONTROLLER = "endpoint-controller"
 HEADLESS_LABEL = "service.kubernetes.io/headless"
@@ -49,6 +53,8 @@ _RETRY_SECONDS = 0.2
 ServiceKey = tuple[str, str]  # (namespace, name)
 # One resolved port as the slice and Endpoints port entries carry it: (name, port, protocol, appProtocol).
 PortKey = tuple[str, int, str, str | None]
+# What one EndpointSlice holds: (addressType, its ports); ports None is the Service's empty placeholder.
+SliceKey = tuple[str, tuple[PortKey, ...] | None]
 
 
 def _selects(selector: dict[str, str], pod: Obj) -> bool:
@@ -131,12 +137,27 @@ def _by_ip(entries: Iterable[Obj], ip: Callable[[Obj], str]) -> list[Obj]:
     return sorted(entries, key=key)
 
 
-def _slice_port_key(endpoint_slice: Obj) -> tuple[PortKey, ...] | None:
-    ports = endpoint_slice.get("ports")
-    if ports is None:
-        return None
+def _port_keys(ports: list[Obj]) -> tuple[PortKey, ...]:
     return tuple(sorted((p.get("name", ""), p.get("port", 0), p.get("protocol", "TCP"), p.get("appProtocol"))
                         for p in ports))
+
+
+def _slice_key(endpoint_slice: Obj) -> SliceKey:
+    ports = endpoint_slice.get("ports")
+    return endpoint_slice.get("addressType", "IPv4"), None if ports is None else _port_keys(ports)
+
+
+def _mirrored_endpoint(address: Obj, ready: bool) -> tuple[str, Obj] | None:
+    """An Endpoints address as a slice endpoint and its addressType (None: not an IP, not mirrored)."""
+    try:
+        ip = ipaddress.ip_address(address.get("ip", ""))
+    except ValueError:
+        return None
+    endpoint: Obj = {"addresses": [str(ip)], "conditions": {"ready": ready}}
+    for field in ("nodeName", "targetRef", "hostname"):
+        if address.get(field):
+            endpoint[field] = address[field]
+    return ("IPv4" if ip.version == 4 else "IPv6"), endpoint
 
 
 class EndpointsController:
@@ -177,8 +198,12 @@ class EndpointsController:
                 selector = service.get("spec", {}).get("selector")
                 if (selector and _selects(selector, obj)) or meta["name"] in self._members.get(key, ()):
                     self._enqueue(key)
-        elif event == "DELETED" and gr == ENDPOINTS:
-            self._enqueue((namespace, meta["name"]))  # recreated if its Service still selects pods
+        elif gr == ENDPOINTS:
+            # Our own writes need no second look; a deletion does (recreated while the Service selects
+            # pods), and so does anyone else's Endpoints (mirrored into slices for a selector-less Service).
+            managed_by = (meta.get("labels") or {}).get(ENDPOINTS_MANAGED_BY_LABEL)
+            if event == "DELETED" or managed_by != ENDPOINTS_CONTROLLER:
+                self._enqueue((namespace, meta["name"]))
         elif event == "DELETED" and gr == ENDPOINTSLICES:
             service_name = (meta.get("labels") or {}).get(SERVICE_NAME_LABEL)
             if service_name:
@@ -202,7 +227,7 @@ class EndpointsController:
     # ---- reconcile -----------------------------------------------------------------------------
 
     def reconcile(self, namespace: str, name: str) -> None:
-        """Bring the Service's Endpoints and EndpointSlices in line with its pods now."""
+        """Bring the Service's Endpoints and EndpointSlices in line with its pods (or Endpoints) now."""
         try:
             service = self._store.get_ref(SERVICES, namespace, name)
         except ApiError as err:
@@ -210,16 +235,19 @@ class EndpointsController:
                 raise
             self._members.pop((namespace, name), None)
             self._delete_endpoints(namespace, name)
+            self._delete_slices(namespace, name, MIRRORING_CONTROLLER)
             return
         selector = service.get("spec", {}).get("selector")
         if not selector:
             self._members.pop((namespace, name), None)
+            self._mirror(namespace, name)
             return
         pods = [p for p in self._store.select(PODS, Selection(namespace)) if _selects(selector, p)]
         self._members[(namespace, name)] = {p["metadata"]["name"] for p in pods}
         with_ip = [p for p in pods if _has_endpoint(p)]
         self._write_endpoints(service, with_ip)
         self._write_slices(service, with_ip)
+        self._delete_slices(namespace, name, MIRRORING_CONTROLLER)
 
     def _service_labels(self, service: Obj) -> dict[str, str]:
         labels = dict(service["metadata"].get("labels") or {})
@@ -271,29 +299,60 @@ class EndpointsController:
     def _write_slices(self, service: Obj, pods: list[Obj]) -> None:
         meta, spec = service["metadata"], service["spec"]
         publish_not_ready = bool(spec.get("publishNotReadyAddresses"))
-        groups: dict[tuple[PortKey, ...] | None, list[Obj]] = {}
+        desired: dict[SliceKey, list[Obj]] = {}
         for pod in pods:
-            groups.setdefault(_pod_ports(service, pod), []).append(_slice_endpoint(pod, publish_not_ready))
-        if not groups:
-            groups[None] = []  # the placeholder slice: the Service exists but selects no pod with an IP
-        labels = {**self._service_labels(service), SERVICE_NAME_LABEL: meta["name"],
-                  SLICE_MANAGED_BY_LABEL: SLICE_CONTROLLER}
-        existing = {
-            _slice_port_key(s): s for s in self._managed_slices(meta["namespace"], meta["name"])
-        }
-        for ports, endpoints in sorted(groups.items(), key=lambda item: item[0] or ()):
-            body: dict[str, Any] = {
-                "addressType": "IPv4",
+            key = ("IPv4", _pod_ports(service, pod))
+            desired.setdefault(key, []).append(_slice_endpoint(pod, publish_not_ready))
+        if not desired:
+            desired[("IPv4", None)] = []  # the placeholder: the Service exists but selects no pod with an IP
+        owner = {"apiVersion": "v1", "kind": "Service", "name": meta["name"], "uid": meta["uid"],
+                 "controller": True, "blockOwnerDeletion": True}
+        self._sync_slices(meta["namespace"], meta["name"], SLICE_CONTROLLER, desired,
+                          self._service_labels(service), owner)
+
+    def _mirror(self, namespace: str, name: str) -> None:
+        """The endpointslicemirroring controller: a selector-less Service's Endpoints as slices."""
+        try:
+            endpoints = self._store.get_ref(ENDPOINTS, namespace, name)
+        except ApiError as err:
+            if err.code != 404:
+                raise
+            self._delete_slices(namespace, name, MIRRORING_CONTROLLER)
+            return
+        meta = endpoints["metadata"]
+        labels = dict(meta.get("labels") or {})
+        desired: dict[SliceKey, list[Obj]] = {}
+        leader_record = LEADER_ANNOTATION in (meta.get("annotations") or {})
+        if labels.get(SKIP_MIRROR_LABEL) != "true" and not leader_record:
+            for subset in endpoints.get("subsets") or []:
+                ports = _port_keys(subset.get("ports") or [])
+                for field, ready in (("addresses", True), ("notReadyAddresses", False)):
+                    for address in subset.get(field) or []:
+                        if (mirrored := _mirrored_endpoint(address, ready)) is not None:
+                            desired.setdefault((mirrored[0], ports), []).append(mirrored[1])
+        owner = {"apiVersion": "v1", "kind": "Endpoints", "name": name, "uid": meta["uid"],
+                 "controller": True, "blockOwnerDeletion": True}
+        self._sync_slices(namespace, name, MIRRORING_CONTROLLER, desired, labels, owner)
+
+    def _sync_slices(
+        self, namespace: str, service_name: str, controller: str, desired: dict[SliceKey, list[Obj]],
+        labels: dict[str, str], owner: Obj,
+    ) -> None:
+        """Make `controller`'s slices for the Service exactly `desired`: one per (addressType, ports)."""
+        labels = {**labels, SERVICE_NAME_LABEL: service_name, SLICE_MANAGED_BY_LABEL: controller}
+        existing = {_slice_key(s): s for s in self._slices_of(namespace, service_name, controller)}
+        for key, endpoints in sorted(desired.items(), key=lambda item: (item[0][0], item[0][1] or ())):
+            address_type, ports = key
+            body: Obj = {
+                "addressType": address_type,
                 "endpoints": _by_ip(endpoints, lambda e: str(e["addresses"][0])),
                 "ports": None if ports is None else [_port_entry(p, named_always=True) for p in ports],
             }
-            current = existing.pop(ports, None)
+            current = existing.pop(key, None)
             if current is None:
-                owner = {"apiVersion": "v1", "kind": "Service", "name": meta["name"], "uid": meta["uid"],
-                         "controller": True, "blockOwnerDeletion": True}
                 self._store.create(ENDPOINTSLICES, {
-                    "metadata": {"generateName": f"{meta['name']}-", "namespace": meta["namespace"],
-                                 "labels": labels, "ownerReferences": [owner]},
+                    "metadata": {"generateName": f"{service_name}-", "namespace": namespace, "labels": labels,
+                                 "ownerReferences": [owner]},
                     **body,
                 })
             else:
@@ -301,11 +360,15 @@ class EndpointsController:
                     **current, "metadata": {**current["metadata"], "labels": labels}, **body,
                 })
         for stale in existing.values():
-            self._delete(ENDPOINTSLICES, stale["metadata"]["namespace"], stale["metadata"]["name"])
+            self._delete(ENDPOINTSLICES, namespace, stale["metadata"]["name"])
 
-    def _managed_slices(self, namespace: str, service_name: str) -> list[Obj]:
-        selector = f"{SERVICE_NAME_LABEL}={service_name},{SLICE_MANAGED_BY_LABEL}={SLICE_CONTROLLER}"
+    def _slices_of(self, namespace: str, service_name: str, controller: str) -> list[Obj]:
+        selector = f"{SERVICE_NAME_LABEL}={service_name},{SLICE_MANAGED_BY_LABEL}={controller}"
         return self._store.select(ENDPOINTSLICES, Selection(namespace, selector))
+
+    def _delete_slices(self, namespace: str, service_name: str, controller: str) -> None:
+        for endpoint_slice in self._slices_of(namespace, service_name, controller):
+            self._delete(ENDPOINTSLICES, namespace, endpoint_slice["metadata"]["name"])
 
     def _delete_endpoints(self, namespace: str, name: str) -> None:
         """The Service is gone: so are the Endpoints and slices this controller wrote for it."""
@@ -318,8 +381,7 @@ class EndpointsController:
             labels = endpoints["metadata"].get("labels") or {}
             if labels.get(ENDPOINTS_MANAGED_BY_LABEL) == ENDPOINTS_CONTROLLER:
                 self._delete(ENDPOINTS, namespace, name)
-        for endpoint_slice in self._managed_slices(namespace, name):
-            self._delete(ENDPOINTSLICES, namespace, endpoint_slice["metadata"]["name"])
+        self._delete_slices(namespace, name, SLICE_CONTROLLER)
 
     def _delete(self, gr: GroupResource, namespace: str, name: str) -> None:
         try:

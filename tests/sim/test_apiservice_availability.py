@@ -25,7 +25,7 @@ from sim.apiserver import ApiServer, CertificateAuthority
 from sim.apiserver.aggregator import APISERVICES
 from sim.apiserver.resources import Obj
 from sim.runner import ServerThread
-from sim.workload.endpoints import PODS, SERVICES, EndpointsController
+from sim.workload.endpoints import ENDPOINTS, PODS, SERVICES, EndpointsController
 from tests.fixtures.apiserver import KubectlRunner
 
 GROUP, VERSION = "custom.metrics.k8s.io", "v1beta2"
@@ -233,3 +233,19 @@ def test_requests_are_proxied_to_the_ready_pod_and_refused_without_one(
     _wait_for_reason(apiserver, "MissingEndpoints")
     refused = kubectl("get", "--raw", path, check=False)
     assert refused.returncode != 0 and "ServiceUnavailable" in refused.stderr
+
+
+def test_hand_written_endpoints_of_a_selectorless_service_are_used(
+    apiserver: ServerThread[ApiServer], backend: Backend
+) -> None:
+    store = apiserver.server.store
+    apiserver.call(lambda: store.create(SERVICES, _service(selector=None)))
+    apiserver.call(lambda: store.create(APISERVICES, _apiservice(backend)))
+    _wait_for_reason(apiserver, "EndpointsNotFound")
+
+    # Mirrored into an EndpointSlice (endpointslicemirroring), which is what the aggregator reads.
+    subset = {"addresses": [{"ip": POD_IP}], "ports": [{"name": "https", "port": POD_PORT}]}
+    endpoints = {"metadata": {"name": "metrics", "namespace": NAMESPACE}, "subsets": [subset]}
+    apiserver.call(lambda: store.create(ENDPOINTS, endpoints))
+    _wait_for_reason(apiserver, "Passed")
+    assert backend.calls[-1]["host"] == f"{POD_IP}:{POD_PORT}"

@@ -83,9 +83,9 @@ def _ips(subset_entries: list[Obj] | None) -> list[str]:
     return [a["ip"] for a in subset_entries or []]
 
 
-def _listed_ips(store: Store, field: str = "addresses") -> list[str]:
-    """The IPs in every subset's `field` (addresses or notReadyAddresses) of the web Service."""
-    subsets = (_endpoints(store) or {}).get("subsets") or []
+def _listed_ips(store: Store, field: str = "addresses", service: str = "web") -> list[str]:
+    """The IPs in every subset's `field` (addresses or notReadyAddresses) of the Service's Endpoints."""
+    subsets = (_endpoints(store, service) or {}).get("subsets") or []
     return sorted(ip for subset in subsets for ip in _ips(subset.get(field)))
 
 
@@ -210,21 +210,47 @@ async def test_selector_and_label_changes_move_pods_in_and_out(store: Store) -> 
 async def test_deleting_the_service_deletes_its_endpoints_and_slices(store: Store) -> None:
     store.create(PODS, _pod("web-a", "10.244.0.2", True), keep_status=True)
     store.create(SERVICES, _service())
-    store.create(SERVICES, _service("manual", selector={}))  # no selector: not this controller's
-    manual: Obj = {"metadata": {"name": "manual", "namespace": NAMESPACE},
-                   "subsets": [{"addresses": [{"ip": "192.0.2.1"}], "ports": [{"port": 443}]}]}
-    store.create(ENDPOINTS, manual)
-    await _eventually(lambda: len(_slices(store)) == 1, "web's slice")
+    await _eventually(lambda: _endpoints(store) is not None and len(_slices(store)) == 1, "web's endpoints")
 
     store.delete(SERVICES, NAMESPACE, "web")
     await _eventually(lambda: _endpoints(store) is None and not _slices(store), "web's endpoints deleted")
-    # The selector-less Service's hand-written Endpoints are left as they were.
-    assert _ips((_endpoints(store, "manual") or {})["subsets"][0]["addresses"]) == ["192.0.2.1"]
-    assert not _slices(store, "manual")
 
-    store.delete(ENDPOINTS, NAMESPACE, "manual")
     store.create(SERVICES, _service())
     await _eventually(lambda: len(_slices(store)) == 1, "a new Service gets new endpoints")
+
+
+async def test_a_selectorless_services_endpoints_are_mirrored_into_slices(store: Store) -> None:
+    store.create(SERVICES, _service("external", selector={}))
+    subset = {"addresses": [{"ip": "192.0.2.1"}], "notReadyAddresses": [{"ip": "192.0.2.2"}],
+              "ports": [{"name": "https", "port": 443}]}
+    manual: Obj = {"metadata": {"name": "external", "namespace": NAMESPACE, "labels": {"team": "ops"}},
+                   "subsets": [subset]}
+    store.create(ENDPOINTS, manual)
+    await _eventually(lambda: len(_slices(store, "external")) == 1, "the mirrored slice")
+    [mirrored] = _slices(store, "external")
+    assert mirrored["metadata"]["labels"] == {
+        "team": "ops", "kubernetes.io/service-name": "external",
+        "endpointslice.kubernetes.io/managed-by": "endpointslicemirroring-controller.k8s.io",
+    }
+    assert mirrored["metadata"]["ownerReferences"][0]["kind"] == "Endpoints"
+    assert mirrored["ports"] == [{"name": "https", "port": 443, "protocol": "TCP"}]
+    assert [(e["addresses"], e["conditions"]) for e in mirrored["endpoints"]] == [
+        (["192.0.2.1"], {"ready": True}), (["192.0.2.2"], {"ready": False}),
+    ]
+    # Not this controller's Endpoints: written by hand, left as written.
+    assert (_endpoints(store, "external") or {})["metadata"]["labels"] == {"team": "ops"}
+
+    labelled = store.get(ENDPOINTS, NAMESPACE, "external")
+    labelled["metadata"]["labels"]["endpointslice.kubernetes.io/skip-mirror"] = "true"
+    store.update(ENDPOINTS, labelled)
+    await _eventually(lambda: not _slices(store, "external"), "skip-mirror honoured")
+
+    # The Service gets a selector: this controller owns its Endpoints from then on.
+    store.create(PODS, _pod("web-a", "10.244.0.2", True), keep_status=True)
+    service = store.get(SERVICES, NAMESPACE, "external")
+    service["spec"]["selector"] = {"app": "web"}
+    store.update(SERVICES, service)
+    await _eventually(lambda: _listed_ips(store, service="external") == ["10.244.0.2"], "endpoints from pods")
 
 
 async def test_deleted_endpoints_are_recreated_while_the_service_selects_pods(store: Store) -> None:
