@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import tarfile
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -197,8 +198,6 @@ def test_a_real_pod_is_probed_restarted_and_logged(
     assert status["imageID"].startswith("sha256:") and "running" in status["state"]
     address = cluster.server.workload.kubelet.published_address(ready["status"]["podIP"], 8080)
     assert address is not None
-    import urllib.request
-
     with urllib.request.urlopen(f"http://{address[0]}:{address[1]}/index.html", timeout=5) as response:
         assert response.read() == b"hello"
     port = cluster.url.rsplit(":", 1)[1]
@@ -220,7 +219,10 @@ def test_a_real_pod_is_probed_restarted_and_logged(
 
 def _wait_for_gone(cluster: ServerThread[SimCluster], name: str) -> None:
     deadline = time.monotonic() + 10
-    names = lambda: [p["metadata"]["name"] for p in cluster.server.store.list(PODS, NAMESPACE)]  # noqa: E731
+
+    def names() -> list[str]:
+        return [p["metadata"]["name"] for p in cluster.server.store.list(PODS, NAMESPACE)]
+
     while name in cluster.call(names):
         assert time.monotonic() < deadline, f"pod {name} was never removed"
         time.sleep(0.1)
