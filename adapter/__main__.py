@@ -81,6 +81,7 @@ async def _start(
         middlewares=[security.middleware],
         tls_hooks=[security.configure_tls],
         loops={"auth settings refresh": security.refresh_forever},
+        needed_permissions=security.needed_permissions,
         reload_requested=reload_requested,
         config_digest=digest,
     )

@@ -53,6 +53,7 @@ class ObjectCaches:
         self._supervisor = supervisor
         self._sync_timeout = sync_timeout
         self._informers: dict[tuple[str, str], Informer] = {}
+        self._infos: dict[tuple[str, str], ResourceInfo] = {}
 
     def _informer(self, info: ResourceInfo) -> Informer:
         key = (info.group, info.resource)
@@ -61,8 +62,13 @@ class ObjectCaches:
             informer = self._informers[key] = Informer(
                 self._client, _collection_path(info), transform=_names_and_labels, metadata_only=True
             )
+            self._infos[key] = info
             self._supervisor.start(f"watch {info.group_resource}", informer.run)
         return informer
+
+    def watched(self) -> list[ResourceInfo]:
+        """The resources whose informers run (each started by the first read that needed it)."""
+        return list(self._infos.values())
 
     async def _synced_store(self, info: ResourceInfo) -> Store:
         """The resource's store once listed. Raises TimeoutError while the resource cannot be listed."""

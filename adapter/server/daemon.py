@@ -31,6 +31,7 @@ from adapter.server.reload import ConfigReloader, config_digest
 from adapter.server.rules import RulesBuilder, RulesHolder
 from adapter.server.selfmetrics import AdapterMetrics
 from shared.kube import KubeClient, KubeConfigError, RestMapper, bearer_token, load_access, load_configuration
+from shared.kube.permissions import Permission, PermissionCheck
 from shared.serving.listener import ConnectionMetrics, Listener
 from shared.serving.options import serving_tls
 from shared.serving.tls import ServingTLS
@@ -79,6 +80,16 @@ async def prometheus_settings(options: AdapterOptions) -> PrometheusSettings:
     return settings
 
 
+def _watch_permissions(objects: ObjectCaches) -> list[Permission]:
+    """The list and watch of every resource the adapter's informers hold (its `resource-reader` grants)."""
+    return [
+        Permission(verb, info.resource, info.group, needed_for=f"reading {info.resource} (label selectors, "
+                   "kubectl top)")
+        for info in objects.watched()
+        for verb in ("list", "watch")
+    ]
+
+
 @dataclass
 class AdapterDaemon:
     options: AdapterOptions
@@ -90,6 +101,9 @@ class AdapterDaemon:
     tls_hooks: Sequence[Callable[[ssl.SSLContext], None]] = ()
     # More background loops to run under the daemon's supervisor (e.g. the auth settings' refresh).
     loops: Mapping[str, Loop] = field(default_factory=dict)
+    # What the middlewares ask of the API server (delegated auth's reviews), checked with what the
+    # adapter's own reads need (PermissionCheck).
+    needed_permissions: Callable[[], Sequence[Permission]] = tuple
     cert_reload_interval: float = 10.0
     config_reload_interval: float = 10.0  # between two looks at the --config file
     # Set (by SIGHUP in `python -m adapter`) to reload the --config file now, changed or not.
@@ -103,6 +117,7 @@ class AdapterDaemon:
     relister: Relister = field(init=False)
     reloader: ConfigReloader = field(init=False)
     supervisor: Supervisor = field(init=False)
+    permission_check: PermissionCheck = field(init=False)
     _listener: Listener | None = field(default=None, init=False)
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list, init=False)
 
@@ -137,6 +152,9 @@ class AdapterDaemon:
             raise StartupError(f"invalid Prometheus connection settings: {err}") from err
         self._closers.append(prometheus.close)
         objects = ObjectCaches(kube, self.supervisor)
+        self.permission_check = permissions = PermissionCheck(
+            kube, lambda: [*self.needed_permissions(), *_watch_permissions(objects)]
+        )
         queries = QueryCache(
             prometheus.query,
             self.metrics,
@@ -178,6 +196,7 @@ class AdapterDaemon:
                 # Why discovery is not done yet, when that is the cause (adapter/discovery.py).
                 "prometheus": lambda: self.relister.ready or self.relister.unreachable is None,
                 "background-tasks": lambda: not self.supervisor.down(),
+                "api-permissions": permissions.ready,
             }
         )
         # Delegates: forwarded reads pass the same authentication and authorization first.
@@ -185,7 +204,9 @@ class AdapterDaemon:
         middlewares = list(self.middlewares)
         if delegates is not None:
             middlewares.append(make_delegate_middleware(delegates))
-        explain = ExplainRoutes(lambda: self.rules.current, prometheus, self.options.max_age)
+        explain = ExplainRoutes(
+            lambda: self.rules.current, prometheus, self.options.max_age, permissions=permissions.notes
+        )
         app = make_app(AppDependencies(self.rules, health, self.metrics, explain), middlewares)
         serving = self.options.serving
         try:
@@ -210,6 +231,7 @@ class AdapterDaemon:
             ) from err
         self.port = self._listener.port
         self.supervisor.start("relist", self.relister.run)
+        self.supervisor.start("api permissions", permissions.run)
         self.supervisor.start("config reload", self.reloader.run)
         self.supervisor.start("resource mapper", lambda: mapper.run(self.options.mapper_refresh_interval))
         if delegates is not None:

@@ -51,6 +51,8 @@ class ExplainRoutes:
     prometheus: PrometheusClient
     max_age: float  # look-back of series discovery (--metrics-max-age)
     clock: Clock = LOOP_CLOCK
+    # What the API server refuses the adapter now (shared.kube.permissions), added to every explanation.
+    permissions: Callable[[], list[str]] = list
     _discover: SharedDiscovery = field(init=False)
 
     def __post_init__(self) -> None:
@@ -62,6 +64,7 @@ class ExplainRoutes:
             raise bad_request("query parameter path is required: the metric API path to explain, URL-encoded")
         try:
             explanation = await self._explained(path, request.get(ACCESS_KEY))
+            explanation = replace(explanation, notes=(*explanation.notes, *self.permissions()))
         except ExplainPathError as err:
             raise bad_request(str(err)) from None
         except (ClientError, TimeoutError) as err:  # (the client's PrometheusError are a rule's error)

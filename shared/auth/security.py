@@ -27,7 +27,13 @@ from shared.auth.authenticator import Authenticator, CachingTokenReviewer
 from shared.auth.authorizer import AlwaysAllowPaths, Authorizer
 from shared.auth.cache import TTLCache
 from shared.auth.certs import CertificateAuthority
-from shared.auth.configmap import AuthenticationSources, merge_sources, parse_configmap
+from shared.auth.configmap import (
+    CONFIGMAP_NAME,
+    CONFIGMAP_NAMESPACE,
+    AuthenticationSources,
+    merge_sources,
+    parse_configmap,
+)
 from shared.auth.flags import AuthOptions
 from shared.auth.middleware import AttributesOf, make_middleware
 from shared.auth.requestheader import RequestHeaderConfig
@@ -40,6 +46,7 @@ from shared.auth.webhooks import (
     read_authentication_configmap,
 )
 from shared.kube import KubeClient, KubeConfigError, load_access
+from shared.kube.permissions import Permission
 
 log = structlog.get_logger(__name__)
 
@@ -112,6 +119,26 @@ class Security:
         if self._middleware is None:
             raise RuntimeError("Security.start() has not run")
         return self._middleware
+
+    def needed_permissions(self) -> list[Permission]:
+        """What delegated authentication and authorization ask of the API server: the grants of the
+        `system:auth-delegator` ClusterRole, and the front-proxy ConfigMap's `get` (the
+        `extension-apiserver-authentication-reader` Role) unless the lookup is off."""
+        needed = [
+            Permission("create", "tokenreviews", "authentication.k8s.io", needed_for="authenticating tokens"),
+            Permission(
+                "create", "subjectaccessreviews", "authorization.k8s.io", needed_for="authorizing callers"
+            ),
+        ]
+        if self._lookup:
+            front_proxy_ca = "the front-proxy's client CA (requests the aggregator forwards)"
+            needed.append(
+                Permission(
+                    "get", "configmaps", namespace=CONFIGMAP_NAMESPACE, name=CONFIGMAP_NAME,
+                    needed_for=front_proxy_ca,
+                )
+            )
+        return needed
 
     async def start(self) -> None:
         """Raises SecurityStartupError when delegated auth cannot work (bad kubeconfig or CA file,

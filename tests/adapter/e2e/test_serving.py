@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from sim.apiserver.reviews import ALLOW, Decision
 from sim.prometheus import PrometheusProcess, free_port
 from sim.runner import ServerThread
 
@@ -403,3 +404,38 @@ async def test_not_ready_until_the_first_discovery(start_adapter: Any) -> None:
     status, body = await adapter.get(f"{CUSTOM}/v1beta2/namespaces/default/pods/%2A/queue_length")
     assert status == 404
     assert body["message"] == "the server could not find the metric queue_length for pods"
+
+
+async def test_a_refused_permission_fails_readyz_shows_in_explain_and_heals(
+    static_prometheus: PrometheusProcess, start_adapter: Any, apiserver: ServerThread
+) -> None:
+    """A ClusterRoleBinding deleted under a running adapter: its pods informer keeps streaming (a watch is
+    authorized once), so the adapter asks what it may do, as `kubectl auth can-i` does."""
+    adapter = await start_adapter(static_prometheus.url)
+    path = f"{CUSTOM}/v1beta1/namespaces/default/pods/%2A/queue_length"
+    status, _ = await adapter.get(path)  # starts the pods informer: list and watch pods are now needed
+    assert status == 200
+    await adapter.daemon.permission_check.check()
+    status, text = await adapter.get("/readyz?verbose")
+    assert status == 200 and "[+]api-permissions ok" in text
+
+    def refuse_pods(spec: dict[str, Any]) -> Decision:
+        attributes = spec.get("resourceAttributes") or {}
+        return Decision(attributes.get("resource") != "pods", reason="no RBAC policy matched")
+
+    apiserver.server.reviews.policy = refuse_pods
+    await adapter.daemon.permission_check.check()
+    status, text = await adapter.get("/readyz")
+    assert status == 500 and "[-]api-permissions failed" in text
+    status, body = await adapter.get(f"/debug/explain?path={path}")
+    assert status == 200
+    refused = [note for note in body["notes"] if "403 Forbidden" in note]
+    assert [note.split(" (403")[0] for note in refused] == [
+        'the adapter\'s account may not list resource "pods" in API group "" at the cluster scope',
+        'the adapter\'s account may not watch resource "pods" in API group "" at the cluster scope',
+    ]
+
+    apiserver.server.reviews.policy = lambda spec: ALLOW
+    await adapter.daemon.permission_check.check()
+    status, text = await adapter.get("/readyz")
+    assert (status, text) == (200, "ok")
