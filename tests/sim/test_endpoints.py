@@ -310,3 +310,24 @@ def test_kubectl_reads_endpoints_and_endpointslices(
     kubectl("delete", "service", "web", "-n", NAMESPACE)
     _wait_for_kubectl("the Service's endpoints deleted", lambda: not kubectl(
         "get", "endpoints,endpointslices", "-n", NAMESPACE, "-o", "name").stdout.strip())
+
+
+def test_kubectl_applies_endpoints_that_are_mirrored(
+    apiserver: ServerThread[ApiServer], kubectl: KubectlRunner
+) -> None:
+    kubectl("create", "namespace", NAMESPACE)
+    subset = {"addresses": [{"ip": "192.0.2.1"}], "ports": [{"name": "http", "port": 80}]}
+    endpoints = {"apiVersion": "v1", "kind": "Endpoints",
+                 "metadata": {"name": "external", "namespace": NAMESPACE}, "subsets": [subset]}
+    service = {"apiVersion": "v1", "kind": "Service", **_service("external", selector={})}
+    listed = {"apiVersion": "v1", "kind": "List", "items": [service, endpoints]}
+    kubectl("apply", "--server-side", "-f", "-", input=json.dumps(listed))
+
+    def mirrored() -> list[Obj]:
+        return list(json.loads(kubectl("get", "endpointslices", "-n", NAMESPACE, "-o", "json",
+                                       "-l", "kubernetes.io/service-name=external").stdout)["items"])
+
+    _wait_for_kubectl("the mirrored slice", lambda: bool(mirrored()))
+    [endpoint_slice] = mirrored()
+    assert endpoint_slice["endpoints"] == [{"addresses": ["192.0.2.1"], "conditions": {"ready": True}}]
+    assert endpoint_slice["ports"] == [{"name": "http", "port": 80, "protocol": "TCP"}]
