@@ -64,7 +64,9 @@ class SimCluster:
             self.apiserver.store, workload, on_targets_changed=self._targets_changed, cluster_access=access
         )
         kubelet = self.workload.kubelet
+        # The kubelet answers `pods/<name>/log`; the aggregator reaches pods through their published ports.
         self.apiserver._handlers.pod_logs = kubelet.pod_logs
+        self.apiserver.aggregator.pod_address = kubelet.published_address
         self.metrics_server = MetricsServer(kubelet.sample, kubelet.node_stats, port=metrics_port)
         self._file_sd = FileSdWriter(self.sd_path, self._target_groups)
         self._metrics_api = ResourceMetricsApi(self.apiserver.store, self.workload.kubelet)

@@ -33,7 +33,21 @@ from tests.fixtures.cluster import FAST_TIMING, kubectl_runner
 pytestmark = pytest.mark.slow
 
 BUSYBOX = Path("/bin/busybox")
-APPLETS = ("sh", "httpd", "cat", "echo", "test", "touch", "rm", "sleep", "id", "ls")
+APPLETS = (
+    "sh",
+    "httpd",
+    "cat",
+    "echo",
+    "test",
+    "touch",
+    "rm",
+    "sleep",
+    "id",
+    "ls",
+    "wget",
+    "ssl_client",
+    "grep",
+)
 PODS = ("", "pods")
 CONFIGMAPS = ("", "configmaps")
 NAMESPACE = "default"
@@ -144,7 +158,9 @@ def _waiting(reason: str) -> Callable[[Obj], bool]:
 WEB_SCRIPT = (
     "echo started $(POD_NAME) as $(id -u) in $(cat /var/run/secrets/kubernetes.io/serviceaccount/namespace) "
     "api=$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT token=$(test -s "
-    "/var/run/secrets/kubernetes.io/serviceaccount/token && echo yes) greeting=$(GREETING); "
+    "/var/run/secrets/kubernetes.io/serviceaccount/token && echo yes) greeting=$(GREETING) "
+    # busybox's TLS cannot talk to the API server's; a TCP connection shows the address works.
+    "reached=$(echo | nc -w 1 $KUBERNETES_SERVICE_HOST $KUBERNETES_SERVICE_PORT >/dev/null && echo yes); "
     "touch /tmp/alive; exec httpd -f -p 8080 -h /www"
 )
 
@@ -202,7 +218,7 @@ def test_a_real_pod_is_probed_restarted_and_logged(
         assert response.read() == b"hello"
     port = cluster.url.rsplit(":", 1)[1]
     log = kubectl("logs", "web").stdout
-    assert f"started web as 65532 in default api=10.0.2.2:{port} token=yes greeting=hi" in log
+    assert f"started web as 65532 in default api=10.0.2.2:{port} token=yes greeting=hi reached=yes" in log
 
     # The liveness probe fails once /tmp/alive is gone: the container is stopped and started afresh.
     container_id = status["containerID"].removeprefix("podman://")
