@@ -49,8 +49,10 @@ class Decision:
 ALLOW = Decision(True, reason="allowed by the simulated cluster's policy")
 AccessPolicy = Callable[[Obj], Decision]
 """Gets a SubjectAccessReview `spec` (user, groups, extra, uid, resourceAttributes or
-nonResourceAttributes) and decides. The default allows everything. The same policy authorizes every
-request to the server itself (except system:masters and health checks), like RBAC would."""
+nonResourceAttributes) and decides. The default allows everything (--authorization-mode AlwaysAllow); an
+`ApiServer(authorization_mode="RBAC")` sets it to RBAC over the store (rbac/), and a test may set its own.
+The same policy authorizes every request to the server itself (except system:masters and health checks)
+and each part of an impersonation."""
 
 TOKEN_REVIEW_RESOURCES = [
     {"name": "tokenreviews", "singularName": "tokenreview", "namespaced": False, "kind": "TokenReview",

@@ -167,5 +167,7 @@ def ensure_bootstrap_policy(store: Store) -> None:
             meta = obj["metadata"]
             try:
                 store.get_ref(gr, meta.get("namespace"), meta["name"])
-            except ApiError:
+            except ApiError as err:
+                if err.code != 404:
+                    raise
                 store.create_ref(gr, copy.deepcopy(obj))
