@@ -52,6 +52,7 @@ PULL_BACKOFF_SECONDS = (10.0, 300.0)
 # A container that cannot be created (config, runtime error) is tried again after this long.
 RETRY_SECONDS = 10.0
 DEFAULT_GRACE_SECONDS = 30
+POD_UID_LABEL = "io.kubernetes.pod.uid"
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ class PodRun:
         self.on_change = on_change
         self.namespace: str = pod["metadata"]["namespace"]
         self.name: str = pod["metadata"]["name"]
+        self.uid: str = pod["metadata"].get("uid", "")
         specs = pod.get("spec", {}).get("containers") or []
         self.specs: dict[str, Obj] = {c["name"]: c for c in specs}
         self.containers = [ContainerState(c["name"], c.get("image", "")) for c in specs]
@@ -147,7 +149,8 @@ class ContainerRuntime:
         await asyncio.gather(*run.tasks, return_exceptions=True)
         running = [c.container_id for c in run.containers if c.running_since is not None]
         await asyncio.gather(*(self._podman.stop(cid, grace) for cid in running))
-        await self._podman.remove(*run.created)
+        # By label, not by the IDs known: a start interrupted by the cancellation may have left one.
+        await self._podman.remove_labelled(f"{INSTANCE_LABEL}={self.instance}", f"{POD_UID_LABEL}={run.uid}")
         if run.directory is not None:
             shutil.rmtree(run.directory, ignore_errors=True)
 
@@ -212,7 +215,12 @@ class ContainerRuntime:
                     f'container "{container}" in pod "{name}" is waiting to start: {state.waiting_reason}'
                 )
             container_id = state.container_id
-        return await self._podman.logs(container_id, tail)
+        try:
+            return await self._podman.logs(container_id, tail)
+        except PodmanError as err:
+            raise errors.bad_request(
+                f'container "{container}" in pod "{name}": {err.stderr.strip()}'
+            ) from err
 
     # ---- a pod's life -------------------------------------------------------------------------
 
@@ -284,7 +292,7 @@ class ContainerRuntime:
             finished_at = self._clock()
             state.last_terminated = Terminated(container_id, exit_code, started_at, finished_at)
             # Only the latest terminated run is kept (for `kubectl logs --previous`).
-            older = [cid for cid in run.created if cid not in (container_id,)]
+            older = [cid for cid in run.created if cid != container_id]
             await self._podman.remove(*older)
             run.created = [container_id]
             delay = probes.restart_delay(state.restart_count, finished_at - started_at)
@@ -331,6 +339,7 @@ class ContainerRuntime:
                 INSTANCE_LABEL: self.instance,
                 "io.kubernetes.pod.namespace": run.namespace,
                 "io.kubernetes.pod.name": run.name,
+                POD_UID_LABEL: run.uid,
                 "io.kubernetes.container.name": state.name,
             },
             env=env,
@@ -359,6 +368,8 @@ class ContainerRuntime:
         probing = asyncio.ensure_future(self._probe(run, state, spec, container_id))
         try:
             await asyncio.wait({exited, probing}, return_when=asyncio.FIRST_COMPLETED)
+            if probing.done() and probing.exception() is not None:
+                log.error("probing failed; restarting the container", exc_info=probing.exception())
             if not exited.done():
                 grace = int(
                     run.pod.get("spec", {}).get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)

@@ -123,6 +123,6 @@ class Podman:
         if container_ids:
             await self.call("rm", "-f", "-t", "0", "--ignore", *container_ids)
 
-    async def remove_labelled(self, label: str) -> None:
-        """Remove every container carrying `label` (`key=value`), running or not."""
-        await self.call("rm", "-f", "-t", "0", "--filter", f"label={label}")
+    async def remove_labelled(self, *labels: str) -> None:
+        """Remove every container carrying all of `labels` (each `key=value`), running or not."""
+        await self.call("rm", "-f", "-t", "0", *(f"--filter=label={label}" for label in labels))
