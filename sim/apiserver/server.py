@@ -398,7 +398,9 @@ class ApiServer:
         spec = body.get("spec") if isinstance(body, dict) else None
         spec = spec if isinstance(spec, dict) else {}
         seconds = spec.get("expirationSeconds") or DEFAULT_TOKEN_SECONDS
-        problem = ("less than 10 minutes" if not isinstance(seconds, int) or seconds < MIN_TOKEN_SECONDS
+        if not isinstance(seconds, int) or isinstance(seconds, bool):
+            raise errors.bad_request("spec.expirationSeconds must be an integer")
+        problem = ("less than 10 minutes" if seconds < MIN_TOKEN_SECONDS
                    else "larger than 2^32 seconds" if seconds > MAX_TOKEN_SECONDS else "")
         if problem:
             raise errors.invalid("TokenRequest", "authentication.k8s.io", name, "spec.expirationSeconds",

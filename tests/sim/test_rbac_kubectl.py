@@ -404,6 +404,14 @@ def test_token_requests_issue_service_account_tokens(rbac_apiserver: ServerThrea
     ):
         refused = admin_kubectl(*as_bot, f"--as={identity}", "auth", "can-i", "get", "pods", check=False)
         assert refused.returncode == 1 and f"Error from server (Forbidden): {message}" in refused.stderr
+    request.write_text(json.dumps({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest"}))
+    defaults = json.loads(admin_kubectl("create", "--raw", path, "-f", str(request)).stdout)["spec"]
+    assert defaults == {"audiences": ["https://kubernetes.default.svc.cluster.local"],
+                        "expirationSeconds": 3600, "boundObjectRef": None}
+    request.write_text(json.dumps({"spec": {"expirationSeconds": 60}}))
+    short = admin_kubectl("create", "--raw", path, "-f", str(request), check=False)
+    assert short.returncode == 1 and ("spec.expirationSeconds: Invalid value: 60: may not specify a duration "
+                                      "less than 10 minutes") in short.stderr
     nobody = path.replace("/bot/", "/nobody/")
     missing = admin_kubectl("create", "--raw", nobody, "-f", str(request), check=False)
     assert missing.returncode == 1 and 'serviceaccounts "nobody" not found' in missing.stderr
