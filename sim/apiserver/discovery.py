@@ -69,6 +69,12 @@ def _resource_entries(rt: ResourceType) -> list[Obj]:
     if rt.gr == ("", "pods"):
         entries.append({"name": "pods/eviction", "singularName": "", "namespaced": True,
                         "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]})
+        entries.append({"name": "pods/log", "singularName": "", "namespaced": True, "kind": "Pod",
+                        "verbs": ["get"]})
+    if rt.gr == ("", "serviceaccounts"):
+        entries.append({"name": "serviceaccounts/token", "singularName": "", "namespaced": True,
+                        "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest",
+                        "verbs": ["create"]})
     if rt.scale:
         entries.append({"name": f"{rt.plural}/scale", "singularName": "", "namespaced": rt.namespaced,
                         "group": "autoscaling", "version": "v1", "kind": "Scale",
