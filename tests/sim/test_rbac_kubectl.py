@@ -324,6 +324,25 @@ def test_subject_access_reviews_give_kube_apiserver_reasons(admin_kubectl: Kubec
         "allowed": True,
         "reason": 'RBAC: allowed by RoleBinding "bot-edit/team-b" of ClusterRole "edit" '
                   'to ServiceAccount "bot/team-b"'}
+    # The HPA controller's bootstrap role (controller_policy.go): custom and external metrics, any scale.
+    hpa_controller = {"user": "system:serviceaccount:kube-system:horizontal-pod-autoscaler", "groups": [
+        "system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"]}
+    reason = ('RBAC: allowed by ClusterRoleBinding "system:controller:horizontal-pod-autoscaler" of '
+              'ClusterRole "system:controller:horizontal-pod-autoscaler" to '
+              'ServiceAccount "horizontal-pod-autoscaler/kube-system"')
+    for attributes in (
+        {"namespace": "default", "verb": "get", "group": "custom.metrics.k8s.io", "resource": "pods",
+         "subresource": "http_requests", "name": "*"},
+        {"namespace": "default", "verb": "list", "group": "external.metrics.k8s.io",
+         "resource": "queue_depth"},
+        {"namespace": "team-a", "verb": "update", "group": "example.com", "resource": "widgets",
+         "subresource": "scale", "name": "w"},
+    ):
+        review = {**hpa_controller, "resourceAttributes": attributes}
+        assert _subject_access_review(admin_kubectl, review) == {"allowed": True, "reason": reason}
+    assert _subject_access_review(admin_kubectl, {**hpa_controller, "resourceAttributes": {
+        "namespace": "default", "verb": "get", "group": "metrics.k8s.io", "resource": "pods"}}) == {
+        "allowed": False}
     # system:masters is allowed by the authorizer before RBAC, with no reason.
     assert _subject_access_review(admin_kubectl, {
         "user": "root", "groups": ["system:masters"],

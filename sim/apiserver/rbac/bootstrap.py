@@ -6,7 +6,9 @@ Rule content is copied from k8s.io/kubernetes `plugin/pkg/auth/authorizer/rbac/b
 core, apps, autoscaling, batch, policy, networking and coordination rules; not those of API groups this
 simulator does not serve, such as storage or certificates); the discovery, basic-user, public-info and
 monitoring roles and bindings; `system:auth-delegator`; the `extension-apiserver-authentication-reader`
-Role in kube-system and its binding. `/metrics` is only for the `system:monitoring` group.
+Role in kube-system and its binding; of the controller roles (`controller_policy.go`), the HPA
+controller's, bound to its ServiceAccount kube-system/horizontal-pod-autoscaler. `/metrics` is only for the
+`system:monitoring` group.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ _BOOTSTRAP_LABELS = {"kubernetes.io/bootstrapping": "rbac-defaults"}
 _AUTOUPDATE = {"rbac.authorization.kubernetes.io/autoupdate": "true"}
 AUTHENTICATED = "system:authenticated"
 UNAUTHENTICATED = "system:unauthenticated"
+HPA_CONTROLLER = "system:controller:horizontal-pod-autoscaler"
 
 
 def _rule(verbs: list[str], groups: list[str], resources: list[str], names: list[str] | None = None) -> Obj:
@@ -133,6 +136,16 @@ CLUSTER_ROLE_OBJECTS = [
         _rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
         _rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
     ]),
+    _cluster_role(HPA_CONTROLLER, [
+        _rule(_READ, ["autoscaling"], ["horizontalpodautoscalers"]),
+        _rule(["update"], ["autoscaling"], ["horizontalpodautoscalers/status"]),
+        _rule(["get", "update"], ["*"], ["*/scale"]),
+        _rule(["list"], [""], ["pods"]),
+        _rule(["list"], ["metrics.k8s.io"], ["pods"]),
+        _rule(["get", "list"], ["custom.metrics.k8s.io"], ["*"]),
+        _rule(["get", "list"], ["external.metrics.k8s.io"], ["*"]),
+        _rule(["create", "patch", "update"], ["", "events.k8s.io"], ["events"]),
+    ]),
 ]
 CLUSTER_ROLE_BINDING_OBJECTS = [
     _binding("ClusterRoleBinding", "cluster-admin", "ClusterRole", [_subject("Group", "system:masters")]),
@@ -142,6 +155,8 @@ CLUSTER_ROLE_BINDING_OBJECTS = [
              [_subject("Group", AUTHENTICATED), _subject("Group", UNAUTHENTICATED)]),
     _binding("ClusterRoleBinding", "system:monitoring", "ClusterRole",
              [_subject("Group", "system:monitoring")]),
+    _binding("ClusterRoleBinding", HPA_CONTROLLER, "ClusterRole",
+             [{"kind": "ServiceAccount", "name": "horizontal-pod-autoscaler", "namespace": "kube-system"}]),
 ]
 ROLE_OBJECTS = [
     {"apiVersion": f"{RBAC_GROUP}/v1", "kind": "Role",
