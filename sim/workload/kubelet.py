@@ -31,7 +31,15 @@ from sim.workload.containers.runner import ContainerRuntime, grace_seconds
 from sim.workload.containers.status import pod_status
 from sim.workload.file_sd import PodTarget
 from sim.workload.model import LoadModel, PodCosts, PodSample
-from sim.workload.pods import Stage, container_names, controller_ref, is_terminating, rfc3339, status_at
+from sim.workload.pods import (
+    Stage,
+    container_names,
+    controller_ref,
+    is_ready,
+    is_terminating,
+    rfc3339,
+    status_at,
+)
 from sim.workload.profiles import Constant, LoadProfile
 from sim.workload.resource_metrics import Usage
 from sim.workload.summary import ContainerStats, NodeStats, PodStats
@@ -467,9 +475,8 @@ class Kubelet:
         obj = self._store.get(PODS, pod.namespace, pod.name)
         obj["status"] = pod_status(obj, run.containers, now, self._host_ip(pod.node), pod.ip)
         self._store.update(PODS, obj, subresource="status")
-        ready = all(c.ready for c in run.containers)
         running = obj["status"]["phase"] == "Running"
-        stage = Stage.READY if ready else Stage.RUNNING if running else Stage.SCHEDULED
+        stage = Stage.READY if is_ready(obj) else Stage.RUNNING if running else Stage.SCHEDULED
         model = self.model(pod.workload)
         if stage >= Stage.RUNNING and pod.stage < Stage.RUNNING:
             pod.started = now
