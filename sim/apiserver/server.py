@@ -105,7 +105,6 @@ class ApiServer:
         self.reviews = Reviews(self.tokens, lambda request: request[USER])
         self.add_api_group("authentication.k8s.io", "v1", TOKEN_REVIEW_RESOURCES, self.reviews.token_review)
         self.add_api_group("authorization.k8s.io", "v1", ACCESS_REVIEW_RESOURCES, self.reviews.access_review)
-        self.authorization_mode = authorization_mode
         self.role_aggregation: ClusterRoleAggregator | None = None
         if authorization_mode == "RBAC":
             self.reviews.policy = authz.privileged_first(RbacAuthorizer(self.store).policy)
