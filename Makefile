@@ -10,14 +10,14 @@ demo: setup
 test: setup lint
 	$(PY) -m pytest -q -n 3 --dist loadfile
 
-# The install path end to end: the real image built here, its pods run by the simulated kubelet with podman,
-# the chart installed with RBAC enforced (tests/image/).
+# Containers for real: the simulated kubelet's podman runtime, and the install path end to end (the image
+# built here, the chart installed with RBAC enforced: tests/image/).
 image:
 	@./scripts/setup.sh --containers
 	./scripts/build_image.sh
 
 test-image: setup image
-	$(PY) -m pytest -q -p no:xdist -m image tests/image
+	$(PY) -m pytest -q -p no:xdist -m image tests
 
 lint: setup
 	$(PY) -m ruff check .

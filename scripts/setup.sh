@@ -3,8 +3,9 @@
 #   - Debian's `prometheus` package (the real Prometheus the tests and the demo start on free ports);
 #   - kubectl: Debian's `kubectl` package from trixie (1.32), unless a kubectl is already on PATH;
 #   - the Python venv in .venv, rebuilt only when pyproject.toml changed since the last build;
-#   - with --containers (the image test, `make test-image`): Debian's podman, buildah, runc, slirp4netns and
-#     mmdebstrap, which build Surge's image and run its pods on the simulated cluster.
+#   - with --containers (the image tests, `make test-image`): Debian's podman, buildah, runc, slirp4netns and
+#     mmdebstrap, which build Surge's image and run its pods on the simulated cluster, and busybox-static
+#     (the tiny image of the simulated kubelet's own tests).
 # Prints nothing when there is nothing to do.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,10 +26,11 @@ if [ "${1:-}" = "--containers" ]; then
     for tool in podman buildah runc slirp4netns mmdebstrap; do
         command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
     done
+    [ -x /bin/busybox ] || missing+=(busybox-static)
     if [ ${#missing[@]} -gt 0 ]; then
         echo "setup: installing Debian's ${missing[*]}"
         apt_update
-        apt_install podman buildah runc slirp4netns mmdebstrap uidmap
+        apt_install podman buildah runc slirp4netns mmdebstrap uidmap busybox-static
     fi
 fi
 

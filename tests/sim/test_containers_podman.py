@@ -30,7 +30,8 @@ from sim.workload.controller import WorkloadConfig
 from tests.fixtures.apiserver import KubectlRunner
 from tests.fixtures.cluster import FAST_TIMING, kubectl_runner
 
-pytestmark = pytest.mark.slow
+# Run by `make test-image`, whose set-up installs podman and busybox-static (scripts/setup.sh --containers).
+pytestmark = [pytest.mark.slow, pytest.mark.image]
 
 BUSYBOX = Path("/bin/busybox")
 APPLETS = (
@@ -88,7 +89,7 @@ def _rootfs_tar() -> bytes:
 @pytest.fixture(scope="module")
 def busybox_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if shutil.which("podman") is None:
-        pytest.skip("podman is not installed")
+        pytest.fail("podman is not installed: scripts/setup.sh --containers installs it")
     assert BUSYBOX.exists(), "the image needs Debian's busybox-static (apt-get install busybox-static)"
     tar = _rootfs_tar()
     image = f"localhost/surge-sim-busybox:{hashlib.sha256(tar).hexdigest()[:12]}"
