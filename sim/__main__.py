@@ -1,6 +1,11 @@
 """`python -m sim --kubeconfig PATH [--prometheus] [--port N] [--prometheus-sd PATH] [--insecure-http]
-[--audit-log PATH]`:
+[--audit-log PATH] [--authorization-mode AlwaysAllow|RBAC] [--container-runtime podman]`:
 a simulated Kubernetes cluster for kubectl, the adapter and the autoscaler, until SIGINT/SIGTERM.
+
+With `--authorization-mode RBAC` every request is authorized as kube-apiserver's RBAC authorizer does
+(the kubeconfig written is system:masters'); with `--container-runtime podman` a pod whose image is in
+local container storage runs as real containers (sim/workload/containers), e.g. Surge's image built by
+scripts/build_image.sh and installed with its chart.
 
 With `--prometheus` a real Prometheus scrapes every running pod and every node's kubelet each second.
 Once everything accepts requests, the kubeconfig is written (atomically: a reader polling for it never
@@ -68,6 +73,18 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         help="append kube-apiserver's audit log here: an audit.k8s.io/v1 Event per request (Metadata level)",
     )
+    parser.add_argument(
+        "--authorization-mode",
+        choices=("AlwaysAllow", "RBAC"),
+        default="AlwaysAllow",
+        help="kube-apiserver's --authorization-mode: RBAC enforces Roles and bindings (default AlwaysAllow)",
+    )
+    parser.add_argument(
+        "--container-runtime",
+        choices=("podman",),
+        help="run pods whose image is in local container storage as real containers (podman); other "
+        "pods stay modelled",
+    )
     add_logging_flags(parser)
     return parser
 
@@ -132,7 +149,13 @@ async def serve(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    cluster = SimCluster(sd_path=args.prometheus_sd, tls=not args.insecure_http, audit_log=args.audit_log)
+    cluster = SimCluster(
+        sd_path=args.prometheus_sd,
+        tls=not args.insecure_http,
+        audit_log=args.audit_log,
+        container_runtime=args.container_runtime,
+        authorization_mode=args.authorization_mode,
+    )
     prometheus = PrometheusProcess(cluster.sd_path) if args.prometheus else None
     try:
         try:

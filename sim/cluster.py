@@ -24,8 +24,10 @@ from aiohttp import web
 from sim.apiserver import ApiServer, CertificateAuthority, Store
 from sim.apiserver.errors import method_not_allowed
 from sim.apiserver.handlers import json_response
+from sim.apiserver.server import AuthorizationMode
 from sim.workload.containers.runner import ClusterAccess
 from sim.workload.controller import WorkloadConfig, WorkloadController
+from sim.workload.endpoints import EndpointsController
 from sim.workload.file_sd import FileSdWriter, Group, node_target_groups, target_groups
 from sim.workload.metrics_api import ResourceMetricsApi
 from sim.workload.metrics_http import MetricsServer
@@ -43,11 +45,13 @@ class SimCluster:
         metrics_port: int = 0,
         audit_log: Path | None = None,
         container_runtime: str | None = None,
+        authorization_mode: AuthorizationMode = "AlwaysAllow",
     ) -> None:
-        """`container_runtime="podman"`: pods run as real containers (sim.workload.containers)."""
+        """`container_runtime="podman"`: pods run as real containers (sim.workload.containers).
+        `authorization_mode="RBAC"`: requests are authorized as kube-apiserver's RBAC does."""
         if container_runtime is not None:
             workload = dataclasses.replace(workload or WorkloadConfig(), container_runtime=container_runtime)
-        self.apiserver = ApiServer(tls=tls, ca=ca, audit_log=audit_log)
+        self.apiserver = ApiServer(tls=tls, ca=ca, audit_log=audit_log, authorization_mode=authorization_mode)
         # Deleted pods linger with a deletionTimestamp until their (simulated) kubelet stops them.
         self.apiserver.store.graceful_pod_deletion = True
         self._own_sd_dir: Path | None = None
@@ -65,8 +69,10 @@ class SimCluster:
         )
         kubelet = self.workload.kubelet
         # The kubelet answers `pods/<name>/log`; the aggregator reaches pods through their published ports.
-        self.apiserver._handlers.pod_logs = kubelet.pod_logs
+        self.apiserver.serve_pod_logs(kubelet.pod_logs)
         self.apiserver.aggregator.pod_address = kubelet.published_address
+        # kube-controller-manager's endpoints controllers: Services reach their ready pods.
+        self.endpoints = EndpointsController(self.apiserver.store)
         self.metrics_server = MetricsServer(kubelet.sample, kubelet.node_stats, port=metrics_port)
         self._file_sd = FileSdWriter(self.sd_path, self._target_groups)
         self._metrics_api = ResourceMetricsApi(self.apiserver.store, self.workload.kubelet)
@@ -77,12 +83,14 @@ class SimCluster:
         await self.metrics_server.start()
         await self.apiserver.start(host, port)
         self.workload.start()
+        self.endpoints.start()
         self._file_sd.write_now()
         self._started = True
 
     async def stop(self) -> None:
         self._started = False
         self._file_sd.close()
+        self.endpoints.stop()
         self.workload.stop()
         await self.workload.kubelet.remove_containers()
         await self.apiserver.stop()

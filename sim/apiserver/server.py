@@ -25,7 +25,7 @@ from sim.apiserver.certs import CertificateAuthority
 from sim.apiserver.crds import CrdSync
 from sim.apiserver.errors import ApiError
 from sim.apiserver.faults import Faults
-from sim.apiserver.handlers import ResourceHandlers, dumps, error_response, json_response, read_body
+from sim.apiserver.handlers import PodLogs, ResourceHandlers, dumps, error_response, json_response, read_body
 from sim.apiserver.hpa_validation import FeatureGates
 from sim.apiserver.rbac import ClusterRoleAggregator, RbacAuthorizer, ensure_bootstrap_policy
 from sim.apiserver.resources import Obj, ResourceType
@@ -241,6 +241,10 @@ class ApiServer:
         """
         self.registry.add_extra(group, version, resources)
         self._extra[(group, version)] = handler
+
+    def serve_pod_logs(self, logs: PodLogs) -> None:
+        """Answer `pods/<name>/log` from `logs` (a kubelet's); without it a pod's log is empty."""
+        self._handlers.pod_logs = logs
 
     def add_resource_type(self, rt: ResourceType) -> None:
         """Serve another built-in-like resource type (stored and watched like the others)."""
