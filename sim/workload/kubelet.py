@@ -261,7 +261,7 @@ class Kubelet:
         pod = self._pods.get((namespace, name))
         if pod is None:
             raise errors.not_found("", "pods", name)
-        if self.containers is None:
+        if self.containers is None or self.containers.pod(namespace, name) is None:
             return ""
         return await self.containers.logs(namespace, name, container, previous, tail)
 
@@ -439,10 +439,23 @@ class Kubelet:
         pod.ip = self._allocate_ip(pod.node)
         self._write_stage(pod, Stage.SCHEDULED)
         if self.containers is not None:
-            obj = self._store.get(PODS, pod.namespace, pod.name)
-            self.containers.start_pod(obj, pod.ip, lambda: self._containers_changed(pod))
+            self.containers.spawn(self._run_or_model(pod), f"runtime of pod {pod.namespace}/{pod.name}")
             return
         self._arm(pod, self._delay(pod, Stage.RUNNING), self._start)
+
+    async def _run_or_model(self, pod: _Pod) -> None:
+        """Real containers for a pod whose images the runtime has (or names a registry), the modelled
+        life otherwise (ContainerRuntime.runs_for_real)."""
+        assert self.containers is not None
+        obj = self._store.get(PODS, pod.namespace, pod.name)
+        real = await self.containers.runs_for_real(obj)
+        if pod.terminating or self._pods.get((pod.namespace, pod.name)) is not pod:
+            return  # deleted meanwhile
+        if real:
+            obj = self._store.get(PODS, pod.namespace, pod.name)
+            self.containers.start_pod(obj, pod.ip, lambda: self._containers_changed(pod))
+        else:
+            self._arm(pod, self._delay(pod, Stage.RUNNING), self._start)
 
     def _start(self, pod: _Pod) -> None:
         if pod.terminating:

@@ -123,14 +123,19 @@ def test_helm_install_runs_the_image_with_rbac_probes_and_scales(
         wait_for("the three autoscalers to be Ready", lambda: all_ready(cluster, AUTOSCALERS, 3), 120)
         steps.done("3 autoscaler pods Ready")
 
-        # The container runs as the chart says: user 65532, read-only root, no capabilities.
+        # The container runs as the chart says: its user (prometheus-adapter's chart: 10001; fsGroup a
+        # supplementary group), no capabilities, a read-only root file system.
         name = adapter[0]["metadata"]["name"]
+        pod_spec = adapter[0]["spec"]
+        user = spec.get("securityContext", {}).get("runAsUser", pod_spec["securityContext"].get("runAsUser"))
         identity = in_container(
             name,
-            "import os; print(os.getuid(), os.getgid(), open('/proc/self/status')"
+            "import os; print(os.getuid(), os.getgroups(), open('/proc/self/status')"
             ".read().split('CapEff:')[1].split()[0]); open('/opt/x', 'w')",
         )
-        assert identity.stdout.split() == ["65532", "65532", "0000000000000000"], identity
+        uid, capabilities = identity.stdout.split()[0], identity.stdout.split()[-1]
+        assert (uid, capabilities) == (str(user), "0000000000000000") and user not in (None, 0), identity
+        assert str(pod_spec["securityContext"]["fsGroup"]) in identity.stdout, identity
         assert "Read-only file system" in identity.stderr, identity
 
         # ---- metrics through the aggregator --------------------------------------------------------

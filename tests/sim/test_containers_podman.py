@@ -246,10 +246,19 @@ def _wait_for_gone(cluster: ServerThread[SimCluster], name: str) -> None:
 
 
 def test_an_image_not_in_local_storage_backs_off(cluster: ServerThread[SimCluster]) -> None:
-    cluster.call(lambda: cluster.server.store.create(PODS, _pod("absent", "surge-sim-absent:0.0.0")))
+    """An image a cluster would pull from a registry, absent here: as on a cluster that cannot pull it."""
+    image = "registry.example.com/surge-sim-absent:0.0.0"
+    cluster.call(lambda: cluster.server.store.create(PODS, _pod("absent", image)))
     pulled = _wait_for(cluster, "absent", _waiting("ErrImagePull"))
     assert pulled["status"]["phase"] == "Pending" and pulled["status"]["podIP"]
     _wait_for(cluster, "absent", _waiting("ImagePullBackOff"))
+
+
+def test_a_bare_image_name_not_in_local_storage_is_modelled(cluster: ServerThread[SimCluster]) -> None:
+    """`kubectl create deployment web --image=web`: the simulation's workload, whose pods are modelled."""
+    cluster.call(lambda: cluster.server.store.create(PODS, _pod("web", "web")))
+    modelled = _wait_for(cluster, "web", lambda pod: pod.get("status", {}).get("phase") == "Running")
+    assert not _container(modelled).get("containerID", "").startswith("podman://")
 
 
 def test_run_as_non_root_refuses_an_image_running_as_root(

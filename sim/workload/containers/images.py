@@ -1,6 +1,10 @@
 """Which local image a pod's `image:` names: Kubernetes reads `surge:0.1.0` as
 `docker.io/library/surge:0.1.0`, while `podman build -t surge:0.1.0` stores `localhost/surge:0.1.0`.
 Pure string work; the kubelet looks the candidates up in local storage in order and never pulls.
+
+`names_registry` tells a reference a cluster would pull from somewhere (`registry.k8s.io/x:v1`) from a
+bare name such as `web`, which the simulation models: a pod of bare names none of which is in local
+storage keeps the modelled life, while one naming a registry fails to pull, as on a cluster without it.
 """
 
 from __future__ import annotations
@@ -14,6 +18,10 @@ def _split_registry(image: str) -> tuple[str, str]:
     if slash and ("." in first or ":" in first or first == "localhost"):
         return first, rest
     return "", image
+
+
+def names_registry(image: str) -> bool:
+    return _split_registry(image.strip())[0] != ""
 
 
 def with_tag(image: str) -> str:

@@ -30,7 +30,7 @@ from sim.apiserver.server import CONTAINER_HOST_ADDRESS
 from sim.workload.containers import probes, volumes
 from sim.workload.containers.checks import make_check, ports_to_publish
 from sim.workload.containers.env import ConfigError, Lookup, command_line, container_env
-from sim.workload.containers.images import image_references
+from sim.workload.containers.images import image_references, names_registry
 from sim.workload.containers.podman_args import (
     INSTANCE_LABEL,
     RunSpec,
@@ -129,6 +129,18 @@ class ContainerRuntime:
             log.error("container task failed", task=task.get_name(), exc_info=task.exception())
 
     # ---- pods ---------------------------------------------------------------------------------
+
+    async def runs_for_real(self, pod: Obj) -> bool:
+        """Whether the pod's containers run here: one of its images is in local storage, or names a
+        registry (and so fails to pull when absent). A pod of bare names none of which is here (`web`) is
+        the simulation's modelled workload (images.names_registry)."""
+        images = [c.get("image", "") for c in pod["spec"].get("containers", [])]
+        if any(names_registry(image) for image in images):
+            return True
+        for image in images:
+            if await self._podman.find_image(image_references(image)) is not None:
+                return True
+        return False
 
     def start_pod(self, pod: Obj, ip: str, on_change: Callable[[], None]) -> PodRun:
         run = PodRun(pod, ip, on_change)
