@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import helm_python
@@ -95,7 +94,7 @@ def replicas(cluster: Cluster, name: str) -> int:
 
 
 def test_helm_install_runs_the_image_with_rbac_probes_and_scales(
-    cluster: Cluster, image: Image, steps: Steps, tmp_path: Path
+    cluster: Cluster, image: Image, steps: Steps
 ) -> None:
     kubectl = cluster.kubectl
     steps.seconds["build the image (cached layers reused)"] = image.build_seconds
@@ -180,6 +179,8 @@ def test_helm_install_runs_the_image_with_rbac_probes_and_scales(
             90,
         )
         assert len(top.strip().splitlines()) == 2, top
+        nodes = kubectl("top", "nodes").stdout  # the adapter now watches nodes too
+        assert len(nodes.strip().splitlines()) == 3, nodes
         steps.done("custom, external metric and kubectl top through the aggregator")
 
         # ---- a HorizontalAutoscaler scales on requests per second (250 rps, 100 per pod: 3) -------------
@@ -196,7 +197,7 @@ def test_helm_install_runs_the_image_with_rbac_probes_and_scales(
         steps.done("buckets split over the 3 autoscalers")
 
         # ---- a deleted ClusterRoleBinding: the 403 shows, and heals once restored ------------------------
-        check_a_missing_binding_shows_and_heals(cluster, name, tmp_path)
+        check_a_missing_binding_shows_and_heals(cluster, name)
         steps.done("ClusterRoleBinding deleted: 403 in log, /readyz, explain; restored: healed")
 
         # ---- a killed container is restarted ---------------------------------------------------------
@@ -243,19 +244,18 @@ def in_container(pod: str, python: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def readyz(pod: str) -> tuple[int, str]:
-    """The adapter's /readyz?verbose, asked from inside its pod (health paths need no credentials)."""
+def adapter_get(pod: str, path: str, token: str = "") -> tuple[int, str]:
+    """GET on the adapter's port from inside its pod: health paths need no credentials, others a token."""
     answer = in_container(
         pod,
-        (
-            "import ssl, urllib.request, urllib.error\n"
-            "try:\n"
-            "    r = urllib.request.urlopen('https://127.0.0.1:6443/readyz?verbose',"
-            " context=ssl._create_unverified_context(), timeout=10)\n"
-            "    print(r.status); print(r.read().decode())\n"
-            "except urllib.error.HTTPError as e:\n"
-            "    print(e.code); print(e.read().decode())\n"
-        ),
+        "import ssl, sys, urllib.request, urllib.error\n"
+        f"request = urllib.request.Request('https://127.0.0.1:6443{path}')\n"
+        f"if {token!r}: request.add_header('Authorization', 'Bearer {token}')\n"
+        "try:\n"
+        "    r = urllib.request.urlopen(request, context=ssl._create_unverified_context(), timeout=10)\n"
+        "    print(r.status); print(r.read().decode())\n"
+        "except urllib.error.HTTPError as e:\n"
+        "    print(e.code); print(e.read().decode())\n",
     )
     status, _, body = answer.stdout.partition("\n")
     return (int(status) if status.isdigit() else 0), body
@@ -284,24 +284,43 @@ def horizontal_autoscaler(target: str) -> dict[str, Any]:
     }
 
 
-def check_a_missing_binding_shows_and_heals(cluster: Cluster, adapter_pod: str, tmp_path: Path) -> None:
-    """The adapter's resource reader (pods, nodes, namespaces: what `*` requests and kubectl top list)."""
+def check_a_missing_binding_shows_and_heals(cluster: Cluster, adapter_pod: str) -> None:
+    """The binding of the adapter's `-metrics` ClusterRole: the only grant of nodes, which `kubectl top
+    nodes` has the adapter watch. Its watch keeps streaming (a watch is authorized when it starts), so
+    what shows the loss is the adapter's own check of its permissions."""
     kubectl = cluster.kubectl
-    binding = f"{RELEASE}-prometheus-adapter-resource-reader"
-    saved = cluster.json("get", "clusterrolebinding", binding)
+    (saved,) = [
+        binding
+        for binding in cluster.json(
+            "get", "clusterrolebindings", "-l", f"app.kubernetes.io/instance={RELEASE}"
+        )["items"]
+        if any(
+            "nodes" in rule.get("resources", [])
+            for rule in cluster.json("get", "clusterrole", binding["roleRef"]["name"])["rules"]
+        )
+    ]
     for key in ("uid", "resourceVersion", "creationTimestamp", "managedFields"):
         saved["metadata"].pop(key, None)
-    kubectl("delete", "clusterrolebinding", binding)
+    kubectl("delete", "clusterrolebinding", saved["metadata"]["name"])
     wait_for(
         "the 403 in the adapter's log",
-        lambda: "403" in kubectl("logs", "-n", NAMESPACE, adapter_pod, "--tail", "200").stdout,
+        lambda: (
+            "API permission missing: 403 Forbidden" in kubectl("logs", "-n", NAMESPACE, adapter_pod).stdout
+        ),
         60,
     )
-    wait_for("/readyz to fail", lambda: readyz(adapter_pod)[0] != 200, 60)
+    status, body = adapter_get(adapter_pod, "/readyz?verbose")
+    assert status == 500 and "[-]api-permissions failed" in body, body
+    token = yaml.safe_load(cluster.kubeconfig.read_text())["users"][0]["user"]["token"]
+    status, body = adapter_get(adapter_pod, "/debug/explain?path=/apis/metrics.k8s.io/v1beta1/nodes", token)
+    assert status == 200, body
+    notes = json.loads(body)["notes"]
+    assert any('may not list resource "nodes"' in note and "403 Forbidden" in note for note in notes), notes
     kubectl("apply", "-f", "-", input=json.dumps(saved))
-    wait_for("/readyz to pass again", lambda: readyz(adapter_pod)[0] == 200, 90)
+    wait_for("/readyz to pass again", lambda: adapter_get(adapter_pod, "/readyz")[0] == 200, 60)
+    wait_for("the adapter's pod to be Ready again", lambda: all_ready(cluster, ADAPTER, 1), 60)
     restarts = cluster.json("get", "pod", adapter_pod, "-n", NAMESPACE)["status"]["containerStatuses"][0]
-    assert restarts["restartCount"] == 0
+    assert restarts["restartCount"] == 0  # healed without a restart
 
 
 if __name__ == "__main__":  # pragma: no cover
