@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from datetime import datetime
 from typing import Any
 
 import helm_python
@@ -122,6 +123,12 @@ def test_helm_install_runs_the_image_with_rbac_probes_and_scales(
         wait_for("the three autoscalers to be Ready", lambda: all_ready(cluster, AUTOSCALERS, 3), 120)
         steps.done("3 autoscaler pods Ready")
 
+        # From the container's start to the adapter's "ready" (its readiness probe waits 30 s before asking,
+        # as the prometheus-adapter chart's values say).
+        ready_seconds = seconds_to_ready(cluster, adapter[0]["metadata"]["name"])
+        print(f"adapter container start to ready: {ready_seconds:.1f} s")
+        assert 0 < ready_seconds < 15
+
         # The container runs as the chart says: its user (prometheus-adapter's chart: 10001; fsGroup a
         # supplementary group), no capabilities, a read-only root file system.
         name = adapter[0]["metadata"]["name"]
@@ -224,6 +231,29 @@ def test_helm_install_runs_the_image_with_rbac_probes_and_scales(
         kubectl("apply", "-f", "-", input=yaml.safe_dump(hpa))
         wait_for("the HPA to scale api to 4", lambda: replicas(cluster, "api") == 4, 120)
         steps.done("helm upgrade to source=hpa; autoscaling/v2 HPA scales api 1 -> 4")
+
+
+def seconds_to_ready(cluster: Cluster, pod: str) -> float:
+    """From podman's start of the pod's container to the adapter's log line saying it is ready."""
+    started = subprocess.run(
+        [
+            *PODMAN,
+            "inspect",
+            "--format",
+            "{{.State.StartedAt.Unix}}.{{.State.StartedAt.Nanosecond}}",
+            container_of(pod),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    seconds, _, nanos = started.partition(".")
+    start = int(seconds) + int(nanos) / 1e9
+    for line in cluster.kubectl("logs", "-n", NAMESPACE, pod).stdout.splitlines():
+        entry = json.loads(line)
+        if entry["event"].endswith("; ready"):
+            return datetime.fromisoformat(entry["timestamp"]).timestamp() - start
+    raise AssertionError("the adapter never logged that it is ready")
 
 
 def container_of(pod: str) -> str:
