@@ -17,6 +17,10 @@ log = structlog.get_logger(__name__)
 DISCOVERY_ERRORS = (ApiError, MappingError, aiohttp.ClientError, TimeoutError, ValueError)
 """What a failed discovery raises (ValueError: an answer that is not JSON)."""
 
+# The metrics APIs (the adapter's own, or another metrics server's): none of their resources is an object a
+# rule maps series to, and while the adapter starts its own APIServices cannot answer yet.
+METRICS_GROUPS = frozenset({"custom.metrics.k8s.io", "external.metrics.k8s.io", "metrics.k8s.io"})
+
 
 def api_version(info: ResourceInfo) -> str:
     """`v1` for core, `apps/v1` otherwise (the correct form; prometheus-adapter writes `/v1` for core)."""
@@ -57,6 +61,7 @@ class DiscoveryResourceMapper:
         self._mapper = mapper
         self._index: dict[tuple[str | None, str], ResourceInfo] = {}
         self._all: tuple[ResourceInfo, ...] = ()
+        self._failing: set[tuple[str, str]] = set()  # said once per failure, not at every refresh
 
     def resolve(self, group: str, resource: str) -> ResourceInfo | None:
         """`resource` (plural, singular or kind, any case) in `group`; "" means any group, core first."""
@@ -72,11 +77,14 @@ class DiscoveryResourceMapper:
         for (group, version), mappings in zip(versions, found, strict=True):
             if isinstance(mappings, BaseException):
                 # One broken aggregated API (often our own, while starting) must not hide the rest.
-                log.warning(
-                    "discovery of a group version failed", group=group, version=version, error=str(mappings)
-                )
+                if (group, version) not in self._failing:
+                    self._failing.add((group, version))
+                    say = log.info if group in METRICS_GROUPS else log.warning
+                    say("discovery of a group version failed", group=group, version=version,
+                        error=str(mappings))
                 resources.extend(r for r in self._all if r.group == group)
                 continue
+            self._failing.discard((group, version))
             resources.extend(_info(mapping) for mapping in mappings)
         self._all = tuple(resources)
         self._index = _build_index(resources)

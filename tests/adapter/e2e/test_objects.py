@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
+from structlog.testing import capture_logs
 
 from adapter.objects import ObjectCaches
 from adapter.resourcemapper import DiscoveryResourceMapper
@@ -185,3 +186,35 @@ async def test_unlistable_resource_fails_fast_and_recovers(apiserver: ServerThre
     finally:
         await supervisor.stop()
         await kube.close()
+
+
+async def test_a_failing_group_version_is_said_once_and_a_metrics_api_at_info(
+    apiserver: ServerThread, kube: KubeClient
+) -> None:
+    """While the adapter starts, its own APIServices cannot answer discovery yet: harmless, said at info;
+    any other aggregated API that fails is a warning. Either once, not at every refresh."""
+    for group in ("custom.metrics.k8s.io", "widgets.example.org"):
+        apiservice = {
+            "apiVersion": "apiregistration.k8s.io/v1",
+            "kind": "APIService",
+            "metadata": {"name": f"v1beta1.{group}"},
+            "spec": {
+                "group": group,
+                "version": "v1beta1",
+                "groupPriorityMinimum": 100,
+                "versionPriority": 100,
+                "service": {"namespace": "monitoring", "name": "nowhere"},
+            },
+        }
+        apiserver.call(
+            lambda a=apiservice: apiserver.server.store.create(("apiregistration.k8s.io", "apiservices"), a)
+        )
+    mapper = DiscoveryResourceMapper(RestMapper(kube))
+    with capture_logs() as logs:
+        await mapper.refresh()
+        await mapper.refresh()
+    said = sorted(
+        (entry["log_level"], entry["group"]) for entry in logs if entry["event"].startswith("discovery")
+    )
+    assert said == [("info", "custom.metrics.k8s.io"), ("warning", "widgets.example.org")]
+    assert mapper.resolve("", "pods") is not None  # the rest is discovered all the same
