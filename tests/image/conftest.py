@@ -158,6 +158,16 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
             pytest.fail(f"python -m sim exited: {out.read_text()[-3000:]}")
         yield Cluster(kubeconfig, printed[1], kubectl_runner(kubeconfig, tmp_path / "kube-cache"), process)
     finally:
+        # This cluster's containers, by its pods' UIDs (another simulated cluster may run beside it).
+        ours = subprocess.run(
+            [*PODMAN, "ps", "-a", "--format", '{{index .Labels "io.kubernetes.pod.uid"}}'],
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+        listed = kubectl_runner(kubeconfig, tmp_path / "kube-cache")(
+            "get", "pods", "-A", "-o", "json", check=False
+        )
+        uids = set(ours) & set(re.findall(r'"uid": "([^"]+)"', listed.stdout))
         process.send_signal(signal.SIGTERM)
         try:
             process.wait(60)
@@ -165,9 +175,9 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
             process.kill()
             process.wait()
     assert process.returncode == 0, out.read_text()[-5000:]
-    leftovers = subprocess.run(
-        [*PODMAN, "ps", "-a", "--filter", "name=^sim-", "--format", "{{.Names}}"],
+    left = subprocess.run(
+        [*PODMAN, "ps", "-a", "--format", '{{index .Labels "io.kubernetes.pod.uid"}}'],
         capture_output=True,
         text=True,
-    )
-    assert leftovers.stdout.split() == [], "the sim left containers behind"
+    ).stdout.split()
+    assert not uids & set(left), "the sim left containers behind"

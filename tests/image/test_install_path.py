@@ -14,6 +14,7 @@ restarted. Run by `make test-image` (not by `make test`: it builds the image).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from datetime import datetime
 from typing import Any
@@ -355,3 +356,65 @@ def check_a_missing_binding_shows_and_heals(cluster: Cluster, adapter_pod: str) 
 
 if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(pytest.main([__file__, "-s"]))
+
+
+UPSTREAM_CHART = os.environ.get("SURGE_PROMETHEUS_ADAPTER_CHART", "")
+
+
+@pytest.mark.skipif(
+    not UPSTREAM_CHART,
+    reason="SURGE_PROMETHEUS_ADAPTER_CHART (a prometheus-community/helm-charts charts/prometheus-adapter "
+    "directory) is not set: the upstream chart is not part of this repository",
+)
+def test_helm_upgrade_of_a_prometheus_adapter_release_swaps_in_surge_pods(
+    cluster: Cluster, image: Image, steps: Steps
+) -> None:
+    """An upstream release whose image this cluster cannot pull, as a release whose pods are failing; the
+    upgrade to charts/surge with its own values and Surge's image brings the APIServices up."""
+    kubectl = cluster.kubectl
+    kubectl("create", "namespace", NAMESPACE)
+    prometheus_port = int(cluster.prometheus_url.rsplit(":", 1)[1])
+    theirs = {
+        "prometheus": {"url": f"http://{CONTAINER_HOST}", "port": prometheus_port},
+        "rules": {"custom": [QPS_RULE]},
+    }
+    release = "prometheus-adapter"
+    selector = f"app.kubernetes.io/instance={release}"
+    with helm_python.Config(kubeconfig_path=str(cluster.kubeconfig), namespace=NAMESPACE) as helm:
+        helm.install(UPSTREAM_CHART, release, theirs, namespace=NAMESPACE, timeout=120)
+        upstream = wait_for(
+            "the upstream pod to fail to pull its image",
+            lambda: [
+                p
+                for p in pods(cluster, selector)
+                if p["status"].get("containerStatuses")
+                and p["status"]["containerStatuses"][0]["state"].get("waiting", {}).get("reason")
+                in ("ErrImagePull", "ImagePullBackOff")
+            ],
+            60,
+        )
+        assert "prometheus-adapter" in upstream[0]["spec"]["containers"][0]["image"]
+        assert not any(v == "True/Passed" for v in available(cluster).values())
+        steps.done("upstream release installed; its image cannot be pulled")
+
+        repository, tag = image.tag.rsplit(":", 1)
+        upgraded = helm.upgrade(
+            CHART,
+            release,
+            {**theirs, "image": {"repository": repository, "tag": tag}},
+            namespace=NAMESPACE,
+            timeout=120,
+        )
+        assert (upgraded["chart_name"], upgraded["revision"]) == ("surge", 2)
+        ready = wait_for(
+            "Surge's pod to replace it and be Ready", lambda: all_ready(cluster, selector, 1), 120
+        )
+        assert ready[0]["spec"]["containers"][0]["image"] == image.tag
+        wait_for(
+            "the APIServices to be Available",
+            lambda: (
+                (state := available(cluster)) and all(v == "True/Passed" for v in state.values()) and state
+            ),
+            60,
+        )
+        steps.done("helm upgrade to charts/surge: Surge's pod Ready, APIServices Available")
