@@ -28,6 +28,7 @@ import structlog
 from shared.cli import OneLineErrorParser, add_version_flag, port_number, usage_error
 from shared.logging import add_logging_flags, configure_logging
 from sim.apiserver.aggregator import URL_ANNOTATION
+from sim.apiserver.server import CONTAINER_HOST_ADDRESS
 from sim.cluster import SimCluster
 from sim.prometheus import PrometheusError, PrometheusProcess
 from sim.workload.annotations import CAPACITY_RPS, RPS
@@ -118,6 +119,13 @@ def write_kubeconfig_atomically(cluster: SimCluster, path: Path) -> None:
 
 def next_steps(cluster: SimCluster, kubeconfig: Path, prometheus: PrometheusProcess | None) -> str:
     """What to do with the running cluster."""
+    runtime = (
+        "Pods whose image is in podman's storage run for real (e.g. the chart's, with surge:0.1.0 built\n"
+        "by scripts/build_image.sh); their APIServices reach them through their Services, no annotation\n"
+        f"needed; they reach this machine (this API server, Prometheus) at {CONTAINER_HOST_ADDRESS}."
+        if cluster.workload.kubelet.containers is not None
+        else "With --container-runtime podman, pods of local images run for real and need no annotation."
+    )
     scraping = (
         f"  Prometheus   {prometheus.url}   (every running pod and kubelet, each second)"
         if prometheus is not None
@@ -139,8 +147,9 @@ An APIService reaches an adapter on this machine through its {URL_ANNOTATION} an
 no Service IPs here), e.g. for `python -m adapter --secure-port=6443 --bind-address=127.0.0.1 ...`:
   kubectl annotate apiservice v1beta1.custom.metrics.k8s.io {URL_ANNOTATION}=https://127.0.0.1:6443
   kubectl patch apiservice v1beta1.custom.metrics.k8s.io --type=merge -p '{SKIP_VERIFY}'
-(the adapter's self-signed certificate is not for the Service's name). docs/deploy.md, "A cluster on
-your machine", walks from `kubectl apply -k manifests/` to `kubectl top` and a HorizontalAutoscaler.
+(the adapter's self-signed certificate is not for the Service's name). {runtime}
+docs/deploy.md, "A cluster on your machine", walks from `kubectl apply -k manifests/` to `kubectl top`
+and a HorizontalAutoscaler, and through `helm install charts/surge` with the real image.
 """
 
 

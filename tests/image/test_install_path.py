@@ -30,6 +30,25 @@ CHART = REPO / "charts" / "surge"
 RELEASE, NAMESPACE, APP = "surge", "monitoring", "shop"
 ADAPTER, AUTOSCALERS = "app.kubernetes.io/name=prometheus-adapter", "app.kubernetes.io/name=surge-autoscaler"
 CONTAINER_HOST = "10.0.2.2"  # the host's loopback from a container (sim/apiserver/server.py)
+# What the daemons ask of the API server (`kubectl auth can-i` arguments, in the release's namespace).
+ADAPTER_NEEDS = [
+    "create tokenreviews.authentication.k8s.io",
+    "create subjectaccessreviews.authorization.k8s.io",
+    "get configmaps/extension-apiserver-authentication -n kube-system",
+    *(f"{verb} {resource}" for verb in ("list", "watch") for resource in ("pods", "nodes", "namespaces")),
+]
+AUTOSCALER_NEEDS = [
+    *(f"{verb} horizontalautoscalers.autoscaling.surge.dev" for verb in ("list", "watch", "patch")),
+    "update horizontalautoscalers.autoscaling.surge.dev --subresource=status",
+    *(f"{verb} horizontalpodautoscalers.autoscaling" for verb in ("list", "watch", "patch")),
+    "update horizontalpodautoscalers.autoscaling --subresource=status",
+    *(f"{verb} deployments.apps --subresource=scale" for verb in ("get", "update", "patch")),
+    "get pods.custom.metrics.k8s.io",
+    "get http_requests_qps_total.external.metrics.k8s.io",
+    "list pods.metrics.k8s.io",
+    "create events",
+    *(f"{verb} leases.coordination.k8s.io" for verb in ("get", "create", "update")),
+]
 UPSTREAM_DATA = REPO / "tests" / "data" / "prometheus-adapter"
 RULES = yaml.safe_load((UPSTREAM_DATA / "deploy-manifests-config.yaml").read_text())
 QPS_RULE = {
@@ -123,6 +142,18 @@ def test_helm_install_runs_the_image_with_rbac_probes_and_scales(
         steps.done("APIServices Available through the Service's endpoints")
         wait_for("the three autoscalers to be Ready", lambda: all_ready(cluster, AUTOSCALERS, 3), 120)
         steps.done("3 autoscaler pods Ready")
+
+        # What the daemons do with their accounts, as the API server's RBAC answers for the chart's grants.
+        for pod, needs in ((adapter[0], ADAPTER_NEEDS), (pods(cluster, AUTOSCALERS)[0], AUTOSCALER_NEEDS)):
+            account = f"system:serviceaccount:{NAMESPACE}:{pod['spec']['serviceAccountName']}"
+            for need in needs:
+                answer = kubectl(
+                    "auth", "can-i", *need.split(), f"--as={account}", "-n", NAMESPACE, check=False
+                )
+                assert answer.stdout.strip() == "yes", (
+                    f"{account} may not {need}: {answer.stdout}{answer.stderr}"
+                )
+        steps.done("the chart's RBAC grants what the daemons do")
 
         # From the container's start to the adapter's "ready" (its readiness probe waits 30 s before asking,
         # as the prometheus-adapter chart's values say).
