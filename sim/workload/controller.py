@@ -4,7 +4,6 @@ and the load models, and runs reconciles on the event loop (never inside a store
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from sim.apiserver.selection import Selection
 from sim.apiserver.store import Store
 from sim.workload.annotations import read_knobs
 from sim.workload.containers.runner import ClusterAccess, ContainerRuntime
+from sim.workload.keyqueue import KeyQueue
 from sim.workload.kubelet import NODES, Kubelet, Timing, WorkloadKey
 from sim.workload.model import LoadModel, PodCosts
 from sim.workload.pods import controller_ref
@@ -25,7 +25,6 @@ from sim.workload.replicas import DEPLOYMENTS, PODS, REPLICASETS, STATEFULSETS, 
 
 log = structlog.get_logger(__name__)
 
-_RETRY_SECONDS = 0.2
 _KINDS = {DEPLOYMENTS: "Deployment", REPLICASETS: "ReplicaSet", STATEFULSETS: "StatefulSet"}
 
 
@@ -70,8 +69,7 @@ class WorkloadController:
             containers=containers,
         )
         self._replicas = ReplicaControllers(store, clock)
-        self._dirty: dict[WorkloadKey, None] = {}  # insertion-ordered set
-        self._flush_handle: asyncio.Handle | None = None
+        self._queue: KeyQueue[WorkloadKey] = KeyQueue(self._reconcile, "workload")
         self._remove_listener: Callable[[], None] | None = None
 
     def start(self) -> None:
@@ -86,9 +84,7 @@ class WorkloadController:
         if self._remove_listener is not None:
             self._remove_listener()
             self._remove_listener = None
-        if self._flush_handle is not None:
-            self._flush_handle.cancel()
-            self._flush_handle = None
+        self._queue.close()
         self.kubelet.close()
 
     # ---- Python API for richer load than the annotations give ----------------------------------
@@ -126,10 +122,10 @@ class WorkloadController:
             for problem in problems:
                 log.warning("ignoring annotation", workload=key, problem=problem)
             self.kubelet.apply_knobs(key, knobs)
-            self._enqueue(key)
+            self._queue.add(key)
         elif gr == REPLICASETS:
             if event != "DELETED":
-                self._enqueue(("ReplicaSet", namespace, meta["name"]))
+                self._queue.add(("ReplicaSet", namespace, meta["name"]))
             self._enqueue_owner(obj)
         elif gr == PODS:
             self.kubelet.on_pod_event(event, obj)
@@ -140,25 +136,13 @@ class WorkloadController:
     def _enqueue_owner(self, obj: Obj) -> None:
         ref = controller_ref(obj)
         if ref is not None and ref.get("kind") in _KINDS.values():
-            self._enqueue((ref["kind"], obj["metadata"]["namespace"], ref["name"]))
+            self._queue.add((ref["kind"], obj["metadata"]["namespace"], ref["name"]))
 
-    def _enqueue(self, key: WorkloadKey) -> None:
-        self._dirty[key] = None
-        if self._flush_handle is None:
-            self._flush_handle = asyncio.get_running_loop().call_soon(self._flush)
-
-    def _flush(self) -> None:
-        self._flush_handle = None
-        keys, self._dirty = list(self._dirty), {}
-        for key in keys:
-            kind, namespace, name = key
-            try:
-                if kind == "Deployment":
-                    self._replicas.reconcile_deployment(namespace, name)
-                elif kind == "ReplicaSet":
-                    self._replicas.reconcile_replicaset(namespace, name)
-                elif kind == "StatefulSet":
-                    self._replicas.reconcile_statefulset(namespace, name)
-            except ApiError as err:
-                log.warning("reconcile failed; retrying", workload=key, error=err.message)
-                asyncio.get_running_loop().call_later(_RETRY_SECONDS, self._enqueue, key)
+    def _reconcile(self, key: WorkloadKey) -> None:
+        kind, namespace, name = key
+        if kind == "Deployment":
+            self._replicas.reconcile_deployment(namespace, name)
+        elif kind == "ReplicaSet":
+            self._replicas.reconcile_replicaset(namespace, name)
+        elif kind == "StatefulSet":
+            self._replicas.reconcile_statefulset(namespace, name)

@@ -20,7 +20,6 @@ aggregator too. Reconciles run on the event loop after the store's listeners ret
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import itertools
 from collections.abc import Callable, Iterable
@@ -31,6 +30,7 @@ from sim.apiserver.errors import ApiError
 from sim.apiserver.resources import GroupResource, Obj
 from sim.apiserver.selection import Selection
 from sim.apiserver.store import Store
+from sim.workload.keyqueue import KeyQueue
 from sim.workload.pods import is_ready, is_terminating
 
 log = structlog.get_logger(__name__)
@@ -48,7 +48,6 @@ LEADER_ANNOTATION = "control-plane.alpha.kubernetes.io/leader"
 ENDPOINTS_MANAGED_BY_LABEL = "endpoints.kubernetes.io/managed-by"
 ENDPOINTS_CONTROLLER = "endpoint-controller"
 HEADLESS_LABEL = "service.kubernetes.io/headless"
-_RETRY_SECONDS = 0.2
 
 ServiceKey = tuple[str, str]  # (namespace, name)
 # One resolved port as the slice and Endpoints port entries carry it: (name, port, protocol, appProtocol).
@@ -165,8 +164,7 @@ class EndpointsController:
 
     def __init__(self, store: Store) -> None:
         self._store = store
-        self._dirty: dict[ServiceKey, None] = {}  # insertion-ordered set
-        self._flush_handle: asyncio.Handle | None = None
+        self._queue: KeyQueue[ServiceKey] = KeyQueue(lambda key: self.reconcile(*key), "endpoints")
         self._remove_listener: Callable[[], None] | None = None
         # Each Service's selected pods at its last reconcile: a pod whose labels stop matching still
         # has to leave that Service's endpoints, and the listener sees only the new labels.
@@ -175,15 +173,13 @@ class EndpointsController:
     def start(self) -> None:
         self._remove_listener = self._store.add_listener(self._on_change)
         for service in self._store.select(SERVICES, Selection()):
-            self._enqueue((service["metadata"]["namespace"], service["metadata"]["name"]))
+            self._queue.add((service["metadata"]["namespace"], service["metadata"]["name"]))
 
     def stop(self) -> None:
         if self._remove_listener is not None:
             self._remove_listener()
             self._remove_listener = None
-        if self._flush_handle is not None:
-            self._flush_handle.cancel()
-            self._flush_handle = None
+        self._queue.close()
 
     # ---- events --------------------------------------------------------------------------------
 
@@ -191,38 +187,24 @@ class EndpointsController:
         meta = obj.get("metadata", {})
         namespace = meta.get("namespace", "")
         if gr == SERVICES:
-            self._enqueue((namespace, meta["name"]))
+            self._queue.add((namespace, meta["name"]))
         elif gr == PODS:
             for service in self._store.select(SERVICES, Selection(namespace)):
                 key = (namespace, service["metadata"]["name"])
                 selector = service.get("spec", {}).get("selector")
                 if (selector and _selects(selector, obj)) or meta["name"] in self._members.get(key, ()):
-                    self._enqueue(key)
+                    self._queue.add(key)
         elif gr == ENDPOINTS:
             # Our own writes need no second look; a deletion does (recreated while the Service selects
             # pods), and so does anyone else's Endpoints (mirrored into slices for a selector-less Service).
             managed_by = (meta.get("labels") or {}).get(ENDPOINTS_MANAGED_BY_LABEL)
             if event == "DELETED" or managed_by != ENDPOINTS_CONTROLLER:
-                self._enqueue((namespace, meta["name"]))
+                self._queue.add((namespace, meta["name"]))
         elif event == "DELETED" and gr == ENDPOINTSLICES:
             service_name = (meta.get("labels") or {}).get(SERVICE_NAME_LABEL)
             if service_name:
-                self._enqueue((namespace, service_name))
+                self._queue.add((namespace, service_name))
 
-    def _enqueue(self, key: ServiceKey) -> None:
-        self._dirty[key] = None
-        if self._flush_handle is None:
-            self._flush_handle = asyncio.get_running_loop().call_soon(self._flush)
-
-    def _flush(self) -> None:
-        self._flush_handle = None
-        keys, self._dirty = list(self._dirty), {}
-        for key in keys:
-            try:
-                self.reconcile(*key)
-            except ApiError as err:
-                log.warning("endpoints reconcile failed; retrying", service=key, error=err.message)
-                asyncio.get_running_loop().call_later(_RETRY_SECONDS, self._enqueue, key)
 
     # ---- reconcile -----------------------------------------------------------------------------
 
