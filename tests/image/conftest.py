@@ -35,8 +35,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.image)
 
 
-def wait_for(what: str, check: Callable[[], Any], timeout: float, interval: float = 0.5) -> Any:
-    """Polls `check` until it returns something truthy; fails naming `what` and the last value."""
+def wait_for(
+    what: str,
+    check: Callable[[], Any],
+    timeout: float,
+    interval: float = 0.5,
+    diagnose: Callable[[], str] = lambda: "",
+) -> Any:
+    """Polls `check` until it returns something truthy; fails naming `what`, the last value and what
+    `diagnose` tells of the state then."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while True:
@@ -44,7 +51,9 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float, interval: floa
         if last:
             return last
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:g} s waiting for {what}; last: {last!r}"[:4000])
+            pytest.fail(
+                f"timed out after {timeout:g} s waiting for {what}; last: {last!r}"[:2000] + diagnose()
+            )
         time.sleep(interval)
 
 

@@ -83,6 +83,20 @@ def pods(cluster: Cluster, selector: str, namespace: str = NAMESPACE) -> list[di
     return list(cluster.json("get", "pods", "-n", namespace, "-l", selector)["items"])
 
 
+def pods_story(cluster: Cluster, selector: str) -> str:
+    """What the pods say about themselves: conditions, container states, the last lines of their logs."""
+    lines = []
+    for pod in pods(cluster, selector):
+        name, status = pod["metadata"]["name"], pod["status"]
+        conditions = {c["type"]: c["status"] for c in status.get("conditions", [])}
+        states = [
+            (c["name"], c.get("state"), c.get("restartCount")) for c in status.get("containerStatuses", [])
+        ]
+        log = cluster.kubectl("logs", "-n", NAMESPACE, name, "--tail", "15", check=False)
+        lines += [f"\npod {name}: {conditions} {states}", log.stdout + log.stderr]
+    return "\n".join(lines)[-6000:]
+
+
 def all_ready(cluster: Cluster, selector: str, count: int) -> list[dict[str, Any]] | None:
     found = [p for p in pods(cluster, selector) if not p["metadata"].get("deletionTimestamp")]
     ready = [
@@ -98,7 +112,7 @@ def available(cluster: Cluster) -> dict[str, str]:
     result = {}
     for item in cluster.json("get", "apiservices")["items"]:
         if item["spec"].get("service", {}).get("namespace") == NAMESPACE:
-            condition = next(
+            condition: dict[str, Any] = next(
                 (c for c in item.get("status", {}).get("conditions", []) if c["type"] == "Available"), {}
             )
             result[item["metadata"]["name"]] = f"{condition.get('status')}/{condition.get('reason')}"
@@ -128,7 +142,12 @@ def test_helm_install_runs_the_image_with_rbac_probes_and_scales(
         assert release["status"] == "deployed"
         steps.done("helm install")
 
-        adapter = wait_for("the adapter's pod to be Ready", lambda: all_ready(cluster, ADAPTER, 1), 120)
+        adapter = wait_for(
+            "the adapter's pod to be Ready",
+            lambda: all_ready(cluster, ADAPTER, 1),
+            120,
+            diagnose=lambda: pods_story(cluster, ADAPTER),
+        )
         steps.done("adapter pod Ready (image start, startup and readiness probes)")
         spec = adapter[0]["spec"]["containers"][0]
         assert spec["securityContext"]["readOnlyRootFilesystem"] is True
@@ -140,7 +159,12 @@ def test_helm_install_runs_the_image_with_rbac_probes_and_scales(
             60,
         )
         steps.done("APIServices Available through the Service's endpoints")
-        wait_for("the three autoscalers to be Ready", lambda: all_ready(cluster, AUTOSCALERS, 3), 120)
+        wait_for(
+            "the three autoscalers to be Ready",
+            lambda: all_ready(cluster, AUTOSCALERS, 3),
+            120,
+            diagnose=lambda: pods_story(cluster, AUTOSCALERS),
+        )
         steps.done("3 autoscaler pods Ready")
 
         # What the daemons do with their accounts, as the API server's RBAC answers for the chart's grants.
