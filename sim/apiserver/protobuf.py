@@ -1,10 +1,11 @@
 """Decoding of the Kubernetes protobuf request bodies kubectl's typed clients send.
 
-`kubectl create namespace|configmap|secret|serviceaccount|deployment|service`, `kubectl autoscale`
-and `kubectl auth can-i` POST `application/vnd.kubernetes.protobuf` bodies (and Helm sends DeleteOptions
-so): the magic `k8s\\0`, then a runtime.Unknown envelope holding the typed message. Only the messages
-(and fields) those clients write are described below (field numbers from k8s.io/api's generated.proto);
-unknown fields are skipped. Responses stay JSON, which those clients accept.
+`kubectl create namespace|configmap|secret|serviceaccount|deployment|service|token|role|clusterrole|
+rolebinding|clusterrolebinding`, `kubectl autoscale` and `kubectl auth can-i` POST
+`application/vnd.kubernetes.protobuf` bodies (and Helm sends DeleteOptions so): the magic `k8s\\0`, then
+a runtime.Unknown envelope holding the typed message. Only the messages (and fields) those clients write
+are described below (field numbers from k8s.io/api's generated.proto); unknown fields are skipped.
+Responses stay JSON, which those clients accept.
 """
 
 from __future__ import annotations
@@ -92,6 +93,26 @@ _SCHEMAS: dict[str, dict[int, Field]] = {
         7: ("name", _S, False),
     },
     "NonResourceAttributes": {1: ("path", _S, False), 2: ("verb", _S, False)},
+    # kubectl create token
+    "TokenRequest": {1: ("metadata", "ObjectMeta", False), 2: ("spec", "TokenRequestSpec", False)},
+    "TokenRequestSpec": {1: ("audiences", _S, True), 3: ("boundObjectRef", "BoundObjectReference", False),
+                         4: ("expirationSeconds", _I, False)},
+    "BoundObjectReference": {1: ("kind", _S, False), 2: ("apiVersion", _S, False), 3: ("name", _S, False),
+                             4: ("uid", _S, False)},
+    # kubectl create role|clusterrole|rolebinding|clusterrolebinding
+    "Role": {1: ("metadata", "ObjectMeta", False), 2: ("rules", "PolicyRule", True)},
+    "ClusterRole": {1: ("metadata", "ObjectMeta", False), 2: ("rules", "PolicyRule", True),
+                    3: ("aggregationRule", "AggregationRule", False)},
+    "PolicyRule": {1: ("verbs", _S, True), 2: ("apiGroups", _S, True), 3: ("resources", _S, True),
+                   4: ("resourceNames", _S, True), 5: ("nonResourceURLs", _S, True)},
+    "AggregationRule": {1: ("clusterRoleSelectors", "LabelSelector", True)},
+    "RoleBinding": {1: ("metadata", "ObjectMeta", False), 2: ("subjects", "Subject", True),
+                    3: ("roleRef", "RoleRef", False)},
+    "ClusterRoleBinding": {1: ("metadata", "ObjectMeta", False), 2: ("subjects", "Subject", True),
+                           3: ("roleRef", "RoleRef", False)},
+    "Subject": {1: ("kind", _S, False), 2: ("apiGroup", _S, False), 3: ("name", _S, False),
+                4: ("namespace", _S, False)},
+    "RoleRef": {1: ("apiGroup", _S, False), 2: ("kind", _S, False), 3: ("name", _S, False)},
     # Helm deletes its release records with protobuf DeleteOptions.
     "DeleteOptions": {1: ("gracePeriodSeconds", _I, False), 2: ("preconditions", "Preconditions", False),
                       3: ("orphanDependents", _B, False), 4: ("propagationPolicy", _S, False),
@@ -102,10 +123,11 @@ _SCHEMAS: dict[str, dict[int, Field]] = {
 _POINTERS = frozenset({
     "replicas", "minReplicas", "targetCPUUtilizationPercentage", "revisionHistoryLimit",
     "progressDeadlineSeconds", "terminationGracePeriodSeconds", "automountServiceAccountToken", "immutable",
-    "gracePeriodSeconds",
+    "gracePeriodSeconds", "expirationSeconds",
 })
 _KINDS = {"ConfigMap", "Secret", "Namespace", "ServiceAccount", "Service", "Deployment",
-          "HorizontalPodAutoscaler", "SelfSubjectAccessReview", "DeleteOptions"}
+          "HorizontalPodAutoscaler", "SelfSubjectAccessReview", "DeleteOptions", "TokenRequest", "Role",
+          "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:

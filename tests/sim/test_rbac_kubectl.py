@@ -434,3 +434,20 @@ def test_token_requests_issue_service_account_tokens(rbac_apiserver: ServerThrea
     nobody = path.replace("/bot/", "/nobody/")
     missing = admin_kubectl("create", "--raw", nobody, "-f", str(request), check=False)
     assert missing.returncode == 1 and 'serviceaccounts "nobody" not found' in missing.stderr
+
+
+@pytest.mark.usefixtures("policy")
+def test_kubectl_creates_tokens_roles_and_bindings(admin_kubectl: KubectlRunner) -> None:
+    """`kubectl create token|role|rolebinding|clusterrolebinding` (protobuf bodies), then what they grant."""
+    admin_kubectl("create", "serviceaccount", "reader", "-n", "team-b")
+    token = admin_kubectl("create", "token", "reader", "-n", "team-b", "--duration=20m").stdout.strip()
+    as_reader = ["--token", token]
+    assert admin_kubectl(*as_reader, "get", "configmaps", "-n", "team-b", check=False).returncode == 1
+    admin_kubectl("create", "role", "cm-reader", "-n", "team-b", "--verb=get,list", "--resource=configmaps")
+    admin_kubectl("create", "rolebinding", "cm-reader", "-n", "team-b", "--role=cm-reader",
+                  "--serviceaccount=team-b:reader")
+    assert admin_kubectl(*as_reader, "get", "configmaps", "-n", "team-b").returncode == 0
+    assert admin_kubectl(*as_reader, "get", "configmaps", "-n", "team-a", check=False).returncode == 1
+    admin_kubectl("create", "clusterrolebinding", "reader-views", "--clusterrole=view",
+                  "--serviceaccount=team-b:reader")
+    assert admin_kubectl(*as_reader, "get", "configmaps", "-n", "team-a").returncode == 0
