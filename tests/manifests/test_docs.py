@@ -10,6 +10,7 @@ import yaml
 from adapter.flags import FLAG_GROUPS, build_parser, normalize_argv
 from autoscaler.flags import build_parser as autoscaler_parser
 from shared.auth.flags import add_auth_flags
+from sim.__main__ import build_parser as sim_parser
 from tests.manifests.conftest import MANIFESTS, REPO
 
 DOC = (REPO / "docs" / "deploy.md").read_text()
@@ -45,7 +46,8 @@ KUBE_APISERVER_FLAGS = {"--proxy-client-cert-file", "--proxy-client-key-file"}
 
 
 def test_flags_the_guide_names_are_accepted() -> None:
-    parsers = (build_parser((*FLAG_GROUPS, add_auth_flags)), autoscaler_parser())  # both daemons' flags
+    # Both daemons' flags, and the simulated cluster's (section 15).
+    parsers = (build_parser((*FLAG_GROUPS, add_auth_flags)), autoscaler_parser(), sim_parser())
     known = {option for parser in parsers for action in parser._actions for option in action.option_strings}
     for flag in set(re.findall(r"`(--[a-z0-9-]*[a-z0-9])", DOC)) - KUBE_APISERVER_FLAGS:
         _, warnings = normalize_argv([flag])
