@@ -62,6 +62,7 @@ class Steps:
     """Seconds per step of the walk, printed at the end (the issue's acceptance asks for them)."""
 
     seconds: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # other measurements, printed after the steps
     _started: float = field(default_factory=time.monotonic)
 
     def done(self, name: str) -> None:
@@ -77,6 +78,7 @@ class Steps:
                 "install path, seconds per step:",
                 *rows,
                 f"  {'total':<{width}}  {sum(self.seconds.values()):7.1f} s",
+                *self.notes,
             ]
         )
 
