@@ -168,6 +168,18 @@ async def run_for(clock: FakeClock, seconds: float, loops: int, step: float = 0.
     await eventually(lambda: clock.pending() >= loops, within=20, poll=0.005)
 
 
+async def run_until(
+    clock: FakeClock, condition: Callable[[], bool], within: float, loops: int, step: float = 0.25
+) -> None:
+    """Advance the fake clock as run_for does until `condition` holds, for at most `within` fake seconds:
+    a replica acting "at once" acts at its next retry, which a step may or may not have reached."""
+    for _ in range(round(within / step)):
+        if condition():
+            return
+        await run_for(clock, step, loops, step)
+    assert condition(), f"not within {within} s of the fake clock"
+
+
 def holders(apiserver: ServerThread[ApiServer]) -> list[str]:
     def read() -> list[str]:
         store = apiserver.server.store
@@ -229,9 +241,12 @@ async def test_a_cold_start_waits_for_the_others_so_that_none_takes_more_than_it
         await run_for(clock, 0.75, 3 * loops)
         assert (a.held(), b.held(), c.held()) == (0, 0, 0)
         assert not (a.forecasts or b.forecasts or c.forecasts)
-        # a's wait is over: it takes its share; b and c, seeing a bucket held, take theirs at once.
-        await run_for(clock, 0.5, 3 * loops)
-        assert (a.held(), b.held(), c.held()) == (2, 2, 2)
+        # a's wait is over: it takes its share; b and c, seeing a bucket held, take theirs at their next
+        # retry (every 0.5 s).
+        await run_for(clock, 0.25, 3 * loops)
+        await run_until(
+            clock, lambda: (a.held(), b.held(), c.held()) == (2, 2, 2), CONFIG.retry_period + 0.5, 3 * loops
+        )
         assert not any(kind == "lost" for r in (a, b, c) for kind, _ in r.events)  # none gave any up
 
 
