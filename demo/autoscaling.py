@@ -361,21 +361,25 @@ async def run(
                 )
                 say(f"  {replay}")
             if keep_running:
-                say(f"\nStill running (--keep-running): the commands above work. {STOP_HINT}")
-                await until_stopped()
+                await until_stopped(
+                    lambda: say(f"\nStill running (--keep-running): the commands above work. {STOP_HINT}")
+                )
             return outcome
 
 
 STOP_HINT = "Ctrl-C stops everything."
 
 
-async def until_stopped() -> None:
-    """Wait for SIGINT or SIGTERM: the end a --keep-running demo is waiting for, not an interruption."""
+async def until_stopped(announce: Callable[[], None]) -> None:
+    """Wait for SIGINT or SIGTERM: the end a --keep-running demo is waiting for, not an interruption.
+    `announce` says so once they are handled that way: a Ctrl-C answering the announcement stops, never
+    interrupts."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
+        announce()
         await stop.wait()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
