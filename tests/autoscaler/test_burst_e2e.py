@@ -99,9 +99,11 @@ async def test_a_surge_in_the_short_window_scales_before_the_next_sync_period(
     async with running_controller(kubeconfig_path, windowed.url, clock=fake_clock, flags=flags) as controller:
         await eventually(lambda: reconciles(controller) == 1)
         assert await replicas_of(kube, "web") == 4
-        # A quiet second: the burst check reads both windows and changes nothing.
+        # A quiet second: the burst check reads both windows and changes nothing. Once it has ended (not
+        # just sent its reads), the next check is scheduled, so the next second runs it.
         fake_clock.advance(1.0)
-        await eventually(lambda: windowed.window_reads() == 1)
+        await eventually(lambda: _burst_checks(controller, "ok") == 1)
+        assert windowed.window_reads() == 1
         assert await replicas_of(kube, "web") == 4
         # The surge: six times the target over the short window, the normal window still on target.
         windowed.short_values[METRIC] = dict.fromkeys(pods, 600.0)
