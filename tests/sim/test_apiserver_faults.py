@@ -45,20 +45,26 @@ async def test_injected_latency(apiserver: ServerThread) -> None:
     assert time.monotonic() - started >= 0.3
 
 
-async def _watch_lines(apiserver: ServerThread, query: str, server_timeout: int = 10) -> list[dict[str, Any]]:
+async def _watch_lines(
+    apiserver: ServerThread, query: str, server_timeout: int = 10, opened: asyncio.Event | None = None
+) -> list[dict[str, Any]]:
+    """The watch's event lines; `opened` is set once its response began (the server holds the watch)."""
     context = ssl.create_default_context(cafile=str(apiserver.ca_file))
     headers = {"Authorization": f"Bearer {apiserver.server.admin_token}"}
     url = f"{apiserver.url}/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds={server_timeout}"
     url += f"&{query}"
     async with aiohttp.ClientSession() as session, session.get(url, headers=headers, ssl=context) as resp:
+        if opened is not None:
+            opened.set()
         return [json.loads(line) async for line in resp.content if line.strip()]
 
 
 async def test_dropped_watches_end_and_forced_expiry(apiserver: ServerThread) -> None:
     faults = apiserver.server.faults
     rv = str(apiserver.call(lambda: apiserver.server.store.resource_version))
-    watching = asyncio.create_task(_watch_lines(apiserver, f"resourceVersion={rv}"))
-    await asyncio.sleep(0.2)
+    opened = asyncio.Event()
+    watching = asyncio.create_task(_watch_lines(apiserver, f"resourceVersion={rv}", opened=opened))
+    await asyncio.wait_for(opened.wait(), 5)  # not a fixed wait: a watch not open yet would not be dropped
     started = time.monotonic()
     apiserver.call(faults.drop_watches)
     assert await asyncio.wait_for(watching, 5) == []
