@@ -70,8 +70,8 @@ async def test_list_then_watch_sees_adds_updates_and_deletes(api: client.ApiClie
     w = watch.Watch()
     stream = w.stream(core.list_namespaced_pod, "default", resource_version=listed.metadata.resource_version,
                       timeout_seconds=10)
+    # Resumed from the list's resourceVersion: the writes below are seen however late the watch starts.
     collector = asyncio.create_task(_next_events(stream, 4))
-    await asyncio.sleep(0.1)
     await core.create_namespaced_pod("default", _pod("p1"))
     await core.patch_namespaced_pod("p1", "default", {"metadata": {"labels": {"x": "y"}}})
     await core.delete_namespaced_pod("p1", "default")
