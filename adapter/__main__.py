@@ -74,7 +74,6 @@ async def _start(
     security: Security,
     reload_requested: asyncio.Event,
 ) -> AdapterDaemon:
-    await security.start()
     daemon = AdapterDaemon(
         options,
         config,
@@ -82,6 +81,7 @@ async def _start(
         tls_hooks=[security.configure_tls],
         loops={"auth settings refresh": security.refresh_forever},
         needed_permissions=security.needed_permissions,
+        start_hooks=[security.start],
         reload_requested=reload_requested,
         config_digest=digest,
     )
@@ -105,7 +105,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     configure_logging(options.log_level, options.log_format)
     for warning in warnings:
         log.warning(warning)
-    sys.exit(uvloop.run(run(options, Security(auth_options, user_agent=PROG))))
+    security = Security(auth_options, user_agent=PROG, plain_http=options.serving.insecure_http)
+    sys.exit(uvloop.run(run(options, security)))
 
 
 if __name__ == "__main__":

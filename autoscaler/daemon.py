@@ -4,6 +4,9 @@ and the endpoints of its port: /metrics (with the per-target series), health, an
 only with --insecure-http), every request authenticated and authorized by delegation to the API server
 (shared/auth; health paths always allowed), on the shared listener with its connection limits.
 
+The port opens first: while the API server does not answer (shared/kube/wait.py) the daemon waits with
+/livez answering and /readyz failing, and answers other paths 503 until delegated auth is set up.
+
 `AutoscalerDaemon` is what `python -m autoscaler` runs and what tests and benchmarks start in-process,
 always from `AutoscalerOptions` (parsed flags), so there is one way to build it.
 """
@@ -37,6 +40,7 @@ from shared.cli import surge_version
 from shared.clock import LOOP_CLOCK, Clock
 from shared.kube import KubeClient, RestMapper, direct_access, load_access, user_agent
 from shared.kube.informer import freeze_listed
+from shared.kube.wait import wait_for_api_server
 from shared.lifecycle import start_unless_stopped
 from shared.serving.listener import ConnectionMetrics, Listener
 from shared.serving.options import serving_tls
@@ -139,6 +143,7 @@ class AutoscalerDaemon:
         self.security = Security(
             options.auth,
             user_agent=user_agent(COMPONENT, surge_version(), options.identity),
+            plain_http=options.serving.insecure_http,
             attributes_for=decision_access(SOURCES[options.source]),
         )
         self.telemetry.keys_owned.set_function(self.controller.keys_owned)
@@ -175,7 +180,8 @@ class AutoscalerDaemon:
         return cls(options, kube, metrics_kube, lease_kube, clock)
 
     async def start(self) -> None:
-        """Serve /metrics and health, sync the caches, start the workers and, if asked, leader election."""
+        """Open the port, wait for the API server, set up delegated auth, sync the caches, start the workers
+        and, if asked, leader election."""
         await self._serve()
         log.info(
             "serving",
@@ -184,6 +190,12 @@ class AutoscalerDaemon:
             source=self.options.source,
             workers=self.options.workers,
         )
+        await wait_for_api_server(self.kube)
+        try:
+            await self.security.start()
+        except SecurityStartupError as err:
+            raise StartupError(str(err)) from err
+        self.supervisor.start("auth settings refresh", self.security.refresh_forever)
         await self.controller.start()
         freeze_listed()
         log.info(
@@ -307,16 +319,12 @@ class AutoscalerDaemon:
         self.controller.resync_all()
 
     async def _serve(self) -> None:
-        """Open the port: delegated auth first (its clients and the front-proxy ConfigMap), then TLS."""
+        """Open the port (its paths but health answer 503 until delegated auth is set up)."""
         serving = self.options.serving
         try:
-            await self.security.start()
             tls = serving_tls(serving)
-        except SecurityStartupError as err:
-            raise StartupError(str(err)) from err
         except (OSError, ssl.SSLError, ValueError) as err:
             raise StartupError(f"invalid serving certificate or TLS settings: {err}") from err
-        self.supervisor.start("auth settings refresh", self.security.refresh_forever)
         if tls is not None:
             self.security.configure_tls(tls.context)
             self.supervisor.start("cert reload", lambda: tls.watch(_CERT_RELOAD_SECONDS))

@@ -1,6 +1,10 @@
 """Wiring of the whole adapter: Kubernetes discovery, registry, relist loop, Prometheus, HTTP(S) serving,
 config reload.
 
+The port opens before anything asks the API server: while it does not answer (shared/kube/wait.py) the
+adapter waits with /livez answering and /readyz failing, serving no rules; the config's rules replace
+them once discovery has resolved their resource overrides.
+
 `AdapterDaemon` is what `python -m adapter` runs and what end-to-end tests start in-process.
 """
 
@@ -13,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import structlog
+from aiohttp import web
 
 from adapter.config import AdapterConfig, ConfigError, read_config_text
 from adapter.delegate.middleware import make_delegate_middleware
@@ -26,12 +31,13 @@ from adapter.resourcemapper import DISCOVERY_ERRORS, DiscoveryResourceMapper
 from adapter.server.app import AppDependencies, Middleware, make_app
 from adapter.server.documents import group_versions
 from adapter.server.explain_routes import ExplainRoutes
-from adapter.server.health import HealthChecks
+from adapter.server.health import Check, HealthChecks
 from adapter.server.reload import ConfigReloader, config_digest
 from adapter.server.rules import RulesBuilder, RulesHolder
 from adapter.server.selfmetrics import AdapterMetrics
 from shared.kube import KubeClient, KubeConfigError, RestMapper, bearer_token, load_access, load_configuration
 from shared.kube.permissions import Permission, PermissionCheck
+from shared.kube.wait import until_available, wait_for_api_server
 from shared.serving.listener import ConnectionMetrics, Listener
 from shared.serving.options import serving_tls
 from shared.serving.tls import ServingTLS
@@ -41,6 +47,8 @@ log = structlog.get_logger(__name__)
 
 _IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 _IN_CLUSTER_CA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+# What is served until discovery has resolved the config's resource overrides: no rules.
+_NO_RULES = AdapterConfig(rules=(), external_rules=(), resource_rules=None)
 
 
 class StartupError(Exception):
@@ -104,6 +112,9 @@ class AdapterDaemon:
     # What the middlewares ask of the API server (delegated auth's reviews), checked with what the
     # adapter's own reads need (PermissionCheck).
     needed_permissions: Callable[[], Sequence[Permission]] = tuple
+    # Awaited once the API server has answered and the rules are built, before the background loops start
+    # (delegated auth's start: its front-proxy ConfigMap); what they raise ends the start.
+    start_hooks: Sequence[Callable[[], Awaitable[None]]] = ()
     cert_reload_interval: float = 10.0
     config_reload_interval: float = 10.0  # between two looks at the --config file
     # Set (by SIGHUP in `python -m adapter`) to reload the --config file now, changed or not.
@@ -119,6 +130,7 @@ class AdapterDaemon:
     supervisor: Supervisor = field(init=False)
     permission_check: PermissionCheck = field(init=False)
     _listener: Listener | None = field(default=None, init=False)
+    _discovered: bool = field(default=False, init=False)  # the API server's resources are known
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
@@ -140,10 +152,6 @@ class AdapterDaemon:
         kube = KubeClient(access, user_agent=PROG)
         self._closers.append(kube.close)
         mapper = DiscoveryResourceMapper(RestMapper(kube))
-        try:
-            await mapper.refresh()
-        except DISCOVERY_ERRORS as err:
-            raise StartupError(f"unable to discover the Kubernetes API's resources: {err!r}") from err
         try:
             prometheus = PrometheusClient(
                 await prometheus_settings(self.options), observe=self.metrics.observe_prometheus
@@ -170,12 +178,46 @@ class AdapterDaemon:
             self.options.regex_escape_values,
             self.options.batch_namespace_queries,
         )
+        self.rules = RulesHolder(builder.build(_NO_RULES, "no rules before discovery"))
+
+        def once_discovered(check: Check, before: bool) -> Check:
+            """`check` of what is built after discovery; `before` until then."""
+            return lambda: check() if self._discovered else before
+
+        health = HealthChecks(
+            readiness={
+                "api-server": lambda: self._discovered,
+                "metrics-discovery": once_discovered(lambda: self.relister.ready, False),
+                # Why discovery is not done yet, when that is the cause (adapter/discovery.py).
+                "prometheus": once_discovered(
+                    lambda: self.relister.ready or self.relister.unreachable is None, True
+                ),
+                "background-tasks": lambda: not self.supervisor.down(),
+                "api-permissions": permissions.ready,
+            }
+        )
+        # Delegates: forwarded reads pass the same authentication and authorization first.
+        delegates = self._delegate_router()
+        middlewares = list(self.middlewares)
+        if delegates is not None:
+            middlewares.append(make_delegate_middleware(delegates))
+        explain = ExplainRoutes(
+            lambda: self.rules.current, prometheus, self.options.max_age, permissions=permissions.notes
+        )
+        await self._serve(make_app(AppDependencies(self.rules, health, self.metrics, explain), middlewares))
+
+        await wait_for_api_server(kube)
+        try:
+            await until_available(mapper.refresh, "discovery")
+        except DISCOVERY_ERRORS as err:
+            raise StartupError(f"unable to discover the Kubernetes API's resources: {err!r}") from err
         config_file = self.options.config
         try:
             rules = builder.build(self.config, str(config_file))
         except ConfigError as err:
             raise StartupError(str(err)) from err
-        self.rules = RulesHolder(rules)
+        self.rules.swap(rules)
+        self._discovered = True
         self.relister = Relister(
             prometheus, rules.registry, self.options.relist_interval, self.options.max_age, self.metrics
         )
@@ -190,24 +232,26 @@ class AdapterDaemon:
             loaded=self._served_digest(),
             max_bytes=self.options.config_max_bytes,
         )
-        health = HealthChecks(
-            readiness={
-                "metrics-discovery": lambda: self.relister.ready,
-                # Why discovery is not done yet, when that is the cause (adapter/discovery.py).
-                "prometheus": lambda: self.relister.ready or self.relister.unreachable is None,
-                "background-tasks": lambda: not self.supervisor.down(),
-                "api-permissions": permissions.ready,
-            }
-        )
-        # Delegates: forwarded reads pass the same authentication and authorization first.
-        delegates = self._delegate_router()
-        middlewares = list(self.middlewares)
+        for hook in self.start_hooks:
+            await hook()
+        self.supervisor.start("relist", self.relister.run)
+        self.supervisor.start("api permissions", permissions.run)
+        self.supervisor.start("config reload", self.reloader.run)
+        self.supervisor.start("resource mapper", lambda: mapper.run(self.options.mapper_refresh_interval))
         if delegates is not None:
-            middlewares.append(make_delegate_middleware(delegates))
-        explain = ExplainRoutes(
-            lambda: self.rules.current, prometheus, self.options.max_age, permissions=permissions.notes
+            self.supervisor.start("delegate discovery", delegates.run)
+        for name, loop in self.loops.items():
+            self.supervisor.start(name, loop)
+        log.info(
+            "serving",
+            address=self.options.serving.bind_address,
+            port=self.port,
+            scheme="http" if self.tls is None else "https",
+            apis=group_versions(rules.groups),
         )
-        app = make_app(AppDependencies(self.rules, health, self.metrics, explain), middlewares)
+
+    async def _serve(self, app: web.Application) -> None:
+        """Open the port (TLS configured by the hooks first) and keep its certificate fresh."""
         serving = self.options.serving
         try:
             self.tls = serving_tls(serving)
@@ -230,24 +274,9 @@ class AdapterDaemon:
                 f"cannot listen on {serving.bind_address}:{serving.secure_port}: {err}"
             ) from err
         self.port = self._listener.port
-        self.supervisor.start("relist", self.relister.run)
-        self.supervisor.start("api permissions", permissions.run)
-        self.supervisor.start("config reload", self.reloader.run)
-        self.supervisor.start("resource mapper", lambda: mapper.run(self.options.mapper_refresh_interval))
-        if delegates is not None:
-            self.supervisor.start("delegate discovery", delegates.run)
         if self.tls is not None:
             tls = self.tls
             self.supervisor.start("cert reload", lambda: tls.watch(self.cert_reload_interval))
-        for name, loop in self.loops.items():
-            self.supervisor.start(name, loop)
-        log.info(
-            "serving",
-            address=serving.bind_address,
-            port=self.port,
-            scheme="http" if self.tls is None else "https",
-            apis=group_versions(rules.groups),
-        )
 
     def _delegate_router(self) -> Router | None:
         """The --delegate-url servers' router (closed on stop); None without delegates."""

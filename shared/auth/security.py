@@ -4,11 +4,17 @@ open the review clients, and hand the server its middleware and a hook for its T
 Wiring (adapter/__main__.py, autoscaler/daemon.py):
 
     security = Security(auth_options_from_namespace(ns), user_agent=PROG)   # ValueError: bad flag values
-    await security.start()                                 # raises when it cannot start
     daemon = AdapterDaemon(options, config, middlewares=[security.middleware],
-                           tls_hooks=[security.configure_tls])
+                           tls_hooks=[security.configure_tls], start_hooks=[security.start])
     ...
     await daemon.stop(); await security.close()
+
+The port opens before `start()` has run (its health paths answer while the API server is unreachable);
+until then the middleware answers every other request as k8s.io/apiserver answers while it is not
+initialized (kube-apiserver's --startup-send-retry-after-until-ready): 503 with Retry-After, health paths
+exempt, here as a metav1.Status. `start()` waits (shared.kube.wait) while the API server does not answer
+the ConfigMap's read; with --insecure-http there is nothing to look up (no client certificate can be
+presented over plain HTTP, so no CA could vouch for anyone).
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import structlog
-from aiohttp.typedefs import Middleware
+from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 
 from shared.auth.attributes import request_attributes
 from shared.auth.authenticator import Authenticator, CachingTokenReviewer
@@ -47,6 +54,7 @@ from shared.auth.webhooks import (
 )
 from shared.kube import KubeClient, KubeConfigError, load_access
 from shared.kube.permissions import Permission
+from shared.kube.wait import unavailable_status, until_available
 
 log = structlog.get_logger(__name__)
 
@@ -54,6 +62,8 @@ log = structlog.get_logger(__name__)
 DEFAULT_REFRESH_SECONDS = 60.0
 _CACHE_ENTRIES = 8192
 DEFAULT_BACKOFF = Backoff()
+# Upstream's Retry-After while a server is not initialized.
+_RETRY_AFTER_SECONDS = "5"
 
 
 class SecurityStartupError(Exception):
@@ -77,6 +87,25 @@ def _flag_sources(options: AuthOptions) -> AuthenticationSources:
     return AuthenticationSources(client_ca=client_ca, request_header=request_header)
 
 
+def _lookup_unavailable(err: Exception) -> str | None:
+    """The kind of failure when the ConfigMap's read found the API server unable to answer (retried)."""
+    return unavailable_status(err.status) if isinstance(err, ReviewError) else None
+
+
+def _not_ready() -> web.Response:
+    status = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "delegated authentication and authorization are not ready yet (waiting for the API "
+        "server), please try again later",
+        "reason": "ServiceUnavailable",
+        "code": 503,
+    }
+    return web.json_response(status, status=503, headers={"Retry-After": _RETRY_AFTER_SECONDS})
+
+
 async def _client_for(kubeconfig: str, user_agent: str) -> KubeClient:
     """A client from a kubeconfig file, or from the pod's service account when the path is empty."""
     return KubeClient(await load_access(kubeconfig or None), user_agent=user_agent)
@@ -88,6 +117,7 @@ class Security:
         options: AuthOptions,
         *,
         user_agent: str,
+        plain_http: bool = False,
         attributes_for: AttributesOf = request_attributes,
         refresh_seconds: float = DEFAULT_REFRESH_SECONDS,
         backoff: Backoff = DEFAULT_BACKOFF,
@@ -101,13 +131,15 @@ class Security:
         self._backoff = backoff
         self._clock = clock
         self._sources = AuthenticationSources(client_ca=None, request_header=None)
-        self._lookup = not options.skip_lookup and not (
+        # `plain_http` (--insecure-http): no client certificate, nothing for the ConfigMap's CAs to verify.
+        self._lookup = not plain_http and not options.skip_lookup and not (
             options.client_ca_file and options.requestheader_client_ca_file
         )
+        self._always_allow = AlwaysAllowPaths(options.always_allow_paths)
         self._authn_kube: KubeClient | None = None
         self._authz_kube: KubeClient | None = None
         self._tls = ClientCertificateTLS(options.sni_certificates)
-        self._middleware: Middleware | None = None
+        self._authenticating: Middleware | None = None  # authenticate, authorize: once started
 
     @property
     def sources(self) -> AuthenticationSources:
@@ -115,10 +147,17 @@ class Security:
 
     @property
     def middleware(self) -> Middleware:
-        """The aiohttp middleware (authenticate, authorize); available after start()."""
-        if self._middleware is None:
-            raise RuntimeError("Security.start() has not run")
-        return self._middleware
+        """The aiohttp middleware: authenticate, authorize; before start() has finished, 503 but for the
+        always-allowed paths."""
+        return self._delegated_auth
+
+    @web.middleware
+    async def _delegated_auth(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if self._authenticating is not None:
+            return await self._authenticating(request, handler)
+        if self._always_allow.allows(request.path):
+            return await handler(request)
+        return _not_ready()
 
     def needed_permissions(self) -> list[Permission]:
         """What delegated authentication and authorization ask of the API server: the grants of the
@@ -141,8 +180,9 @@ class Security:
         return needed
 
     async def start(self) -> None:
-        """Raises SecurityStartupError when delegated auth cannot work (bad kubeconfig or CA file,
-        front-proxy ConfigMap unreadable and --authentication-tolerate-lookup-failure not set)."""
+        """Open the review clients and load the client CAs, waiting while the API server cannot answer the
+        ConfigMap's read. Raises SecurityStartupError when delegated auth cannot work (bad kubeconfig or CA
+        file, the ConfigMap's read refused and --authentication-tolerate-lookup-failure not set)."""
         try:
             self._authn_kube = await _client_for(self._options.authentication_kubeconfig, self._user_agent)
             self._authz_kube = await _client_for(self._options.authorization_kubeconfig, self._user_agent)
@@ -161,16 +201,18 @@ class Security:
             allowed_ttl=self._options.authorized_ttl,
             denied_ttl=self._options.unauthorized_ttl,
         )
-        self._middleware = make_middleware(
+        self._authenticating = make_middleware(
             Authenticator(lambda: self._sources, token_reviewer),
             authorizer,
-            AlwaysAllowPaths(self._options.always_allow_paths),
+            self._always_allow,
             self._attributes_for,
         )
 
     async def _initial_sources(self) -> AuthenticationSources:
         try:
-            return await self._load_sources()
+            return await until_available(
+                self._load_sources, "the front-proxy ConfigMap", unavailable_kind=_lookup_unavailable
+            )
         except ReviewError as err:
             if not self._options.tolerate_lookup_failure:
                 raise SecurityStartupError(

@@ -69,7 +69,8 @@ async def _call(backoff: Backoff, send: Callable[[], Awaitable[Obj]]) -> Obj:
             status = 0
             retriable = True
         except ValueError as err:
-            raise ReviewError(f"malformed answer: {err}") from None
+            # An answer (2xx) all the same: one that asking again will not mend.
+            raise ReviewError(f"malformed answer: {err}", 200) from None
         if not retriable or not delays:
             raise ReviewError(failure, status)
         await asyncio.sleep(delays.pop(0))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from shared.cli import add_bool_flag, integer, port_number, seconds
 from shared.serving.listener import ConnectionLimits
-from shared.serving.tls import ServingTLS, ensure_self_signed, openssl_cipher_list
+from shared.serving.tls import ServingTLS, ensure_self_signed, in_memory_self_signed, openssl_cipher_list
 
 # k8s.io/apiserver's secure serving: ReadHeaderTimeout 32 s ("just shy of requestTimeoutUpperBound"),
 # IdleTimeout 90 s (http.DefaultTransport's keep-alive); a body has its request timeout, 60 s.
@@ -44,7 +44,7 @@ def add_serving_flags(
         "--cert-dir",
         default=cert_dir,
         help="where a self-signed serving pair is kept when no cert files are given"
-        + ("" if cert_dir else " (default: a private temporary directory)"),
+        + ("" if cert_dir else " (default: none, the pair is kept in memory)"),
     )
     group.add_argument("--tls-cert-file", default="", help="serving certificate (reloaded when it changes)")
     group.add_argument("--tls-private-key-file", default="", help="serving key (reloaded when it changes)")
@@ -120,9 +120,12 @@ def serving_tls(options: ServingOptions) -> ServingTLS | None:
     """The serving TLS (None with --insecure-http); OSError, ssl.SSLError or ValueError on bad files."""
     if options.insecure_http:
         return None
+    minimum = ssl.TLSVersion.TLSv1_3 if options.tls_min_version == "VersionTLS13" else ssl.TLSVersion.TLSv1_2
+    ciphers = openssl_cipher_list(list(options.tls_cipher_suites))
     if options.tls_cert_file:
         cert, key = Path(options.tls_cert_file), Path(options.tls_private_key_file)
-    else:
+    elif options.cert_dir:
         cert, key = ensure_self_signed(options.cert_dir, options.bind_address)
-    minimum = ssl.TLSVersion.TLSv1_3 if options.tls_min_version == "VersionTLS13" else ssl.TLSVersion.TLSv1_2
-    return ServingTLS(cert, key, minimum, openssl_cipher_list(list(options.tls_cipher_suites)))
+    else:
+        return in_memory_self_signed(options.bind_address, minimum, ciphers)
+    return ServingTLS(cert, key, minimum, ciphers)

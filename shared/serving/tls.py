@@ -1,7 +1,10 @@
 """Serving TLS: certificate files (reloaded when they change) or a self-signed pair in --cert-dir.
 
 Self-signing follows k8s.io/apiserver (server/options/serving.go): look for `<cert-dir>/apiserver.crt`/`.key`,
-otherwise generate a CA and a serving certificate for localhost/127.0.0.1 and write them there.
+otherwise generate a CA and a serving certificate for localhost/127.0.0.1 and write them there. Without a
+--cert-dir upstream keeps the pair in memory; OpenSSL loads a pair from files only, so it is written to a
+private temporary directory that is removed as soon as it is loaded: no run leaves one behind (nor its
+key on disk), whichever way it ends.
 """
 
 from __future__ import annotations
@@ -108,14 +111,28 @@ def generate_self_signed(host: str, alt_names: list[str], alt_ips: list[str]) ->
 
 
 def ensure_self_signed(cert_dir: str, bind_address: str) -> tuple[Path, Path]:
-    """Paths of `apiserver.crt`/`apiserver.key` in cert_dir, generating them when missing.
-
-    An empty cert_dir means "keep them in a private temporary directory" (upstream keeps them in memory).
-    """
-    directory = Path(cert_dir) if cert_dir else Path(tempfile.mkdtemp(prefix="surge-certs-"))
+    """Paths of `apiserver.crt`/`apiserver.key` in cert_dir, generating them when missing."""
+    directory = Path(cert_dir)
     cert_path, key_path = directory / "apiserver.crt", directory / "apiserver.key"
     if cert_path.exists() and key_path.exists():
         return cert_path, key_path
+    directory.mkdir(parents=True, exist_ok=True)
+    _write_self_signed(cert_path, key_path, bind_address)
+    log.info("generated self-signed serving certificate", cert=str(cert_path))
+    return cert_path, key_path
+
+
+def in_memory_self_signed(bind_address: str, min_version: ssl.TLSVersion, ciphers: str) -> ServingTLS:
+    """Serving TLS with a self-signed pair kept only in its context (see the module's docstring)."""
+    with tempfile.TemporaryDirectory(prefix="surge-certs-") as directory:
+        cert_path, key_path = Path(directory) / "apiserver.crt", Path(directory) / "apiserver.key"
+        _write_self_signed(cert_path, key_path, bind_address)
+        tls = ServingTLS(cert_path, key_path, min_version, ciphers, reloadable=False)
+    log.info("generated self-signed serving certificate", kept="in memory")
+    return tls
+
+
+def _write_self_signed(cert_path: Path, key_path: Path, bind_address: str) -> None:
     alt_names = ["localhost"] if bind_address in ("0.0.0.0", "::", "") else []
     alt_ips = ["127.0.0.1"]
     try:
@@ -125,14 +142,11 @@ def ensure_self_signed(cert_dir: str, bind_address: str) -> tuple[Path, Path]:
     except ValueError:
         alt_names.append(bind_address)
     chain, key_pem = generate_self_signed(socket.gethostname(), alt_names, alt_ips)
-    directory.mkdir(parents=True, exist_ok=True)
     cert_path.write_bytes(chain)
     # The key is written private from the start (no window where it is world-readable).
     fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as handle:
         handle.write(key_pem)
-    log.info("generated self-signed serving certificate", cert=str(cert_path))
-    return cert_path, key_path
 
 
 def openssl_cipher_list(go_names: list[str]) -> str:
@@ -161,6 +175,7 @@ class ServingTLS:
     key_file: Path
     min_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2
     ciphers: str = ""  # OpenSSL cipher list for TLS 1.2; empty keeps the defaults
+    reloadable: bool = True  # False: the files are gone once loaded (an in-memory self-signed pair)
     context: ssl.SSLContext = field(init=False)
     _stamps: tuple[tuple[int, int], tuple[int, int]] = field(init=False)
 
@@ -196,6 +211,7 @@ class ServingTLS:
         return True
 
     async def watch(self, interval: float) -> None:
-        while True:
+        """Reload the pair when it changes, every `interval` seconds; returns at once if not reloadable."""
+        while self.reloadable:
             await asyncio.sleep(interval)
             self.reload_if_changed()

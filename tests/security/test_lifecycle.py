@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import ssl
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import make_mocked_request
 from cryptography import x509
+from structlog.testing import capture_logs
 
 from shared.auth import Security, SecurityStartupError, auth_options_from_namespace
 from shared.auth.webhooks import Backoff
+from sim.prometheus import free_port
+from tests.autoscaler.helpers import until
 from tests.security.conftest import METRIC_PATH, Pki, SimKube, auth_args, front_proxy_configmap, start_secured
 from tests.security.pki import TestCA
 
 HEADERS = [("X-Remote-User", "alice")]
+FAST = Backoff(initial=0.01, attempts=2)
 
 
 async def test_rotated_front_proxy_ca_is_picked_up_on_refresh(pki: Pki, kube: tuple[SimKube, Path]) -> None:
@@ -86,30 +93,75 @@ async def test_flag_given_request_header_ca_replaces_the_configmap(
         await adapter.security.close()
 
 
-async def test_unreachable_configmap_stops_startup_unless_tolerated(tmp_path: Path) -> None:
+def kubeconfig_for(tmp_path: Path, server: str) -> Path:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(
         "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        f"clusters: [{{name: c, cluster: {{server: '{server}'}}}}]\n"
         "users: [{name: u, user: {token: t}}]\n"
         "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
     )
-    fast = Backoff(initial=0.01, attempts=2)
-    strict = Security(
-        auth_options_from_namespace(auth_args(kubeconfig)), user_agent="surge-test", backoff=fast
+    return kubeconfig
+
+
+async def test_an_unreachable_api_server_is_waited_for_with_health_open_and_the_rest_503(
+    tmp_path: Path,
+) -> None:
+    kubeconfig = kubeconfig_for(tmp_path, f"http://127.0.0.1:{free_port()}")
+    security = Security(
+        auth_options_from_namespace(auth_args(kubeconfig)), user_agent="surge-test", backoff=FAST
     )
-    with pytest.raises(SecurityStartupError, match="request-header-client-ca-file"):
-        await strict.start()
-    await strict.close()
-    tolerant = Security(
-        auth_options_from_namespace(auth_args(kubeconfig, "--authentication-tolerate-lookup-failure")),
-        user_agent="surge-test",
-        backoff=fast,
-    )
-    await tolerant.start()
-    assert tolerant.sources.request_header is None
-    assert callable(tolerant.middleware)
-    await tolerant.close()
+    with capture_logs() as logs:
+        starting = asyncio.create_task(security.start())
+
+        async def warned() -> bool:
+            return any(entry["event"] == "waiting for the API server" for entry in logs)
+
+        await until(warned, True)
+    assert not starting.done()  # waiting, not failed
+
+    async def handler(_: web.Request) -> web.StreamResponse:
+        return web.Response(text="ok")
+
+    assert (await security.middleware(make_mocked_request("GET", "/livez"), handler)).status == 200
+    refused = await security.middleware(make_mocked_request("GET", METRIC_PATH), handler)
+    assert isinstance(refused, web.Response) and refused.text is not None
+    assert (refused.status, refused.headers["Retry-After"]) == (503, "5")
+    assert json.loads(refused.text)["reason"] == "ServiceUnavailable"
+    starting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await starting
+    await security.close()
+
+
+async def test_a_refused_configmap_read_stops_startup_unless_tolerated(tmp_path: Path) -> None:
+    async def forbidden(_: web.Request) -> web.Response:
+        return web.json_response({"kind": "Status", "status": "Failure", "reason": "Forbidden"}, status=403)
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", forbidden)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    kubeconfig = kubeconfig_for(tmp_path, f"http://127.0.0.1:{port}")
+    try:
+        strict = Security(
+            auth_options_from_namespace(auth_args(kubeconfig)), user_agent="surge-test", backoff=FAST
+        )
+        with pytest.raises(SecurityStartupError, match="request-header-client-ca-file"):
+            await strict.start()
+        await strict.close()
+        tolerant = Security(
+            auth_options_from_namespace(auth_args(kubeconfig, "--authentication-tolerate-lookup-failure")),
+            user_agent="surge-test",
+            backoff=FAST,
+        )
+        await tolerant.start()
+        assert tolerant.sources.request_header is None
+        await tolerant.close()
+    finally:
+        await runner.cleanup()
 
 
 async def test_missing_kubeconfig_is_a_startup_error(tmp_path: Path) -> None:
