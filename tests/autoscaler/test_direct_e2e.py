@@ -123,9 +123,10 @@ async def test_a_direct_query_scales_on_its_own_namespace_only(
         async with running_controller(kubeconfig, None, flags=flags) as controller:
             await until(lambda: active("web"), ("True", "ValidMetricFound"), within=30)
             assert await replicas_of(kube, "web", ns) == 2
-            patch = {"metadata": {"annotations": {annotations.RPS: f"{4 * CAPACITY:g}"}}}
+            # 350 rps need 4 pods (350 / 100 rounded up), off a rounding boundary: a rate read a hair high (a
+            # scrape answered late) still makes 4. With the other namespace's 4,000 it would be maxReplicas.
+            patch = {"metadata": {"annotations": {annotations.RPS: f"{3.5 * CAPACITY:g}"}}}
             shared_cluster.call(lambda: store.patch(DEPLOYMENTS, ns, "web", patch))
-            # 4 pods at 100 each; with the other namespace's 4,000 in the sum it would be maxReplicas.
             await until(lambda: replicas_of(kube, "web", ns), 4, within=30)
 
             await until(lambda: active("peek"), ("False", "InvalidSpec"), within=10)
@@ -174,7 +175,8 @@ async def test_a_hostile_query_is_refused_once_and_stops_no_other_autoscaler(
     tenant, victim = shared_namespace, other_namespace
     store = shared_cluster.server.store
     kubeconfig = shared_cluster.write_kubeconfig(tmp_path / "kubeconfig")
-    body = manifests.deployment("web", victim, replicas=1, rps=2 * CAPACITY, capacity_rps=CAPACITY)
+    # 150 rps need 2 pods, 350 later 4: off the rounding boundaries (200 read a hair high would make 3).
+    body = manifests.deployment("web", victim, replicas=1, rps=1.5 * CAPACITY, capacity_rps=CAPACITY)
     shared_cluster.call(lambda: store.create(DEPLOYMENTS, body))
     idle = manifests.deployment("idle", tenant, replicas=1, rps=0, capacity_rps=CAPACITY)
     shared_cluster.call(lambda: store.create(DEPLOYMENTS, idle))
@@ -225,7 +227,7 @@ async def test_a_hostile_query_is_refused_once_and_stops_no_other_autoscaler(
                 await eventually(lambda before=before: last_decided() > before)
 
             # The other namespace's autoscaler is still reconciled: it follows its load up.
-            patch = {"metadata": {"annotations": {annotations.RPS: f"{4 * CAPACITY:g}"}}}
+            patch = {"metadata": {"annotations": {annotations.RPS: f"{3.5 * CAPACITY:g}"}}}
             shared_cluster.call(lambda: store.patch(DEPLOYMENTS, victim, "web", patch))
             await until(lambda: replicas_of(kube, "web", victim), 4, within=30)
 
