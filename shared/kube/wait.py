@@ -116,8 +116,6 @@ async def _answers_readyz(kube: KubeClient) -> None:
             raise
 
 
-async def wait_for_api_server(
-    kube: KubeClient, *, backoff: Backoff = BACKOFF, clock: Clock = LOOP_CLOCK
-) -> None:
+async def wait_for_api_server(kube: KubeClient) -> None:
     """Returns once the API server `kube` talks to answers (see the module's docstring)."""
-    await until_available(lambda: _answers_readyz(kube), "/readyz", backoff=backoff, clock=clock)
+    await until_available(lambda: _answers_readyz(kube), "/readyz")
