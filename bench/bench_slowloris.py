@@ -2,17 +2,22 @@
 are still served.
 
 The adapter runs as a subprocess over HTTPS with delegated authentication against the simulated API server
-(as deployed). `--connections` attackers each hold a TLS connection: half trickle a header line every
-`--trickle` seconds and never end their head, half send a complete head announcing a 1 MB body and trickle
-that body. An attacker whose connection the adapter closes reconnects on its next beat, so as many
-connections are held as the adapter lets be held, for `--hold` seconds. Meanwhile a client asks
+(as deployed). `--connections` attackers each hold a TLS connection, shared among `--kinds` (all by
+default): `head` trickles a header line every `--trickle` seconds and never ends its head, `body` sends a
+complete POST head announcing a 1 MB body and trickles that body, `unread-body` sends a complete GET head
+announcing a 10 MB body (which no handler reads) and trickles it a byte at a beat (issue 32). An attacker
+whose connection the adapter closes reconnects on its next beat, so as many connections are held as the
+adapter lets be held, for `--hold` seconds. Meanwhile a client asks
 `/healthz` every second, on one kept-alive connection (as the kube-apiserver's aggregator keeps its own)
 and on a new connection each time. Printed: the adapter's RSS before, at its peak and at the end; the
-connections held at most and closed; the others' answers and their worst latency.
+connections held at most and closed, by kind, with how long the adapter held them; the others' answers
+and their worst latency.
 
     .venv/bin/python bench/bench_slowloris.py                  # 5,000 connections held for 60 s
     .venv/bin/python bench/bench_slowloris.py --pythonpath DIR  # the adapter of another source tree
     .venv/bin/python bench/bench_slowloris.py --smoke           # 200 connections, cap 150 (the suite's)
+    .venv/bin/python bench/bench_slowloris.py --kinds unread-body --connections 300 \
+        --adapter-flags=--max-connections=200                    # can body tricklers lock others out?
 """
 
 from __future__ import annotations
@@ -42,6 +47,22 @@ from sim.prometheus import free_port
 from sim.runner import ServerThread
 
 Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+KINDS = ("head", "body", "unread-body")
+_PATH = "/apis/custom.metrics.k8s.io/v1beta2"
+HEADS = {  # what each kind sends first
+    "head": f"GET {_PATH} HTTP/1.1\r\nHost: a\r\n".encode(),
+    "body": f"POST {_PATH} HTTP/1.1\r\nHost: a\r\nContent-Length: 1000000\r\n\r\n".encode(),
+    "unread-body": f"GET {_PATH} HTTP/1.1\r\nHost: a\r\nContent-Length: 10000000\r\n\r\n".encode(),
+}
+
+
+def kinds(text: str) -> list[str]:
+    """--kinds: a comma-separated list of KINDS."""
+    chosen = [kind.strip() for kind in text.split(",") if kind.strip()]
+    unknown = set(chosen) - set(KINDS)
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"kinds are {', '.join(KINDS)}")
+    return chosen
 
 
 @dataclass
@@ -49,11 +70,21 @@ class Tally:
     held: int = 0  # TLS connections open now
     most_held: int = 0
     closed_by_adapter: int = 0
+    # By kind: connections open now, and how long the closed ones were held.
+    open: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    held_for: dict[str, list[float]] = field(default_factory=lambda: {kind: [] for kind in KINDS})
     probes: dict[str, list[float | None]] = field(default_factory=lambda: {"kept-alive": [], "new": []})
 
-    def opened(self) -> None:
+    def opened(self, kind: str) -> None:
         self.held += 1
+        self.open[kind] += 1
         self.most_held = max(self.most_held, self.held)
+
+    def closed(self, kind: str, held_for: float) -> None:
+        self.held -= 1
+        self.open[kind] -= 1
+        self.closed_by_adapter += 1
+        self.held_for[kind].append(held_for)
 
 
 def rss_mib(pid: int) -> float:
@@ -63,35 +94,37 @@ def rss_mib(pid: int) -> float:
     raise RuntimeError("no VmRSS")
 
 
-async def attacker(number: int, port: int, tls: ssl.SSLContext, trickle: float, tally: Tally) -> None:
+def beat(kind: str, line: int) -> bytes:
+    """What an attacker of this kind sends at its `line`th beat."""
+    if kind == "head":
+        return f"X-Trickle-{line}: {'x' * 40}\r\n".encode()
+    return b"x" * 40 if kind == "body" else b"x"
+
+
+async def attacker(kind: str, port: int, tls: ssl.SSLContext, trickle: float, tally: Tally) -> None:
     """One slowloris connection, re-opened on its next beat whenever the adapter closes it."""
-    body = number % 2 == 1
     while True:
         try:
             reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port, ssl=tls), 30)
         except (OSError, TimeoutError):
             await asyncio.sleep(1)  # refused or still queued at the adapter's cap: try again
             continue
-        tally.opened()
+        tally.opened(kind)
+        opened = time.monotonic()
         try:
-            if body:
-                head = (
-                    "POST /apis/custom.metrics.k8s.io/v1beta2 HTTP/1.1\r\nHost: a\r\nContent-Length: 1000000"
-                )
-                writer.write(f"{head}\r\n\r\n".encode())
-            else:
-                writer.write(b"GET /apis/custom.metrics.k8s.io/v1beta2 HTTP/1.1\r\nHost: a\r\n")
+            writer.write(HEADS[kind])
             line = 0
             while not reader.at_eof():
-                await asyncio.sleep(trickle * random.uniform(0.5, 1.5))
+                # The adapter's answer (to an unread body) is read, so that its close is seen as EOF.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(reader.read(65536), trickle * random.uniform(0.5, 1.5))
                 line += 1
-                writer.write(b"x" * 40 if body else f"X-Trickle-{line}: {'x' * 40}\r\n".encode())
+                writer.write(beat(kind, line))
                 await writer.drain()
         except (OSError, ssl.SSLError):
             pass
         finally:
-            tally.held -= 1
-            tally.closed_by_adapter += 1
+            tally.closed(kind, time.monotonic() - opened)
             writer.close()
         await asyncio.sleep(trickle)
 
@@ -160,7 +193,8 @@ async def attack(args: argparse.Namespace, adapter: ServerProcess, port: int, to
     started = time.monotonic()
     attackers = []
     for number in range(args.connections):  # opened 100 at a time, as fast as the handshakes go
-        attackers.append(asyncio.create_task(attacker(number, port, tls, args.trickle, tally)))
+        kind = args.kinds[number % len(args.kinds)]
+        attackers.append(asyncio.create_task(attacker(kind, port, tls, args.trickle, tally)))
         if number % 100 == 99:
             await asyncio.sleep(0.05)
     ramp = time.monotonic() - started
@@ -176,14 +210,14 @@ async def attack(args: argparse.Namespace, adapter: ServerProcess, port: int, to
             file=sys.stderr,
             flush=True,
         )
-    held_at_end, end = tally.held, rss_mib(pid)
+    held_at_end, open_at_end, end = tally.held, dict(tally.open), rss_mib(pid)
     await probing
 
     print(f"adapter flags: {args.adapter_flags or '(defaults)'}")
     print(
         f"attack: {args.connections:,} TLS connections, a line every {args.trickle:g} s, held {args.hold:g} s"
     )
-    print(f"  (opened over {ramp:.1f} s; half trickle header lines, half a body)")
+    print(f"  (opened over {ramp:.1f} s; kinds, sharing them: {', '.join(args.kinds)})")
     print(f"RSS before: {baseline:.0f} MiB")
     print(f"RSS growth: {peak - baseline:.0f} MiB")
     print(
@@ -195,6 +229,10 @@ async def attack(args: argparse.Namespace, adapter: ServerProcess, port: int, to
         f"at the end {held_at_end:,}"
     )
     print(f"connections closed by the adapter: {tally.closed_by_adapter:,}")
+    for kind in args.kinds:
+        held = sorted(tally.held_for[kind])
+        spans = f", held for median {held[len(held) // 2]:.1f} s, at most {held[-1]:.1f} s" if held else ""
+        print(f"  {kind}: {len(held):,}{spans}; open at the end {open_at_end[kind]:,}")
     print(f"  by its limits: {await closed_by_limit(port, tls, token)}")
     for kind, times in tally.probes.items():
         answered = [t for t in times if t is not None]
@@ -217,6 +255,12 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=5000)
     parser.add_argument("--hold", type=float, default=60.0, help="seconds the connections are held")
     parser.add_argument("--trickle", type=float, default=3.0, help="seconds between an attacker's lines")
+    parser.add_argument(
+        "--kinds",
+        type=kinds,
+        default=list(KINDS),
+        help=f"comma-separated attack kinds the connections share (default all: {','.join(KINDS)})",
+    )
     parser.add_argument(
         "--adapter-flags", default="", help="more adapter flags, e.g. '--read-header-timeout=5s'"
     )

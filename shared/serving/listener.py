@@ -283,6 +283,8 @@ async def _discard_unread_body(request: web.Request, response: web.StreamRespons
     content = request.content
     if content.is_eof():
         return
+    # total_bytes: the body's bytes received so far (a public attribute of aiohttp's StreamReader, if not
+    # in its documentation).
     length = request.content_length
     if length is None or length - content.total_bytes <= _MAX_UNREAD_BODY:
         start = content.total_bytes
