@@ -4,7 +4,8 @@ kube components' metrics ports) do it: the adapter's and the autoscaler's ports 
 A daemon wires it in three places (see security.py for the lines):
 
     flags         add_auth_flags in the flag groups; auth_options_from_namespace(ns) validates them
-    start-up      security = Security(options, user_agent=PROG); await security.start()
+    start-up      security = Security(options, user_agent=PROG); serve (health paths pass, the rest
+                  get 503 + Retry-After); once the API server answers, await security.start()
     serving       its application gets security.middleware; its serving TLS context security.configure_tls
 """
 

@@ -82,7 +82,7 @@ def add_serving_flags(
         type=integer(1),
         default=max_connections,
         help="connections at once, TLS handshakes included; at the cap a newcomer takes the place of the "
-        "connection that has waited longest for its request head, or waits in the listen backlog "
+        "connection that has waited longest for its request head or body, or waits in the listen backlog "
         f"(default {max_connections})",
     )
 
