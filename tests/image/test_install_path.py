@@ -127,6 +127,12 @@ def available(cluster: Cluster) -> dict[str, str]:
     return result
 
 
+def all_available(cluster: Cluster) -> dict[str, str] | None:
+    """The chart's APIServices, when every one of them is Available (its discovery check passed)."""
+    state = available(cluster)
+    return state if state and all(v == "True/Passed" for v in state.values()) else None
+
+
 def raw(cluster: Cluster, path: str) -> Any:
     answer = cluster.kubectl("get", "--raw", path, check=False)
     return json.loads(answer.stdout) if answer.returncode == 0 else None
@@ -159,13 +165,7 @@ def test_helm_install_runs_the_image_with_rbac_probes_and_scales(
         steps.done("adapter pod Ready (image start, startup and readiness probes)")
         spec = adapter[0]["spec"]["containers"][0]
         assert spec["securityContext"]["readOnlyRootFilesystem"] is True
-        wait_for(
-            "the chart's APIServices to be Available",
-            lambda: (
-                (state := available(cluster)) and all(v == "True/Passed" for v in state.values()) and state
-            ),
-            60,
-        )
+        wait_for("the chart's APIServices to be Available", lambda: all_available(cluster), 60)
         steps.done("APIServices Available through the Service's endpoints")
         wait_for(
             "the three autoscalers to be Ready",
@@ -207,36 +207,18 @@ def test_helm_install_runs_the_image_with_rbac_probes_and_scales(
         kubectl("create", "namespace", APP)
         kubectl("create", "deployment", "web", "--image=web", "--replicas=1", "-n", APP)
         kubectl("annotate", "deployment", "web", "-n", APP, "sim.surge.dev/rps=250")
-        custom = wait_for(
-            "a custom metric",
-            lambda: (
-                (
-                    answer := raw(
-                        cluster,
-                        f"/apis/custom.metrics.k8s.io/v1beta1/namespaces/{APP}/pods/*/http_requests_qps",
-                    )
-                )
-                and answer["items"]
-                and answer
+        for what, path in (
+            (
+                "a custom metric",
+                f"/apis/custom.metrics.k8s.io/v1beta1/namespaces/{APP}/pods/*/http_requests_qps",
             ),
-            90,
-        )
-        assert Quantity.parse(custom["items"][0]["value"]).value > 0
-        external = wait_for(
-            "an external metric",
-            lambda: (
-                (
-                    answer := raw(
-                        cluster,
-                        f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{APP}/http_requests_qps_total",
-                    )
-                )
-                and answer["items"]
-                and answer
+            (
+                "an external metric",
+                f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{APP}/http_requests_qps_total",
             ),
-            60,
-        )
-        assert Quantity.parse(external["items"][0]["value"]).value > 0
+        ):
+            items = wait_for(what, lambda path=path: (raw(cluster, path) or {}).get("items"), 90)
+            assert Quantity.parse(items[0]["value"]).value > 0, items
         top = wait_for(
             "kubectl top pods",
             lambda: (
@@ -496,11 +478,5 @@ def test_helm_upgrade_of_a_prometheus_adapter_release_swaps_in_surge_pods(
             "Surge's pod to replace it and be Ready", lambda: all_ready(cluster, selector, 1), 120
         )
         assert ready[0]["spec"]["containers"][0]["image"] == image.tag
-        wait_for(
-            "the APIServices to be Available",
-            lambda: (
-                (state := available(cluster)) and all(v == "True/Passed" for v in state.values()) and state
-            ),
-            60,
-        )
+        wait_for("the APIServices to be Available", lambda: all_available(cluster), 60)
         steps.done("helm upgrade to charts/surge: Surge's pod Ready, APIServices Available")
