@@ -305,7 +305,7 @@ def spec_violations(
     """Every rule `spec` breaks, in field order; empty when the API would accept it.
 
     ``scale_to_zero`` is kube's HPAScaleToZero gate: it lets minReplicas be 0, which like in kube also
-    needs an Object or External metric (the CRD has no such gate: its minReplicas is at least 1).
+    needs an Object or External metric (the CRD always allows it; the daemon's gate is on by default).
     ``schedules_where`` is where the schedules were written (``<where>.schedules`` unless given: an HPA
     carries them in an annotation); ``predictive_where`` likewise for ``predictive``, and
     ``queries_where`` for the queries of direct metrics (``<metric>.external.query`` unless given), and

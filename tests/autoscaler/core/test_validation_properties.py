@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.core.kube_json import hpa_spec_from_json
@@ -161,10 +161,24 @@ def _api_accepts(store: Any, spec: dict[str, Any]) -> bool:
 
 
 def _core_accepts(spec: dict[str, Any]) -> bool:
-    return not metric_source_violations(spec) and not spec_violations(hpa_spec_from_json(spec))
+    # The CRD lets minReplicas be 0 (with an Object or External metric), as the autoscaler does with its
+    # HPAScaleToZero gate on, its default.
+    if metric_source_violations(spec):
+        return False
+    return not spec_violations(hpa_spec_from_json(spec), scale_to_zero=True)
 
 
 @settings(max_examples=150)
 @given(spec=specs())
+# Scale to zero: the CRD accepts minReplicas 0 with an External metric (found by a random run).
+@example(
+    spec={
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "maxReplicas": 1,
+        "minReplicas": 0,
+        "metrics": [{"type": "External", "external": {"metric": {"name": "web"},
+                                                     "target": {"type": "Value", "value": 1}}}],
+    }
+)
 def test_the_core_accepts_exactly_what_the_api_accepts(store: Any, spec: dict[str, Any]) -> None:
     assert _core_accepts(spec) == _api_accepts(store, spec)
