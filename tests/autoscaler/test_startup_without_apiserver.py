@@ -220,7 +220,7 @@ async def test_waits_unready_then_becomes_ready_once_the_api_server_listens(
     await assert_waiting(daemon, "/metrics")
     await assert_retries_logged_once(daemon, attempts=3)
     await asyncio.to_thread(pending_apiserver.start)
-    await eventually(lambda: _ready(daemon), "ready", daemon)
+    await eventually(lambda: ready(daemon), "ready", daemon)
     assert len(daemon.logged(ANSWERS, "info")) == 1
     assert len(daemon.logged(WAITING, "warning")) == 1
     # Over HTTPS, the front-proxy ConfigMap is looked up once the API server answers.
@@ -243,12 +243,12 @@ async def test_insecure_http_looks_nothing_up(
     await asyncio.to_thread(pending_apiserver.start)
     daemon = autoscaler(pending_apiserver, tmp_path, "--insecure-http")
     processes.append(daemon)
-    await eventually(lambda: _ready(daemon), "ready", daemon)
+    await eventually(lambda: ready(daemon), "ready", daemon)
     assert_stopped_cleanly(daemon)
     requests = pending_apiserver.requests()
     assert "/readyz" in requests
     assert not [uri for uri in requests if "/configmaps" in uri]
 
 
-async def _ready(daemon: DaemonProcess) -> bool:
+async def ready(daemon: DaemonProcess) -> bool:
     return (await daemon.get("/readyz"))[0] == 200

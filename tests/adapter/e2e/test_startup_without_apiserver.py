@@ -30,6 +30,7 @@ from tests.autoscaler.test_startup_without_apiserver import (
     eventually,
     pending_apiserver,
     processes,
+    ready,
 )
 
 __all__ = ["pending_apiserver", "processes"]  # the fixtures, used by name
@@ -77,10 +78,6 @@ def adapter(
     return daemon
 
 
-async def _ready(daemon: DaemonProcess) -> bool:
-    return (await daemon.get("/readyz"))[0] == 200
-
-
 async def test_waits_unready_then_becomes_ready_once_the_api_server_listens(
     pending_apiserver: PendingApiServer,
     empty_prometheus: str,
@@ -91,7 +88,7 @@ async def test_waits_unready_then_becomes_ready_once_the_api_server_listens(
     await assert_waiting(daemon, METRICS_API)
     await assert_retries_logged_once(daemon, attempts=3)
     await asyncio.to_thread(pending_apiserver.start)
-    await eventually(lambda: _ready(daemon), "ready", daemon)
+    await eventually(lambda: ready(daemon), "ready", daemon)
     assert len(daemon.logged(ANSWERS, "info")) == 1
     assert len(daemon.logged(WAITING, "warning")) == 1
     assert CONFIGMAP in pending_apiserver.requests()
@@ -117,7 +114,7 @@ async def test_insecure_http_looks_nothing_up(
 ) -> None:
     await asyncio.to_thread(pending_apiserver.start)
     daemon = adapter(pending_apiserver, empty_prometheus, tmp_path, processes, "--insecure-http")
-    await eventually(lambda: _ready(daemon), "ready", daemon)
+    await eventually(lambda: ready(daemon), "ready", daemon)
     assert_stopped_cleanly(daemon)
     requests = pending_apiserver.requests()
     assert "/readyz" in requests
