@@ -23,6 +23,7 @@ from shared.serving.listener import ConnectionMetrics, Listener
 from shared.serving.options import add_serving_flags, serving_options_from_namespace
 from shared.serving.tls import ServingTLS
 from tests.security.conftest import Pki
+from tests.shared.test_listener import answer
 
 BODY_TIMEOUT = 1.0  # seconds: --read-body-timeout in most tests
 MARGIN = 2.0  # seconds a close may come after its deadline on a busy 2-core machine
@@ -91,17 +92,6 @@ def head(path: str, length: int) -> bytes:
     return f"GET {path} HTTP/1.1\r\nHost: a\r\nContent-Length: {length}\r\n\r\n".encode()
 
 
-async def response(reader: asyncio.StreamReader) -> bytes:
-    """A whole response: its head and its body (of Content-Length bytes)."""
-    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
-    length = next(
-        int(line.split(b":")[1])
-        for line in head.split(b"\r\n")
-        if line.lower().startswith(b"content-length:")
-    )
-    return head + await asyncio.wait_for(reader.readexactly(length), 5)
-
-
 async def closed(reader: asyncio.StreamReader, within: float) -> bytes:
     """What the server sent before it closed the connection, which it does within `within` seconds."""
     received = b""
@@ -154,12 +144,12 @@ async def test_a_small_unread_body_is_discarded_and_the_connection_kept_alive(pk
         writer.write(head("/ok", BOUND) + b"x" * 1000)  # the rest comes after the handler has answered
         await asyncio.sleep(0.05)
         writer.write(b"x" * (BOUND - 1000))
-        first = await response(reader)
+        first = await answer(reader)
         assert first.startswith(OK) and b"Connection: close" not in first
         writer.write(head("/ok", 10) + b"0123456789")  # all in: nothing left to discard
-        assert (await response(reader)).startswith(OK)
+        assert (await answer(reader)).startswith(OK)
         writer.write(head("/ok", 0))
-        assert (await response(reader)).startswith(OK)
+        assert (await answer(reader)).startswith(OK)
         assert served.closed_by("body_unread") == served.closed_by("body_timeout") == 0
         writer.close()
 
@@ -193,7 +183,7 @@ async def test_at_the_cap_body_tricklers_are_taken_for_newcomers(pki: Pki) -> No
             reader, writer = await served.connect()
             newcomers.append(writer)
             writer.write(head("/ok", 0))
-            assert (await response(reader)).startswith(OK)
+            assert (await answer(reader)).startswith(OK)
             # The longest waiting trickler was closed for it, and only that one.
             await settle(lambda: sum(task.done() for _, _, task in tricklers) == admitted)  # noqa: B023
             assert [task.done() for _, _, task in tricklers] == [i < admitted for i in range(cap)]

@@ -14,6 +14,8 @@ import pytest
 from aiohttp import web
 
 from sim.apiserver import CertificateAuthority
+from sim.apiserver.certs import KeyPair
+from sim.apiserver.server import Handler
 from sim.runner import ServerThread
 from tests.fixtures.apiserver import KubectlRunner
 
@@ -41,21 +43,19 @@ class Backend:
                                   "metadata": {}, "items": []})
 
 
-@pytest.fixture
-def backend(apiserver: ServerThread, tmp_path: Path) -> Iterator[Backend]:
-    """Runs on the API server's loop, so blocking kubectl calls in the test cannot stall it."""
-    backend = Backend()
-    pair = backend.ca.issue_server(["metrics.monitoring.svc"])
-    (tmp_path / "b.crt").write_bytes(pair.cert_pem)
-    (tmp_path / "b.key").write_bytes(pair.key_pem)
-    config = apiserver.call(lambda: apiserver.server.store.get(
-        ("", "configmaps"), "kube-system", "extension-apiserver-authentication"))
+def serve_tls_on_the_loop(
+    apiserver: ServerThread, handler: Handler, cert: KeyPair, client_ca_pem: str, tmp_path: Path
+) -> tuple[int, web.AppRunner]:
+    """An HTTPS backend on the API server's loop (so blocking kubectl calls in a test cannot stall it):
+    `cert` serving, client certificates of `client_ca_pem` requested. Its port, and the runner to clean up."""
+    (tmp_path / "b.crt").write_bytes(cert.cert_pem)
+    (tmp_path / "b.key").write_bytes(cert.key_pem)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(tmp_path / "b.crt", tmp_path / "b.key")
     context.verify_mode = ssl.CERT_OPTIONAL
-    context.load_verify_locations(cadata=config["data"]["requestheader-client-ca-file"])
+    context.load_verify_locations(cadata=client_ca_pem)
     app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", backend.handle)
+    app.router.add_route("*", "/{tail:.*}", handler)
     runner = web.AppRunner(app, access_log=None)
 
     async def start() -> int:
@@ -64,7 +64,19 @@ def backend(apiserver: ServerThread, tmp_path: Path) -> Iterator[Backend]:
         await site.start()
         return int(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
 
-    backend.url = f"https://127.0.0.1:{apiserver.call(start())}"
+    return apiserver.call(start()), runner
+
+
+@pytest.fixture
+def backend(apiserver: ServerThread, tmp_path: Path) -> Iterator[Backend]:
+    backend = Backend()
+    config = apiserver.call(lambda: apiserver.server.store.get(
+        ("", "configmaps"), "kube-system", "extension-apiserver-authentication"))
+    port, runner = serve_tls_on_the_loop(
+        apiserver, backend.handle, backend.ca.issue_server(["metrics.monitoring.svc"]),
+        config["data"]["requestheader-client-ca-file"], tmp_path,
+    )
+    backend.url = f"https://127.0.0.1:{port}"
     yield backend
     apiserver.call(runner.cleanup())
 

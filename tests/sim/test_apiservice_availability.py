@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import ssl
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from sim.apiserver.resources import Obj
 from sim.runner import ServerThread
 from sim.workload.endpoints import ENDPOINTS, PODS, SERVICES, EndpointsController
 from tests.fixtures.apiserver import KubectlRunner
+from tests.sim.test_apiserver_aggregation import serve_tls_on_the_loop
 
 GROUP, VERSION = "custom.metrics.k8s.io", "v1beta2"
 NAME = f"{VERSION}.{GROUP}"
@@ -71,24 +71,10 @@ def apiserver(apiserver_ca: CertificateAuthority) -> Iterator[ServerThread[ApiSe
 @pytest.fixture
 def backend(apiserver: ServerThread[ApiServer], tmp_path: Path) -> Iterator[Backend]:
     backend = Backend()
-    pair = backend.ca.issue_server([f"metrics.{NAMESPACE}.svc"])
-    (tmp_path / "b.crt").write_bytes(pair.cert_pem)
-    (tmp_path / "b.key").write_bytes(pair.key_pem)
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(tmp_path / "b.crt", tmp_path / "b.key")
-    context.verify_mode = ssl.CERT_OPTIONAL
-    context.load_verify_locations(cadata=apiserver.server.aggregator.front_proxy_ca.cert_pem.decode())
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", backend.handle)
-    runner = web.AppRunner(app, access_log=None)
-
-    async def start() -> int:
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
-        await site.start()
-        return int(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
-
-    backend.port = apiserver.call(start())
+    backend.port, runner = serve_tls_on_the_loop(
+        apiserver, backend.handle, backend.ca.issue_server([f"metrics.{NAMESPACE}.svc"]),
+        apiserver.server.aggregator.front_proxy_ca.cert_pem.decode(), tmp_path,
+    )
     published = {(POD_IP, POD_PORT): ("127.0.0.1", backend.port)}
     apiserver.server.aggregator.pod_address = lambda ip, port: published.get((ip, port))
     yield backend
