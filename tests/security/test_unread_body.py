@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -23,7 +23,7 @@ from shared.serving.listener import ConnectionMetrics, Listener
 from shared.serving.options import add_serving_flags, serving_options_from_namespace
 from shared.serving.tls import ServingTLS
 from tests.security.conftest import Pki
-from tests.shared.test_listener import answer
+from tests.shared.test_listener import answer, settle
 
 BODY_TIMEOUT = 1.0  # seconds: --read-body-timeout in most tests
 MARGIN = 2.0  # seconds a close may come after its deadline on a busy 2-core machine
@@ -109,14 +109,6 @@ async def trickle(writer: asyncio.StreamWriter, every: float) -> None:
             writer.write(b"x")
             await writer.drain()
             await asyncio.sleep(every)
-
-
-async def settle(condition: Callable[[], bool]) -> None:
-    for _ in range(500):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition not reached")
 
 
 # A handler that never answers, or one that answers at once while the body (small enough to be discarded
