@@ -12,6 +12,10 @@ Once everything accepts requests, the kubeconfig is written (atomically: a reade
 sees half of it) and what to do next is printed: the kubeconfig, the Prometheus URL, how to put load on
 a Deployment and how an APIService reaches an adapter running on this machine (docs/deploy.md,
 "A cluster on your machine").
+
+Faults are injected while it runs through `/debug/sim/faults` (system:masters only; the kubeconfig
+written is theirs): errors, latency and partitions per route and per client identity, dropped and
+expired watches, a restart (sim/apiserver/fault_admin.py).
 """
 
 from __future__ import annotations

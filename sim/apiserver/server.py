@@ -3,6 +3,7 @@ RBAC), routing, ServiceAccount TokenRequests, kubeconfig, and plug-in hooks."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import secrets
 import shutil
@@ -24,6 +25,7 @@ from sim.apiserver.builtins import new_registry
 from sim.apiserver.certs import CertificateAuthority
 from sim.apiserver.crds import CrdSync
 from sim.apiserver.errors import ApiError
+from sim.apiserver.fault_admin import FaultAdmin
 from sim.apiserver.faults import Faults
 from sim.apiserver.handlers import PodLogs, ResourceHandlers, dumps, error_response, json_response, read_body
 from sim.apiserver.hpa_validation import FeatureGates
@@ -101,7 +103,8 @@ class ApiServer:
         }
         self._handlers = ResourceHandlers(self.registry, self.store, bookmark_interval)
         self._extra: dict[tuple[str, str], Handler] = {}
-        self.faults = Faults(self.store)
+        self.faults = Faults(self.store, self._caller, self.restart)
+        self._fault_admin = FaultAdmin(self.faults)
         self.reviews = Reviews(self.tokens, lambda request: request[USER])
         self.add_api_group("authentication.k8s.io", "v1", TOKEN_REVIEW_RESOURCES, self.reviews.token_review)
         self.add_api_group("authorization.k8s.io", "v1", ACCESS_REVIEW_RESOURCES, self.reviews.access_review)
@@ -112,6 +115,8 @@ class ApiServer:
         self._audit_path = audit_log
         self.audit: AuditLog | None = None
         self._runner: web.AppRunner | None = None
+        self._site: web.TCPSite | None = None
+        self._serving_ssl: ssl.SSLContext | None = None
         self._workdir: Path | None = None
         self._url = ""
         for name in INITIAL_NAMESPACES:
@@ -137,12 +142,31 @@ class ApiServer:
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port, ssl_context=ssl_context)
-        await site.start()
+        self._serving_ssl = ssl_context
+        self._site = web.TCPSite(self._runner, host, port, ssl_context=ssl_context)
+        await self._site.start()
         bound = self._runner.addresses[0]
         netloc = f"[{bound[0]}]:{bound[1]}" if ":" in bound[0] else f"{bound[0]}:{bound[1]}"
         self._url = f"{'https' if ssl_context else 'http'}://{netloc}"
         log.info("apiserver started", url=self._url)
+
+    async def restart(self, down_for: float) -> None:
+        """What a restart of kube-apiserver looks like to its clients (its storage, etcd, stays): every
+        connection dropped, watches included, connections refused for `down_for` seconds, then the same
+        address served again with the same objects and resourceVersions."""
+        assert self._runner is not None and self._site is not None, "start() the server first"
+        host, port = self._runner.addresses[0][:2]
+        await self._site.stop()
+        self.store.close_watches()
+        server = self._runner.server
+        for connection in list(server.connections if server is not None else ()):
+            if connection.transport is not None:
+                connection.transport.abort()
+        log.info("apiserver down for a restart", seconds=down_for)
+        await asyncio.sleep(down_for)
+        self._site = web.TCPSite(self._runner, host, port, ssl_context=self._serving_ssl)
+        await self._site.start()
+        log.info("apiserver restarted", url=self._url)
 
     def _ssl_context(self, host: str) -> ssl.SSLContext:
         assert self.ca is not None and self._workdir is not None
@@ -167,7 +191,7 @@ class ApiServer:
             self.role_aggregation.stop()
         if self._runner is not None:
             await self._runner.cleanup()
-            self._runner = None
+            self._runner = self._site = None
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
@@ -348,6 +372,8 @@ class ApiServer:
         match parts:
             case ["version"]:
                 return json_response(discovery.version_info())
+            case ["debug", "sim", "faults", *rest]:
+                return await self._fault_admin.handle(request, request[USER], rest)
             case ["healthz" | "livez" | "readyz", *_]:
                 return web.Response(text="ok", content_type="text/plain")
             case ["api" | "apis"] if (version := discovery.aggregated_version(accept)):

@@ -94,3 +94,112 @@ async def test_partial_error_rate_is_reproducible(apiserver: ServerThread) -> No
     assert 2 <= len(first) <= 20  # about a quarter of 40
     assert await failures() == first
     assert fault.hits == 80
+
+
+async def _request(
+    apiserver: ServerThread, method: str, path: str, token: str, body: Any = None, within: float = 10.0
+) -> tuple[int, Any]:
+    context = ssl.create_default_context(cafile=str(apiserver.ca_file))
+    headers = {"Authorization": f"Bearer {token}"}
+    client_timeout = aiohttp.ClientTimeout(total=within)
+    async with aiohttp.ClientSession(timeout=client_timeout) as session, session.request(
+        method, apiserver.url + path, headers=headers, ssl=context, json=body
+    ) as response:
+        return response.status, await response.json()
+
+
+async def test_a_fault_limited_to_one_client_leaves_the_others_served(apiserver: ServerThread) -> None:
+    apiserver.call(lambda: apiserver.server.add_token("tok-a", "replica-a"))
+    apiserver.call(lambda: apiserver.server.add_token("tok-b", "replica-b"))
+    apiserver.call(lambda: apiserver.server.faults.add("/configmaps", error=500, user="replica-a"))
+    path = "/api/v1/namespaces/default/configmaps"
+    assert (await _request(apiserver, "GET", path, "tok-a"))[0] == 500
+    assert (await _request(apiserver, "GET", path, "tok-b"))[0] == 200
+    assert (await _request(apiserver, "GET", path, apiserver.server.admin_token))[0] == 200
+
+
+async def test_a_partition_black_holes_one_client_and_serves_nothing_of_it(apiserver: ServerThread) -> None:
+    """A partitioned client's write never lands, not even once the partition is lifted: its request
+    times out, and the connection is dropped when the fault goes."""
+    apiserver.call(lambda: apiserver.server.add_token("tok-a", "replica-a"))
+    fault = apiserver.call(lambda: apiserver.server.faults.partition("replica-a"))
+    path = "/api/v1/namespaces/default/configmaps"
+    body = {"metadata": {"name": "late"}, "data": {}}
+    write = asyncio.ensure_future(_request(apiserver, "POST", path, "tok-a", body, within=30))
+    # The others are served meanwhile.
+    assert (await _request(apiserver, "GET", path, apiserver.server.admin_token))[0] == 200
+    deadline = time.monotonic() + 10
+    while apiserver.call(lambda: fault.hits) < 1:
+        assert time.monotonic() < deadline, "the partitioned request never arrived"
+        await asyncio.sleep(0.02)
+    assert not write.done()
+    apiserver.call(lambda: apiserver.server.faults.remove(fault))
+    try:
+        await write
+        raise AssertionError("a black-holed request was answered")
+    except (aiohttp.ClientError, ConnectionError):
+        pass
+    status, _ = await _request(apiserver, "GET", f"{path}/late", apiserver.server.admin_token)
+    assert status == 404
+    assert (await _request(apiserver, "GET", path, "tok-a"))[0] == 200
+
+
+async def test_the_admin_endpoint_adds_lists_and_lifts_faults_for_masters_only(
+    apiserver: ServerThread,
+) -> None:
+    admin = apiserver.server.admin_token
+    apiserver.call(lambda: apiserver.server.add_token("tok-a", "replica-a"))
+    status, body = await _request(apiserver, "POST", "/debug/sim/faults", "tok-a", {"path": "."})
+    assert status == 403 and body["reason"] == "Forbidden"
+
+    fault = {"path": "/configmaps$", "error": 503, "user": "replica-a", "method": "GET"}
+    status, created = await _request(apiserver, "POST", "/debug/sim/faults", admin, fault)
+    assert status == 201 and created["error"] == 503 and created["user"] == "replica-a"
+    path = "/api/v1/namespaces/default/configmaps"
+    assert (await _request(apiserver, "GET", path, "tok-a"))[0] == 503
+    status, listed = await _request(apiserver, "GET", "/debug/sim/faults", admin)
+    assert [(f["id"], f["hits"]) for f in listed["faults"]] == [(created["id"], 1)]
+    status, _ = await _request(apiserver, "DELETE", f"/debug/sim/faults/{created['id']}", admin)
+    assert status == 200
+    assert (await _request(apiserver, "GET", path, "tok-a"))[0] == 200
+    assert (await _request(apiserver, "GET", "/debug/sim/faults", admin))[1] == {"faults": []}
+
+    refused: list[tuple[dict[str, Any], str]] = [
+        ({"error": 503}, "path"),
+        ({"path": "(", "error": 503}, "missing )"),
+        ({"path": ".", "x": 1}, "'x'"),
+        ({"path": ".", "latency": "1"}, "latency"),
+        ({"path": ".", "error": 418}, "418"),
+    ]
+    for bad, field in refused:
+        status, body = await _request(apiserver, "POST", "/debug/sim/faults", admin, bad)
+        assert status == 400 and field in body["message"], (bad, body)
+
+
+async def test_a_restart_drops_every_connection_refuses_then_serves_the_same_objects(
+    apiserver: ServerThread,
+) -> None:
+    admin = apiserver.server.admin_token
+    path = "/api/v1/namespaces/default/configmaps"
+    status, created = await _request(apiserver, "POST", path, admin, {"metadata": {"name": "kept"}})
+    assert status == 201
+    opened = asyncio.Event()
+    watch = asyncio.ensure_future(_watch_lines(apiserver, "", server_timeout=60, opened=opened))
+    await asyncio.wait_for(opened.wait(), 10)
+    status, _ = await _request(apiserver, "POST", "/debug/sim/faults/restart", admin, {"seconds": 1.0})
+    assert status == 200
+    # The watch ends with the restart (cut mid-stream), long before its 60 s.
+    await asyncio.wait([watch], timeout=10)
+    assert watch.done() and isinstance(watch.exception(), aiohttp.ClientPayloadError)
+    refused = False
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            status, kept = await _request(apiserver, "GET", f"{path}/kept", admin, within=2)
+            break
+        except (aiohttp.ClientError, ConnectionError):
+            refused = True
+            assert time.monotonic() < deadline, "the API server did not come back"
+            await asyncio.sleep(0.05)
+    assert refused and status == 200
+    assert kept["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
