@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from sim.apiserver import ApiServer, CertificateAuthority, Store
+from sim.apiserver.audit import AuditLevel
 from sim.apiserver.errors import method_not_allowed
 from sim.apiserver.handlers import json_response
 from sim.apiserver.server import AuthorizationMode
@@ -44,6 +45,7 @@ class SimCluster:
         ca: CertificateAuthority | None = None,
         metrics_port: int = 0,
         audit_log: Path | None = None,
+        audit_level: AuditLevel = "Metadata",
         container_runtime: str | None = None,
         authorization_mode: AuthorizationMode = "AlwaysAllow",
     ) -> None:
@@ -51,7 +53,13 @@ class SimCluster:
         `authorization_mode="RBAC"`: requests are authorized as kube-apiserver's RBAC does."""
         if container_runtime is not None:
             workload = dataclasses.replace(workload or WorkloadConfig(), container_runtime=container_runtime)
-        self.apiserver = ApiServer(tls=tls, ca=ca, audit_log=audit_log, authorization_mode=authorization_mode)
+        self.apiserver = ApiServer(
+            tls=tls,
+            ca=ca,
+            audit_log=audit_log,
+            audit_level=audit_level,
+            authorization_mode=authorization_mode,
+        )
         # Deleted pods linger with a deletionTimestamp until their (simulated) kubelet stops them.
         self.apiserver.store.graceful_pod_deletion = True
         self._own_sd_dir: Path | None = None

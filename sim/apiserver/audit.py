@@ -1,8 +1,11 @@
-"""kube-apiserver's audit log, as `--audit-log-path` writes it with a policy of `level: Metadata` for every
-request and only the `ResponseComplete` stage: one `audit.k8s.io/v1` `Event` per request, a JSON line
+"""kube-apiserver's audit log, as `--audit-log-path` writes it with a policy of one level (`Metadata` or
+`Request`) for every request and only the `ResponseComplete` stage: one `audit.k8s.io/v1` `Event` per
+request, a JSON line
 written when the answer is complete (a watch's when it ends). Who (`user`, `userAgent`, `sourceIPs`) did
 what (`verb`, `objectRef`, `requestURI`) with what result (`responseStatus.code`) and when
 (`requestReceivedTimestamp`, `stageTimestamp`), so tests and benchmarks can prove who wrote what, when.
+At level `Request` an Event also carries the request's JSON body as `requestObject` (what was written:
+the replicas of a scale update, the holder of a Lease), as kube-apiserver's does.
 
 Every request is logged, the refused ones too (401, 403, injected faults). Lines are written (and
 flushed) on the server's loop as requests complete, as kube-apiserver's blocking log mode does.
@@ -15,6 +18,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 from aiohttp import web
 
@@ -23,6 +27,7 @@ from sim.apiserver.resources import Obj
 from sim.apiserver.reviews import UserInfo
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+AuditLevel = Literal["Metadata", "Request"]
 
 
 def _micro_time(value: datetime) -> str:
@@ -49,9 +54,12 @@ class AuditLog:
     """Appends one Event per request to `path`; `identify` names the caller of a request (None when it
     could not be authenticated)."""
 
-    def __init__(self, path: Path, identify: Callable[[web.Request], UserInfo | None]) -> None:
+    def __init__(
+        self, path: Path, identify: Callable[[web.Request], UserInfo | None], level: AuditLevel = "Metadata"
+    ) -> None:
         self.path = path
         self._identify = identify
+        self._level = level
         self._file = path.open("a", encoding="utf-8")
 
     def close(self) -> None:
@@ -69,9 +77,9 @@ class AuditLog:
             code = exc.status
             raise
         finally:
-            self._write(request, received, code, await _created_name(request))
+            self._write(request, received, code, await _json_body(request))
 
-    def _write(self, request: web.Request, received: datetime, code: int, created: str) -> None:
+    def _write(self, request: web.Request, received: datetime, code: int, body: object) -> None:
         attrs = authz.attributes(request.method, request.path, request.query)
         verb = (attrs.get("resourceAttributes") or attrs["nonResourceAttributes"])["verb"]
         user = self._identify(request)
@@ -88,12 +96,15 @@ class AuditLog:
             "userAgent": request.headers.get("User-Agent", ""),
         }
         ref = object_ref(attrs)
+        created = _created_name(request, body)
         if ref is not None and created and "name" not in ref:
             # As kube-apiserver's LogRequestObject completes the objectRef of a create from the object,
             # at every level from Metadata on.
             ref["name"] = created
         if ref is not None:
             event["objectRef"] = ref
+        if body is not None and self._level == "Request":
+            event["requestObject"] = body
         event["responseStatus"] = {"metadata": {}, "code": code}
         event["requestReceivedTimestamp"] = _micro_time(received)
         event["stageTimestamp"] = _micro_time(datetime.now(UTC))
@@ -101,13 +112,20 @@ class AuditLog:
         self._file.flush()
 
 
-async def _created_name(request: web.Request) -> str:
-    """metadata.name of a POSTed JSON object (a create), "" for anything else."""
-    if request.method != "POST" or not request.body_exists:
-        return ""
+async def _json_body(request: web.Request) -> object:
+    """The request's body parsed as JSON (None: no body, or not JSON, e.g. protobuf)."""
+    if not request.body_exists:
+        return None
     try:
-        meta = json.loads(await request.read()).get("metadata") or {}
-    except (ValueError, AttributeError, web.HTTPException, ConnectionError):
+        return json.loads(await request.read())
+    except (ValueError, web.HTTPException, ConnectionError):
+        return None
+
+
+def _created_name(request: web.Request, body: object) -> str:
+    """metadata.name of a POSTed JSON object (a create), "" for anything else."""
+    if request.method != "POST" or not isinstance(body, dict):
         return ""
+    meta = body.get("metadata") or {}
     name = meta.get("name") if isinstance(meta, dict) else None
     return name if isinstance(name, str) else ""

@@ -20,7 +20,7 @@ from aiohttp import web
 
 from sim.apiserver import authz, discovery, errors
 from sim.apiserver.aggregator import Aggregator
-from sim.apiserver.audit import AuditLog
+from sim.apiserver.audit import AuditLevel, AuditLog
 from sim.apiserver.builtins import new_registry
 from sim.apiserver.certs import CertificateAuthority
 from sim.apiserver.crds import CrdSync
@@ -68,7 +68,7 @@ class ApiServer:
     `history_size` is the per-resource watch window; `bookmark_interval` the seconds between watch
     bookmarks for clients that allow them; `probe_interval` the seconds between APIService
     availability probes (aggregation, see aggregator.py); `audit_log` a file to append the audit log to
-    (audit.py: one audit.k8s.io/v1 Event per request).
+    (audit.py: one audit.k8s.io/v1 Event per request), at `audit_level` ("Request" adds write bodies).
 
     `authorization_mode` is kube-apiserver's --authorization-mode: "AlwaysAllow" (the default) lets every
     request through `reviews.policy`, which allows all unless a test replaces it; "RBAC" makes that policy
@@ -86,6 +86,7 @@ class ApiServer:
         bookmark_interval: float = 1.0,
         probe_interval: float = 5.0,
         audit_log: Path | None = None,
+        audit_level: AuditLevel = "Metadata",
         authorization_mode: AuthorizationMode = "AlwaysAllow",
     ) -> None:
         if authorization_mode not in ("AlwaysAllow", "RBAC"):
@@ -113,6 +114,7 @@ class ApiServer:
             self.reviews.policy = authz.privileged_first(RbacAuthorizer(self.store).policy)
             self.role_aggregation = ClusterRoleAggregator(self.store)
         self._audit_path = audit_log
+        self._audit_level = audit_level
         self.audit: AuditLog | None = None
         self._runner: web.AppRunner | None = None
         self._site: web.TCPSite | None = None
@@ -136,7 +138,7 @@ class ApiServer:
         middlewares = [self._errors, self.faults.middleware, self._authenticate]
         if self._audit_path is not None:
             # Outermost: it sees every answer, the refused and the injected ones too.
-            self.audit = AuditLog(self._audit_path, self._caller)
+            self.audit = AuditLog(self._audit_path, self._caller, self._audit_level)
             middlewares.insert(0, self.audit.middleware)
         app = web.Application(middlewares=middlewares, client_max_size=64 << 20)
         app.router.add_route("*", "/{tail:.*}", self._dispatch)

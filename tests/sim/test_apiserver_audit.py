@@ -133,3 +133,24 @@ async def test_a_watch_is_logged_when_it_ends(audited: ServerThread[ApiServer], 
 def test_python_m_sim_takes_audit_log(tmp_path: Path) -> None:
     args = parse_args(["--kubeconfig", str(tmp_path / "kc"), "--audit-log", str(tmp_path / "audit.log")])
     assert args.audit_log == tmp_path / "audit.log"
+
+
+async def test_at_request_level_writes_carry_their_body(
+    apiserver_ca: CertificateAuthority, tmp_path: Path
+) -> None:
+    log = tmp_path / "audit.log"
+    with ServerThread(ApiServer(ca=apiserver_ca, audit_log=log, audit_level="Request")) as server:
+        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig", user="replica-a")
+        kube = KubeClient(await load_access(str(kubeconfig)), user_agent=AGENT)
+        try:
+            deployments = "/apis/apps/v1/namespaces/default/deployments"
+            await kube.request("POST", deployments, body=deployment("web", 2))
+            scale_path = f"{deployments}/web/scale"
+            scale = await kube.get(scale_path)
+            await kube.request("PUT", scale_path, body={**scale, "spec": {"replicas": 3}})
+        finally:
+            await kube.close()
+    written = [(e["verb"], e.get("requestObject")) for e in events(log)]
+    assert written[0][0] == "create" and written[0][1]["metadata"]["name"] == "web"
+    assert written[1] == ("get", None)
+    assert written[2][0] == "update" and written[2][1]["spec"] == {"replicas": 3}
