@@ -10,8 +10,11 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import errno
+import fcntl
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -45,10 +48,66 @@ class PrometheusError(RuntimeError):
     pass
 
 
+class PortTaken(PrometheusError):
+    """Prometheus could not bind its port: something else listens there."""
+
+
+BIND_ATTEMPTS = 3
+
+
+# Ports are chosen from here up, outside the kernel's ephemeral range (see `free_port`).
+_FIRST_PORT = 20000
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_PORT_LOCKS = Path(tempfile.gettempdir()) / f"surge-ports-{os.getuid()}"
+_reserved: dict[int, int] = {}  # port -> the descriptor holding its lock, open for the process's lifetime
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = _EPHEMERAL_RANGE.read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 def free_port() -> int:
+    """A loopback TCP port for a server the caller starts (a child process binds it), or for a URL that
+    must find nothing listening; it stays reserved until this process exits.
+
+    Binding port 0 and closing the socket would leave a race: the kernel hands ports of its ephemeral
+    range to any process's port-0 binds and outgoing connections, so the port could be taken before the
+    child binds it. Instead the port comes from outside that range, where the kernel never assigns one,
+    and every process using this function (parallel test workers, demos, benchmarks) takes an exclusive
+    lock on a file named after it first; the lock goes with the process (also when it is killed), so a
+    port is never handed out twice while its user may still bind it. A trial bind skips ports that
+    something else holds right now."""
+    _PORT_LOCKS.mkdir(mode=0o700, exist_ok=True)
+    low, high = _ephemeral_range()
+    candidates = [port for port in range(_FIRST_PORT, 65536) if not low <= port <= high]
+    first = random.randrange(len(candidates))  # parallel callers start far apart
+    for port in candidates[first:] + candidates[:first]:
+        if port in _reserved:
+            continue
+        fd = os.open(_PORT_LOCKS / str(port), os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)  # another process's port
+            continue
+        if _bindable(port):
+            _reserved[port] = fd
+            return port
+        os.close(fd)
+    raise OSError(errno.EADDRNOTAVAIL, "no free loopback port outside the ephemeral range")
+
+
+def _bindable(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def render_config(sd_file: Path, interval_seconds: float, query_log: Path | None = None) -> str:
@@ -116,19 +175,32 @@ class PrometheusProcess:
             raise PrometheusError("Prometheus is not started")
         return self._proc.pid
 
-    def start(self, timeout: float = 30.0) -> None:
+    def start(self, timeout: float = 30.0, port: int | None = None) -> None:
+        """Start on `port` (a restart on the port it had), by default on a `free_port`. A free port that
+        something outside `free_port`'s reservations took meanwhile makes Prometheus fail to bind: the
+        start is then made again on another port, up to BIND_ATTEMPTS times."""
         if self._proc is not None:
             raise PrometheusError("Prometheus is already started")
         if shutil.which(self.binary) is None:
             raise PrometheusError(f"{self.binary} not found (apt-get install prometheus)")
+        for attempt in range(1, BIND_ATTEMPTS + 1):
+            try:
+                self._start_on(free_port() if port is None else port, timeout)
+                return
+            except PortTaken:
+                if port is not None or attempt == BIND_ATTEMPTS:
+                    raise
+                log.warning("prometheus port taken; starting on another", port=self.port)
+
+    def _start_on(self, port: int, timeout: float) -> None:
+        self.port = port
         self._dir = Path(tempfile.mkdtemp(prefix="surge-prometheus-"))
         config = self._dir / "prometheus.yml"
         query_log = self.query_log_path if self.query_log else None
         config.write_text(render_config(self.sd_file, self.interval_seconds, query_log))
-        self.port = free_port()
         args = [
             f"--config.file={config}",
-            f"--storage.tsdb.path={self._dir / 'data'}",
+            f"--storage.tsdb.path={self._data_dir}",
             f"--web.listen-address=127.0.0.1:{self.port}",
             "--storage.tsdb.retention.time=1h",
             "--web.enable-lifecycle",
@@ -150,17 +222,28 @@ class PrometheusProcess:
             raise
         log.info("prometheus started", url=self.url, pid=self._proc.pid)
 
+    @property
+    def _data_dir(self) -> Path:
+        return self.work_dir / "data"
+
     def _wait_ready(self, timeout: float) -> None:
+        """Until this Prometheus answers on its port: ready, and with our data dir (whatever else might
+        answer there while ours fails to bind is not taken for it)."""
         assert self._proc is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            # Prometheus's own error, logged before it exits (the guard outlives it, so the log tells).
+            if "bind: address already in use" in (output := self.log_path.read_text()):
+                raise PortTaken(f"Prometheus could not bind port {self.port}: {output[-2000:]}")
             if self._proc.poll() is not None:
-                raise PrometheusError(f"Prometheus exited at startup: {self.log_path.read_text()[-2000:]}")
+                raise PrometheusError(f"Prometheus exited at startup: {output[-2000:]}")
             try:
+                with urllib.request.urlopen(f"{self.url}/api/v1/status/flags", timeout=1) as response:
+                    flags = json.load(response)["data"]
                 with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as response:
-                    if response.status == 200:
+                    if response.status == 200 and flags.get("storage.tsdb.path") == str(self._data_dir):
                         return
-            except (urllib.error.URLError, OSError):
+            except (urllib.error.URLError, OSError, ValueError, KeyError):
                 pass
             time.sleep(0.05)
         raise PrometheusError(f"Prometheus not ready after {timeout}s")

@@ -29,7 +29,6 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pytest
 
@@ -204,13 +203,7 @@ class Stack:
 
     async def start_prometheus(self) -> None:
         """Start the stopped Prometheus again on its port (empty: its data went with it)."""
-        port = self.prometheus.port
-
-        def start() -> None:
-            with mock.patch("sim.prometheus.free_port", return_value=port):
-                self.prometheus.start()
-
-        await asyncio.to_thread(start)
+        await asyncio.to_thread(self.prometheus.start, port=self.prometheus.port)
         self.prometheus_stopped = False
 
     # ---- the API server's faults
