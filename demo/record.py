@@ -8,7 +8,11 @@
   comes a few milliseconds after its slot on the period grid and its read is placed on the slot. Asking
   Prometheus again afterwards would not do: a scrape stamped just before the read but stored just after
   it changes rate(), and near a whole count that changes the count (800 rps at 100 per pod reads 8.0 or
-  8.001: 8 or 9 replicas). The samples between reads are the total evaluated there.
+  8.001: 8 or 9 replicas). The samples between reads are the total evaluated there. A missed scrape is
+  not an error: where Prometheus has no value (its scrapes stalled, and rate() found fewer than two
+  samples in its window) the sample is written with an empty value, which `surge simulate` reads as
+  unread: the load holds its previous value, and a replayed read there fails, as the daemon's would
+  have (on the slots of its reads, its reads stand in for Prometheus's values, gaps included).
   A profile that reacts to pod changes (`fast`) also reconciles between periods, which a replay does
   not: only the others replay to the daemon's very writes.
 - `<profile>.yaml`: the HorizontalAutoscaler the scenario created (a replay names its profile after the
@@ -102,29 +106,30 @@ def daemon_reads(log: Path, namespace: str, name: str) -> list[tuple[float, floa
     return [(read.at, read.total) for read in pods_reads(log, namespace, name)]
 
 
-async def _range(world: World, promql: str, start: float, end: float) -> list[float]:
-    """`promql` every SAMPLE_SECONDS from `start` to `end`, all of them."""
+async def range_samples(prometheus_url: str, promql: str, start: float, end: float) -> list[float | None]:
+    """`promql` every SAMPLE_SECONDS from `start` to `end`, None where Prometheus has no value (a gap:
+    see the module docstring). Raises unless `promql` is one series with at least one value there."""
     params = {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{SAMPLE_SECONDS:g}"}
     async with (
         aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session,
-        session.get(f"{world.prometheus.url}/api/v1/query_range", params=params) as response,
+        session.get(f"{prometheus_url}/api/v1/query_range", params=params) as response,
     ):
         body = await response.json(content_type=None)
     if body.get("status") != "success" or len(body["data"]["result"]) != 1:
         raise RuntimeError(f"Prometheus: {promql} is not one series: {body}")
-    values = [float(v) for _, v in body["data"]["result"][0]["values"]]
-    count = math.floor(round((end - start) / SAMPLE_SECONDS, 6)) + 1
-    if len(values) != count:
-        raise RuntimeError(f"{promql} has {len(values)} of {count} samples: Prometheus lost some")
+    values: list[float | None] = [None] * (math.floor(round((end - start) / SAMPLE_SECONDS, 6)) + 1)
+    # A range query answers on the grid start + i * step, leaving out the steps without a value.
+    for at, value in body["data"]["result"][0]["values"]:
+        values[round((float(at) - start) / SAMPLE_SECONDS)] = float(value)
     return values
 
 
 async def load_series(
     world: World, total: str, reads: list[tuple[float, float]], period: float, start: float, end: float
-) -> list[tuple[float, float]]:
+) -> list[tuple[float, float | None]]:
     """The series (see the module docstring): `total` every SAMPLE_SECONDS from `start` (a read) to `end`,
-    and at each `period` from `start` the total the daemon read there."""
-    values = await _range(world, total, start, end)
+    and at each `period` from `start` the total the daemon read there; None where neither has a value."""
+    values = await range_samples(world.prometheus.url, total, start, end)
     per_period = round(period / SAMPLE_SECONDS)
     for at, read in reads:
         slot = round((at - start) / period)
@@ -138,15 +143,16 @@ def write_record(
     directory: Path,
     profile: str,
     autoscaler: dict[str, Any],
-    series: list[tuple[float, float]],
+    series: list[tuple[float, float | None]],
     writes: list[tuple[float, int]],
 ) -> Path:
-    """Write the three files (see the module docstring); returns the spec's path."""
+    """Write the three files (see the module docstring; a None value is written empty); returns the spec's
+    path."""
     directory.mkdir(exist_ok=True)
     with (directory / LOAD).open("w", newline="") as f:
         out = csv.writer(f)
         out.writerow(["timestamp", "value"])
-        out.writerows((f"{t:.3f}", f"{value:.10g}") for t, value in series)
+        out.writerows((f"{t:.3f}", "" if value is None else f"{value:.10g}") for t, value in series)
     spec = directory / f"{profile}.yaml"
     spec.write_text(yaml.safe_dump(autoscaler, sort_keys=False))
     with (directory / WRITES).open("w", newline="") as f:
