@@ -112,12 +112,19 @@ async def settle(condition: Callable[[], bool]) -> None:
     raise AssertionError("condition not reached")
 
 
+async def head_deadline_armed(served: Served) -> None:
+    """Until the server has armed a head deadline HEADER from the fake now (it did when the connection
+    or a kept-alive request's first byte reached it, which takes real time): only then may the test move
+    the clock, or the deadline would be armed after the move and count from there."""
+    await settle(lambda: served.clock.next_deadline() == served.clock.now() + HEADER)
+
+
 @pytest.mark.parametrize("tls", [False, True])
 async def test_a_head_must_arrive_within_the_header_timeout(tls: bool) -> None:
     async with serving(tls=tls) as served:
         reader, writer = await served.connect()
         writer.write(b"GET /ok HTTP/1.1\r\nHost: a\r\n")
-        await asyncio.sleep(0.05)  # the partial head is in
+        await head_deadline_armed(served)  # from the connection's start
         served.clock.advance(HEADER - 0.01)
         writer.write(b"X-Late: yes\r\n\r\n")
         assert (await answer(reader)).startswith(OK)
@@ -125,7 +132,7 @@ async def test_a_head_must_arrive_within_the_header_timeout(tls: bool) -> None:
         # Kept alive: idle time does not count against the next head, its first byte starts the deadline.
         served.clock.advance(IDLE / 2)
         writer.write(b"GET /ok HTTP/1.1\r\n")
-        await asyncio.sleep(0.05)
+        await head_deadline_armed(served)  # by that first byte
         served.clock.advance(HEADER - 0.01)
         assert not reader.at_eof()
         served.clock.advance(0.01)
@@ -134,7 +141,7 @@ async def test_a_head_must_arrive_within_the_header_timeout(tls: bool) -> None:
         # A connection that never completes its first head.
         reader, writer = await served.connect()
         writer.write(b"GET /ok HTTP/1.1\r\n")
-        await asyncio.sleep(0.05)
+        await head_deadline_armed(served)
         served.clock.advance(HEADER)
         assert await closed(reader)
         writer.close()
