@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 from sim.apiserver.reviews import ALLOW, Decision
 from sim.prometheus import PrometheusProcess, free_port
 from sim.runner import ServerThread
+from tests.autoscaler.helpers import eventually
 
 
 async def test_pods_selector_form_v1beta2(static_prometheus: PrometheusProcess, start_adapter: Any) -> None:
@@ -348,8 +348,7 @@ async def test_a_crashed_background_loop_fails_readyz(
 
     # Any loop the daemon supervises (relist, resource mapper, object caches, cert reload) reports so.
     adapter.daemon.supervisor.start("injected", crashing)
-    for _ in range(10):
-        await asyncio.sleep(0)
+    await eventually(lambda: "injected" in adapter.daemon.supervisor.down())
     status, text = await adapter.get("/readyz")
     assert status == 500 and "[-]background-tasks failed" in text
     status, text = await adapter.get("/metrics")
