@@ -23,6 +23,7 @@ import aiohttp
 import structlog
 
 from autoscaler import printing
+from autoscaler.buckets import bucket_of
 from autoscaler.core import burst
 from autoscaler.core.defaults import effective_metrics
 from autoscaler.core.kube_json import hpa_status_from_json, hpa_status_to_json, scale_from_json
@@ -48,7 +49,7 @@ from autoscaler.decisionlog import decision_fields
 from autoscaler.decisions import DecisionRecords
 from autoscaler.events import EventRecorder
 from autoscaler.history import Histories
-from autoscaler.leader import LeaseGuard
+from autoscaler.leader import Fence, LeaseGuard
 from autoscaler.metrics import MetricsClient
 from autoscaler.pods import PodIndex, compiled_selector, slim_pod
 from autoscaler.promql.confine import QueryRefused
@@ -67,7 +68,7 @@ from autoscaler.workqueue import (
     start_workers,
     sync_period,
 )
-from shared.clock import LOOP_CLOCK, Clock
+from shared.clock import LOOP_CLOCK, Clock, TimerHandle
 from shared.kube import (
     ApiError,
     EventHandlers,
@@ -186,6 +187,8 @@ class Controller:
         self._to_queue: set[int] = set()
         self._keys_to_queue: set[Key] = set()
         self._handover = asyncio.Event()
+        # When the next namespace in transition settles on its new buckets (`_settle`).
+        self._settle_timer: tuple[float, TimerHandle] | None = None
         self._clock = clock
         self._supervisor = supervisor
         self._events = EventRecorder(client)
@@ -258,6 +261,9 @@ class Controller:
         self._supervisor.start("autoscalers informer", self.autoscalers.run)
         await self.pods.synced.wait()
         await self.autoscalers.synced.wait()
+        if self._shards is not None:
+            self._shards.placement.started(self._clock.now())
+            self._schedule_settle()
         self._queue_initial()
         crashes = self.telemetry.reconcile_crashes
         workers = self.options.workers
@@ -332,11 +338,13 @@ class Controller:
     # ---- event handlers (quick: they only enqueue)
 
     def _autoscaler_added(self, obj: Obj) -> None:
+        key = object_key(obj)
+        if self._shards is not None and self._shards.placement.add(key, self._clock.now()):
+            self._regroup(key[0])
         if not self.autoscalers.synced.is_set():
             # The first list (a restart): queued once both caches are synced, spread.
-            self._initial.append((object_key(obj), self._period_of(obj)))
+            self._initial.append((key, self._period_of(obj)))
             return
-        key = object_key(obj)
         if not self._owns(key):
             return
         if self._shards is not None and key[0] not in self._listed:
@@ -359,7 +367,10 @@ class Controller:
             self.queue.add(object_key(new))
 
     def _autoscaler_deleted(self, obj: Obj) -> None:
-        self._forget(object_key(obj))
+        key = object_key(obj)
+        self._forget(key)
+        if self._shards is not None and self._shards.placement.remove(key, self._clock.now()):
+            self._regroup(key[0])
 
     def _forget(self, key: Key) -> None:
         """Drop everything kept about `key` (deleted, or its bucket went to another replica)."""
@@ -459,21 +470,24 @@ class Controller:
 
     # ---- leadership and buckets
 
-    def _fence(self, key: Key) -> LeaseGuard | None:
-        """The lease that `key`'s writes depend on: its bucket's, or the single leader's."""
+    def _fence(self, key: Key) -> Fence | None:
+        """What `key`'s writes depend on: its buckets' leases, or the single leader's."""
         if self._shards is not None:
-            return self._shards.guard_of(key[0])
+            return self._shards.fence_of(key)
         return self._lease
 
     def _owns(self, key: Key) -> bool:
-        """Whether `key` is in a bucket this replica holds (always, unsharded)."""
-        return self._shards is None or self._shards.bucket_of(key[0]) in self._owned_buckets
+        """Whether every bucket `key` needs is held here (always, unsharded)."""
+        if self._shards is None:
+            return True
+        return all(b in self._owned_buckets for b in self._shards.buckets_of(key))
 
     def _caches(self, namespace: str) -> bool:
-        """Whether the autoscalers of `namespace` are cached in full: its bucket is held or expected."""
+        """Whether the pods and autoscalers of `namespace` are cached in full: one of its buckets is held
+        or expected (a hot namespace's are cached by every replica holding one of its buckets)."""
         assert self._shards is not None
-        bucket = self._shards.bucket_of(namespace)
-        return bucket in self._owned_buckets or bucket in self._prepared
+        spans = self._shards.placement.namespace_buckets(namespace, self._clock.now())
+        return any(b in self._owned_buckets or b in self._prepared for b in spans)
 
     def _caches_pods_of(self, pod: Obj) -> bool:
         return str((pod.get("metadata") or {}).get("namespace", "")) in self._pod_namespaces
@@ -481,9 +495,17 @@ class Controller:
     def keys_owned(self) -> int:
         """The autoscalers in the buckets held (all of them, unsharded)."""
         store = self.autoscalers.store
-        if self._shards is None:
+        shards = self._shards
+        if shards is None:
             return len(store)
-        return sum(store.count_in(ns) for ns in store.namespaces() if self._owns((ns, "")))
+        now = self._clock.now()
+        owned = 0
+        for ns in store.namespaces():
+            if len(shards.placement.namespace_buckets(ns, now)) == 1:  # (one bucket for all its keys)
+                owned += store.count_in(ns) if self._owns((ns, "")) else 0
+            else:
+                owned += sum(self._owns((ns, str(obj["metadata"]["name"]))) for obj in store.in_namespace(ns))
+        return owned
 
     def gain_bucket(self, bucket: int) -> None:
         """A bucket was acquired: queue its keys ahead of the others (`_queue_gained`) at once where its
@@ -523,10 +545,12 @@ class Controller:
     def lose_bucket(self, bucket: int) -> None:
         """A bucket went to another replica (or was given up): forget its keys and its pods."""
         assert self._shards is not None
+        shards = self._shards
         self._owned_buckets.discard(bucket)
         self._to_queue.discard(bucket)
+        now = self._clock.now()
         for key, _ in list(self.autoscalers.store.items()):
-            if not self._caches(key[0]):
+            if not self._caches(key[0]) or bucket in shards.placement.buckets_of(key, now):
                 self._forget(key)
         self._drop_uncached()
 
@@ -549,9 +573,52 @@ class Controller:
             self._selectors.pop(namespace, None)
 
     def _namespaces_of(self, bucket: int) -> list[str]:
+        """The namespaces with a target that needs `bucket`."""
         assert self._shards is not None
-        shards = self._shards
-        return [ns for ns in self.autoscalers.store.namespaces() if shards.bucket_of(ns) == bucket]
+        placement = self._shards.placement
+        now = self._clock.now()
+        return [
+            ns for ns in self.autoscalers.store.namespaces() if bucket in placement.namespace_buckets(ns, now)
+        ]
+
+    def _regroup(self, namespace: str) -> None:
+        """`namespace` turned hot or cold, or its transition ended (autoscaler/placement.py): its targets
+        need other buckets now. Forget the keys no longer ours; queue the ones that are (their namespace
+        listed first if its pods are not cached yet); bring the caches to what the buckets now need."""
+        listed = namespace in self._listed
+        caches = self._caches(namespace)
+        for key, _ in self._autoscalers_in(namespace):
+            if not self._owns(key):
+                self._forget(key)
+            elif listed:
+                self.queue.add(key)
+            else:
+                self._keys_to_queue.add(key)
+        if not caches:
+            self._drop_uncached()
+        elif namespace not in self._pod_namespaces:
+            self._to_list.add(namespace)
+        if self._keys_to_queue or self._to_list:
+            self._wake_handover()
+        self._schedule_settle()
+
+    def _schedule_settle(self) -> None:
+        """A timer for the end of the next transition (none if one is set for then or sooner)."""
+        assert self._shards is not None
+        when = self._shards.placement.settles_at()
+        if when is None or (self._settle_timer is not None and self._settle_timer[0] <= when):
+            return
+        if self._settle_timer is not None:
+            self._settle_timer[1].cancel()
+        self._settle_timer = (when, self._clock.call_at(when, self._settle))
+
+    def _settle(self) -> None:
+        """Transitions ended: their namespaces' targets need their new bucket only from now on."""
+        assert self._shards is not None
+        self._settle_timer = None
+        for namespace in self._shards.placement.settling(self._clock.now()):
+            self._regroup(namespace)
+        self._schedule_settle()
 
     def _wake_handover(self) -> None:
         if self._to_list:
@@ -602,7 +669,7 @@ class Controller:
         assert self._shards is not None
         shards = self._shards
         while self._to_list:
-            namespace = min(self._to_list, key=lambda ns: (shards.bucket_of(ns), ns))
+            namespace = min(self._to_list, key=lambda ns: (bucket_of(ns, shards.count), ns))
             self._to_list.discard(namespace)
             if not self._caches(namespace):
                 continue
@@ -615,7 +682,9 @@ class Controller:
                 raise
             if namespace in self._pod_namespaces:  # (still cached: not dropped while it was listed)
                 self._listed.add(namespace)
-            if shards.bucket_of(namespace) in self._to_queue:
+            if not self._to_queue.isdisjoint(
+                shards.placement.namespace_buckets(namespace, self._clock.now())
+            ):
                 self._queue_gained(
                     [(key, self._period_of(obj)) for key, obj in self._autoscalers_in(namespace)]
                 )

@@ -97,6 +97,7 @@ class AutoscalerDaemon:
                 # (The controller is built below; these run once the daemon has started.)
                 on_forecast=lambda expected: self.controller.prepare_buckets(expected),
                 prepared=lambda: self.controller.wait_prepared(),
+                hot_after=options.hot_namespace_targets,
                 clock=clock,
             )
         elif options.lease is not None and lease_kube is not None:
@@ -302,11 +303,12 @@ class AutoscalerDaemon:
         self.controller.lose_bucket(bucket)
         _return_freed_memory()
 
-    def owner(self, namespace: str) -> dict[str, str]:
-        """Which replica and bucket own the autoscalers of `namespace` (for `surge explain`)."""
+    def owner(self, key: tuple[str, str]) -> dict[str, str]:
+        """Which replica and bucket own the autoscaler `key` (for `surge explain`): while its namespace
+        turns hot or cold it needs two buckets, and the first (its namespace's) is named."""
         if self.sharding is None:
             return {"replica": self.options.identity}
-        bucket = self.sharding.bucket_of(namespace)
+        bucket = self.sharding.buckets_of(key)[0]
         return {
             "replica": self.sharding.holder_of(bucket),
             "bucket": f"{bucket:02d} of {self.sharding.count:02d}",
@@ -354,7 +356,7 @@ class AutoscalerDaemon:
         async def decisions(request: web.Request) -> web.Response:
             key = (request.match_info["namespace"], request.match_info["name"])
             records = self.controller.decisions.records_json(key)
-            owner = self.owner(key[0])
+            owner = self.owner(key)
             if records is None:
                 known = self.controller.autoscalers.store.get(*key) is not None
                 return _not_found(key, known, owner, self.options.identity)

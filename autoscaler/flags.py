@@ -211,8 +211,20 @@ def build_parser() -> argparse.ArgumentParser:
         type=integer(1),
         default=1,
         help="split the autoscalers into this many buckets, each with a Lease of its own "
-        "(NAME-bucket-NN-of-MM): every replica reconciles the buckets it holds, at most ceil(buckets / live "
-        "replicas) each (default 1: one leader reconciles everything)",
+        "(NAME-bucket-NN-of-MM): every replica reconciles the buckets it holds, shared out by their "
+        "autoscalers (default 1: one leader reconciles everything)",
+    )
+    g.add_argument(
+        "--leader-elect-hot-namespace-targets",
+        type=integer(0),
+        default=50,
+        metavar="K",
+        help="with --leader-elect-buckets, a namespace with more than K autoscalers is split over the "
+        "buckets by autoscaler (its pods then cached by every replica holding one of its buckets) instead of "
+        "living in one bucket; 0: never split. The default 50 splits a namespace once it would weigh "
+        "on one replica like 50 targets (1 %% of the issue's 15,000-target cluster, a third of a bucket "
+        "of a 1,500-target one), and keeps namespaces of a few targets each whole, which is what keeps "
+        "each replica's pod cache to its share (docs/deploy.md section 18)",
     )
     g.add_argument(
         "--leader-elect-resource-name", default="surge-autoscaler", help="name of the Lease object"

@@ -14,6 +14,8 @@
   replica paused past its deadline writes nothing more until a renewal sent after the pause succeeds.
 * The elector sends its requests through a client of its own (same access, its own rate limiter), so
   reconcile traffic beyond `--qps` does not hold its renewals back.
+* A target of a namespace whose buckets are changing needs two leases at once (autoscaler/sharding.py's
+  `TargetFence`): a `Fence` is whatever answers for one target, one guard or several.
 * `release` (on shutdown) clears holderIdentity and sets leaseDurationSeconds=1, so a standby takes over
   at once instead of waiting out the lease.
 """
@@ -24,6 +26,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 import aiohttp
 import structlog
@@ -118,6 +121,15 @@ class LeaseGuard:
         )
         self._on_dropped(kind)
         return False
+
+
+class Fence(Protocol):
+    """What a target's reconcile asks before it starts (`holds`) and each of its writes right before it is
+    sent (`admit`): one LeaseGuard, or several."""
+
+    def holds(self) -> bool: ...
+
+    def admit(self, method: str, path: str) -> bool: ...
 
 
 class LeaderElector:

@@ -51,6 +51,7 @@ class AutoscalerOptions:
     cluster_wide_query_namespaces: tuple[str, ...]
     lease: LeaseConfig | None
     lease_buckets: int  # >1: active-active, one Lease per bucket (autoscaler/sharding.py)
+    hot_namespace_targets: int  # a namespace with more autoscalers is split over the buckets (0: never)
     identity: str  # in the User-Agent, with or without leader election
     serving: ServingOptions
     auth: AuthOptions
@@ -133,6 +134,7 @@ def options_from_namespace(ns: argparse.Namespace) -> AutoscalerOptions:
         cluster_wide_query_namespaces=tuple(ns.cluster_wide_query_namespace),
         lease=_lease(ns) if ns.leader_elect else None,
         lease_buckets=ns.leader_elect_buckets,
+        hot_namespace_targets=ns.leader_elect_hot_namespace_targets,
         identity=ns.leader_elect_identity,
         serving=serving_options_from_namespace(ns),
         auth=auth_options_from_namespace(ns, ns.kubeconfig or ""),

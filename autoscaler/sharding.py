@@ -10,13 +10,16 @@
   holder) does not count. The live members delete the Lease of a member gone (conditional on the
   version they timed), so a replica that starts later does not count it for a lease duration.
 * One `LeaderElector` per bucket, each with its own `LeaseGuard`: a write of a target goes out only on
-  the guard of the target's bucket (`Controller._fence`), so a replica paused past a bucket's deadline
-  writes nothing for it until it re-acquires it, and its other buckets are not affected.
-* Balance: a replica takes a free or expired bucket only while it holds fewer than its quota
-  (`buckets.quota`) and only if `buckets.plan` gives it to this replica (anyone under quota may take a
-  bucket left free for a retry period, should views differ), and gives up (releases, for an immediate
-  handover) the highest-numbered buckets above its quota. Every Lease change wakes every bucket's loop
-  at once, so the orphans of a dead replica are taken as soon as both its Leases have expired.
+  the guards of the target's buckets (`TargetFence`, asked by `Controller._fence`): one bucket, or two
+  while its namespace turns hot or cold (autoscaler/placement.py), worked out again right before each
+  write. A replica paused past a bucket's deadline writes nothing for it until it re-acquires it, and its
+  other buckets are not affected.
+* Balance: buckets weigh their targets (`Placement.targets`, as this replica's informer sees them). A
+  replica takes a free or expired bucket only if `buckets.plan` gives it to this replica (or, should
+  views differ, one left free for a retry period that it would keep: `buckets.allowance`), and gives
+  up (releases, for an immediate handover) the buckets it holds that the plan gives to another. Every
+  Lease change wakes every bucket's loop at once, so the orphans of a dead replica are taken as soon as
+  both its Leases have expired.
 * Make before break: `on_forecast` is told, whenever it changes, which buckets the plan will give this
   replica once the Leases that have gone unrenewed for a renew deadline expire (their holders stopped
   writing by then) and, before this replica first joins, once it counts as a member. The controller
@@ -43,6 +46,7 @@ import structlog
 
 from autoscaler import buckets
 from autoscaler.leader import LeaderElector, LeaseConfig, LeaseGuard, lease_record
+from autoscaler.placement import Key, Placement
 from shared.clock import LOOP_CLOCK, Clock
 from shared.kube import ApiError, KubeClient, Obj
 from shared.kube.informer import EventHandlers, Informer
@@ -101,11 +105,29 @@ class Members:
         }
 
 
+class TargetFence:
+    """The fence of one target: the guards of the buckets it needs at the moment it is asked (one, or
+    both while its namespace is in transition), so a write that a transition overtook is judged by it."""
+
+    def __init__(self, sharding: Sharding, key: Key) -> None:
+        self._sharding = sharding
+        self._key = key
+
+    def holds(self) -> bool:
+        guards = self._sharding.guards
+        return all(guards[b].holds() for b in self._sharding.buckets_of(self._key))
+
+    def admit(self, method: str, path: str) -> bool:
+        guards = self._sharding.guards
+        return all(guards[b].admit(method, path) for b in self._sharding.buckets_of(self._key))
+
+
 class Sharding:
     """The membership Lease and one elector per bucket of one replica. `on_gained(bucket)` and
     `on_lost(bucket)` are called as buckets come and go; `on_takeover(previous_holder)` when a bucket
     is acquired from another replica ("" when it had been given up); `on_forecast(buckets)` when the
-    buckets it expects to gain change, and `prepared()` waits until those are ready to be taken."""
+    buckets it expects to gain change, and `prepared()` waits until those are ready to be taken.
+    `hot_after`: a namespace with more targets is split over the buckets (0: never)."""
 
     def __init__(
         self,
@@ -119,10 +141,13 @@ class Sharding:
         on_takeover: Callable[[str], None] = lambda previous: None,
         on_forecast: Callable[[frozenset[int]], None] = lambda expected: None,
         prepared: Callable[[], Awaitable[object]] | None = None,
+        hot_after: int = 0,
         clock: Clock = LOOP_CLOCK,
     ) -> None:
         self.config = config
         self.count = count
+        # A transition lasts a lease duration (the module docstring of autoscaler/placement.py says why).
+        self.placement = Placement(count, hot_after, config.lease_duration)
         self._client = client
         self._clock = clock
         self._on_gained = on_gained
@@ -159,7 +184,7 @@ class Sharding:
         self._settling_until: float | None = None  # a cold start (see `_settling`)
         self._known = asyncio.Event()  # joined: the buckets' loops may start
         self._wake = asyncio.Event()  # replaced (after being set) whenever a Lease or the members change
-        self._acquiring = 0
+        self._acquiring: set[int] = set()
         prefix = f"{config.name}-"
         self._leases_path = f"/apis/coordination.k8s.io/v1/namespaces/{config.namespace}/leases"
         self.leases = Informer(
@@ -177,11 +202,12 @@ class Sharding:
 
     # ---- what the controller and the daemon ask
 
-    def bucket_of(self, namespace: str) -> int:
-        return buckets.bucket_of(namespace, self.count)
+    def buckets_of(self, key: Key) -> tuple[int, ...]:
+        """The buckets `key` needs now (its reconcile needs them held, its writes their fences)."""
+        return self.placement.buckets_of(key, self._clock.now())
 
-    def guard_of(self, namespace: str) -> LeaseGuard:
-        return self.guards[self.bucket_of(namespace)]
+    def fence_of(self, key: Key) -> TargetFence:
+        return TargetFence(self, key)
 
     def held(self) -> list[int]:
         return [i for i, elector in enumerate(self.electors) if elector.leading]
@@ -191,12 +217,12 @@ class Sharding:
         elector = self.electors[bucket]
         return self.config.identity if elector.leading else elector.holder
 
-    def quota(self) -> int:
-        return buckets.quota(self.config.identity, self.live, self.count)
+    def weights(self) -> list[int]:
+        return buckets.weights(self.placement.targets())
 
     def plan(self) -> list[str]:
-        """Who should hold each bucket now (`buckets.plan` over the Leases as seen)."""
-        return buckets.plan(self._holders(), self.live)
+        """Who should hold each bucket now (`buckets.plan` over the Leases and the targets as seen)."""
+        return buckets.plan(self._holders(), self.live, self.weights())
 
     def _holders(self, silent_after: float = math.inf) -> list[str]:
         """Each bucket's holder as seen: "" for one free or expired, or unchanged for `silent_after`."""
@@ -268,20 +294,20 @@ class Sharding:
         while True:
             wake = self._wake
             now = self._clock.now()
-            if elector.leading and bucket in buckets.to_release(self.held(), self.quota()):
-                log.info("giving a bucket up", bucket=bucket, quota=self.quota())
+            if elector.leading and self.plan()[bucket] != self.config.identity:
+                log.info("giving a bucket up", bucket=bucket, to=self.plan()[bucket])
                 await elector.release()
             elif elector.leading:
                 if now >= renew_at or elector.holder not in ("", self.config.identity):
                     renew_at = now + self.config.retry_period
                     await elector.step()
             elif self._may_take(bucket):
-                self._acquiring += 1
+                self._acquiring.add(bucket)
                 try:
                     if await elector.step(may_acquire=True):
                         renew_at = self._clock.now() + self.config.retry_period
                 finally:
-                    self._acquiring -= 1
+                    self._acquiring.discard(bucket)
             await self._pause(wake, renew_at if elector.leading else self._next_look(bucket))
 
     def _settling(self) -> bool:
@@ -294,16 +320,18 @@ class Sharding:
 
     def _may_take(self, bucket: int) -> bool:
         elector = self.electors[bucket]
-        if elector.leading or not elector.free() or len(self.held()) + self._acquiring >= self.quota():
-            return False
-        if self._settling():
+        if elector.leading or not elector.free() or self._settling():
             return False
         if self.plan()[bucket] == self.config.identity:
             return True
         # Planned for another replica that has not taken it within a retry period (its view differs,
-        # or it is gone): whoever is under quota takes it.
+        # or it is gone): whoever would keep it (within its allowance) takes it.
         since = self._takeable_since(bucket)
-        return since is not None and self._clock.now() - since >= self.config.retry_period
+        if since is None or self._clock.now() - since < self.config.retry_period:
+            return False
+        weight = self.weights()
+        mine = {*self.held(), *self._acquiring, bucket}
+        return sum(weight[b] for b in mine) <= buckets.allowance(weight, self.live, self.config.identity)
 
     def _takeable_since(self, bucket: int) -> float | None:
         """Since when the replica the plan gives `bucket` could have taken it: free, with the members
@@ -361,7 +389,7 @@ class Sharding:
         me = self.config.identity
         live = frozenset(self._members.live(now) | {me})
         if live != self.live:
-            log.info("members changed", members=sorted(live), quota=buckets.quota(me, live, self.count))
+            log.info("members changed", members=sorted(live))
             self.live = live
             self._live_since = now
             self._poke()
@@ -372,7 +400,7 @@ class Sharding:
         fresh = self._members.live(now, fresh_within=stale)
         if self._settling() or (self._known.is_set() and me not in fresh):
             return
-        planned = buckets.plan(self._holders(silent_after=stale), fresh | {me})
+        planned = buckets.plan(self._holders(silent_after=stale), fresh | {me}, self.weights())
         forecast = frozenset(
             i for i, owner in enumerate(planned) if owner == me and not self.electors[i].leading
         )

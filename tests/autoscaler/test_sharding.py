@@ -5,7 +5,7 @@ server and its Leases are real; only time is fake, so lease expiry is exact howe
 from __future__ import annotations
 
 import asyncio
-import math
+import random
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -13,7 +13,15 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.buckets import bucket_lease_name, bucket_of, member_lease_name, plan, quota, to_release
+from autoscaler.buckets import (
+    allowance,
+    bucket_lease_name,
+    bucket_of,
+    bucket_of_key,
+    member_lease_name,
+    plan,
+    shares,
+)
 from autoscaler.leader import LeaseConfig
 from autoscaler.sharding import Members, Sharding
 from shared.clock import FakeClock
@@ -43,31 +51,49 @@ def test_lease_names() -> None:
     assert len(long) <= 253 and long != member_lease_name("surge", "x" * 299)
 
 
-def test_three_members_split_ten_buckets_four_three_three() -> None:
+def test_a_hot_namespaces_targets_have_stable_buckets_of_their_own() -> None:
+    assert bucket_of_key("shop", "web", 10) == bucket_of_key("shop", "web", 10)
+    assert {bucket_of_key("shop", f"w{i}", 10) for i in range(100)} == set(range(10))
+
+
+def test_three_members_split_ten_equal_buckets_four_three_three() -> None:
     members = ["c", "a", "b"]
-    assert [quota(m, members, 10) for m in ("a", "b", "c")] == [4, 3, 3]
-    assert quota("d", members, 10) == 2  # not listed yet: counted with the others
-    assert to_release([0, 4, 7, 9, 2], 3) == [7, 9] and to_release([1], 3) == []
+    assert shares([1] * 10, members) == {"a": 4, "b": 3, "c": 3}
+    assert plan([""] * 10, members) == ["a"] * 4 + ["b"] * 3 + ["c"] * 3
+    # Weighed: 60 targets over 6 buckets, unevenly; each member gets a third of the targets, not of the
+    # buckets. A holder above its share gives up what does not fit.
+    weights = [12, 8, 11, 9, 10, 10]
+    assert plan([""] * 6, members, weights) == ["a", "a", "b", "b", "c", "c"]
+    assert plan(["a", "a", "a", "b", "c", "c"], members, weights) == ["a", "a", "b", "b", "c", "c"]
+    assert allowance([1] * 10, members, "a") == 4  # equal weights: no slack beyond the share
 
 
-@given(st.integers(1, 64), st.sets(st.text(min_size=1, max_size=5), min_size=1, max_size=20))
-def test_quotas_cover_every_bucket_and_none_exceeds_ceil(buckets: int, members: set[str]) -> None:
-    quotas = [quota(m, members, buckets) for m in members]
-    assert sum(quotas) == buckets
-    assert max(quotas) <= math.ceil(buckets / len(members)) and max(quotas) - min(quotas) <= 1
+@given(
+    st.lists(st.integers(1, 3000), min_size=1, max_size=24),
+    st.sets(st.text(min_size=1, max_size=5), min_size=1, max_size=8),
+)
+def test_no_member_is_planned_more_than_its_share_and_the_heaviest_bucket(
+    weights: list[int], members: set[str]
+) -> None:
+    planned = plan([""] * len(weights), members, weights)
+    assert sum(shares(weights, members).values()) == sum(weights)
+    for member, share in shares(weights, members).items():
+        load = sum(w for w, owner in zip(weights, planned, strict=True) if owner == member)
+        assert load <= share + max(weights)
 
 
 @given(
     st.lists(st.sampled_from(["", "a", "b", "c", "gone"]), min_size=1, max_size=24),
     st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=4, unique=True),
 )
-def test_the_plan_keeps_what_it_can_and_fills_every_quota(holders: list[str], members: list[str]) -> None:
+def test_the_plan_keeps_what_it_can_and_fills_every_share(holders: list[str], members: list[str]) -> None:
+    """Equal weights: the count-based plan, stable step by step."""
     planned = plan(holders, members)
     assert planned == plan(holders, list(reversed(members)))  # the same for every replica's view
     assert set(planned) <= set(members)
     for member in members:
         mine = [b for b, owner in enumerate(planned) if owner == member]
-        assert len(mine) == quota(member, members, len(holders))
+        assert len(mine) == shares([1] * len(holders), members)[member]
         held = [b for b, holder in enumerate(holders) if holder == member]
         # A holder keeps its lowest-numbered buckets up to its quota (what `to_release` gives up is
         # the rest), so nothing it keeps moves.
@@ -80,6 +106,31 @@ def test_the_plan_keeps_what_it_can_and_fills_every_quota(holders: list[str], me
         if holders[bucket] != owner:
             taken = [h if b != bucket else owner for b, h in enumerate(holders)]
             assert plan(taken, members) == planned
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["", "a", "b", "c", "gone"]), st.integers(1, 200)), min_size=1, max_size=16
+    ),
+    st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=4, unique=True),
+    st.randoms(use_true_random=False),
+)
+def test_carrying_a_weighed_plan_out_ends_at_a_plan_that_holds(
+    buckets: list[tuple[str, int]], members: list[str], rng: random.Random
+) -> None:
+    """Each step as a replica takes it: a member gives up a bucket the plan gives another, or takes a free
+    one (or one of a member gone) planned for it; in any order, the steps end where the plan is held."""
+    holders = [holder for holder, _ in buckets]
+    weights = [weight for _, weight in buckets]
+    assert plan(holders, members, weights) == plan(holders, list(reversed(members)), weights)
+    for _ in range(4 * len(holders) + 4):
+        planned = plan(holders, members, weights)
+        steps = [b for b, owner in enumerate(planned) if holders[b] != owner]
+        if not steps:
+            break
+        bucket = rng.choice(steps)
+        holders[bucket] = "" if holders[bucket] in members else planned[bucket]
+    assert holders == plan(holders, members, weights)
 
 
 def lease(name: str, holder: str, renew: str, duration: int = 3) -> dict[str, object]:
@@ -257,7 +308,7 @@ async def test_a_bucket_seen_held_by_another_is_lost_at_once_and_its_writes_fenc
     async with replicas(kubeconfig_path, clock) as start:
         a = start("a")
         await run_for(clock, 3.5, BUCKETS + 1)
-        guard = a.sharding.guard_of("shop")
+        guard = a.sharding.fence_of(("shop", "web"))
         bucket = bucket_of("shop", BUCKETS)
         assert guard.admit("PATCH", "/apis/x/v1/namespaces/shop/hzas/web/status")
         name = bucket_lease_name("surge", bucket, BUCKETS)
@@ -269,7 +320,8 @@ async def test_a_bucket_seen_held_by_another_is_lost_at_once_and_its_writes_fenc
         assert not guard.admit("PATCH", "/apis/x/v1/namespaces/shop/hzas/web/status")
         assert ("lost", bucket) in a.events and a.held() == BUCKETS - 1
         other = next(ns for ns in (f"ns-{i}" for i in range(50)) if bucket_of(ns, BUCKETS) != bucket)
-        assert a.sharding.guard_of(other).admit("PATCH", f"/apis/x/v1/namespaces/{other}/hzas/web/status")
+        fence = a.sharding.fence_of((other, "web"))
+        assert fence.admit("PATCH", f"/apis/x/v1/namespaces/{other}/hzas/web/status")
         assert a.sharding.holder_of(bucket) == "z"
 
 
@@ -357,10 +409,10 @@ async def test_a_replica_takes_only_the_free_buckets_planned_for_it(
         # The plan gives a the first three free buckets and b the next three: b takes those, not the first.
         assert plan([""] * BUCKETS, ["b", "a"]) == ["a"] * 3 + ["b"] * 3
         assert sorted(b.sharding.held()) == [3, 4, 5]
-        # a takes nothing within a retry period (0.5 s): its buckets are anybody's, but b is at quota.
+        # a takes nothing within a retry period (0.5 s): its buckets are anybody's, but b is at its share.
         await run_for(clock, 1.0, BUCKETS + 1)
         assert sorted(b.sharding.held()) == [3, 4, 5]
-        # a's membership expires (10 s unrenewed): b's quota is all six, and it takes the rest.
+        # a's membership expires (10 s unrenewed): b's share is all six, and it takes the rest.
         await run_for(clock, 6.0, BUCKETS + 1)
         assert b.held() == BUCKETS
 
