@@ -24,14 +24,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import random
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import aiohttp
 import yaml
 from bench_common import parse_args
 from chaos import invariants
@@ -42,14 +40,14 @@ from autoscaler.buckets import bucket_lease_name, bucket_of
 from shared.quantity import parse_quantity
 
 READY_WITHIN = 30.0  # (d): every daemon ready this long after the last fault
-VALUE_SAMPLES = 80  # (f): decisions compared with Prometheus
 
 
 def memory_limits() -> dict[str, float]:
     """Each daemon's container memory limit in MiB, from the shipped manifests."""
     limits = {}
     for kind in ("adapter", "autoscaler"):
-        deployment = yaml.safe_load((MANIFESTS / f"{kind}-deployment.yaml").read_text())
+        documents = yaml.safe_load_all((MANIFESTS / f"{kind}-deployment.yaml").read_text())
+        deployment = next(d for d in documents if d and d.get("kind") == "Deployment")
         container = deployment["spec"]["template"]["spec"]["containers"][0]
         limits[kind] = float(parse_quantity(container["resources"]["limits"]["memory"])) / (1 << 20)
     return limits
@@ -141,30 +139,32 @@ async def judge(
     invariants.judge_memory(
         verdict, fleet.rss_peak, {name: limits[name.split("-")[0]] for name in fleet.rss_peak}
     )
-    await judge_values(verdict, fleet, decisions)
+    judge_values(verdict, fleet, decisions)
     return verdict
 
 
-async def judge_values(
-    verdict: invariants.Verdict, fleet: Fleet, decisions: list[invariants.Decision]
-) -> None:
-    """(f) on a sample of the Pods decisions spread over the campaign, against the real Prometheus."""
-    qps = {(t.namespace, t.name): t for t in fleet.targets if t.metric == "qps"}
-    candidates = [d for d in decisions if (d.namespace, d.name) in qps and d.average is not None]
-    sample = random.Random(fleet.seed).sample(candidates, min(VALUE_SAMPLES, len(candidates)))
-    async with aiohttp.ClientSession() as http:
-        for decision in sample:
-            query = fleet.promql_per_pod(qps[(decision.namespace, decision.name)])
-            params = {
-                "query": query,
-                "start": f"{decision.decided_at - 4:.3f}",
-                "end": f"{decision.decided_at:.3f}",
-                "step": "0.25",
-            }
-            async with http.get(f"{fleet.prometheus.url}/api/v1/query_range", params=params) as response:
-                body = await response.json()
-            values = [float(v) for series in body["data"]["result"] for _, v in series["values"]]
-            invariants.judge_values(verdict, decision, values)
+def judge_values(verdict: invariants.Verdict, fleet: Fleet, decisions: list[invariants.Decision]) -> None:
+    """(f) on every Pods decision, against what Prometheus answered the adapters (through the proxy)."""
+    qps = {(t.namespace, t.name) for t in fleet.targets if t.metric == "qps"}
+    by_namespace: dict[str, list[invariants.PromAnswer]] = {}
+    for answer in fleet.proxy.answers:
+        namespace = _namespace_of(answer.query)
+        if "http_requests_total" in answer.query and namespace:
+            by_namespace.setdefault(namespace, []).append(
+                invariants.PromAnswer(answer.time, answer.values, answer.corrupted)
+            )
+    for decision in decisions:
+        if (decision.namespace, decision.name) in qps:
+            invariants.judge_values(verdict, decision, by_namespace.get(decision.namespace, []))
+
+
+def _namespace_of(query: str) -> str:
+    """The namespace a query's `namespace="..."` matcher selects ("" : none)."""
+    start = query.find('namespace="')
+    if start < 0:
+        return ""
+    start += len('namespace="')
+    return query[start : query.find('"', start)]
 
 
 def report(

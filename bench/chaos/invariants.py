@@ -13,9 +13,9 @@ Prometheus (pure, over what they were parsed into; bench/chaos_fleet.py reads th
 (d) once the last fault is over, every target reconciled (its /scale read by an autoscaler) within
     period + lease + 5 s, and every daemon ready within 30 s;
 (e) no daemon's RSS over its manifest's memory limit;
-(f) no metric value read that Prometheus did not hold: a decision's per-pod average equals the same
-    average evaluated by Prometheus over the seconds before it was decided (the adapter's read falls in
-    there), and is finite.
+(f) no metric value read that Prometheus did not answer: a decision's per-pod average is finite and is
+    the mean of what Prometheus answered the adapter for those pods shortly before (promproxy.py keeps
+    every answer as Prometheus gave it, before the NaN it may inject).
 
 Times are unix seconds: the audit log's (the API server's clock) and the decision records' (the
 daemons'), all on one machine.
@@ -323,28 +323,51 @@ def judge_memory(verdict: Verdict, peaks: dict[str, float], limits: dict[str, fl
         verdict.check("e", peak < limit, f"{daemon} peaked at {peak:.0f} MiB RSS (limit {limit:.0f} MiB)")
 
 
-def judge_values(
-    verdict: Verdict, decision: Decision, prometheus_values: Sequence[float], relative: float = 0.01
-) -> None:
-    """(f) for one decision: its per-pod average is finite and one of the values Prometheus evaluated for
-    the same expression over the seconds before it (none: nothing to compare with)."""
+# (f): how long before a decision the adapter's Prometheus answer may be (its value cache, the proxy's and
+# the API server's injected latency, the aggregator's proxying).
+VALUE_WINDOW = 10.0
+
+
+@dataclass(frozen=True)
+class PromAnswer:
+    """An instant query Prometheus answered for the namespace of a decision's target (promproxy.Answer)."""
+
+    time: float
+    values: dict[str, float]  # by pod
+    corrupted: frozenset[str]  # pods whose value the proxy turned to NaN
+
+
+def judge_values(verdict: Verdict, decision: Decision, answers: Sequence[PromAnswer]) -> None:
+    """(f) for one decision of a Pods metric: its per-pod average is finite and is the mean, over the pods
+    it counted, of what Prometheus answered the adapter within VALUE_WINDOW before it (the samples the
+    proxy turned to NaN left out: a NaN is a missing value, never a number)."""
     target = f"{decision.namespace}/{decision.name}"
     average = decision.average
     if average is None:
         return
     if not math.isfinite(average):
-        verdict.check(
-            "f", False, f"{decision.writer} read {average} for {target} at {decision.decided_at:.3f}"
-        )
+        why = f"{decision.writer} read {average} for {target} at {decision.decided_at:.3f}"
+        verdict.check("f", False, why)
         return
-    known = [v for v in prometheus_values if math.isfinite(v)]
-    if not known:
-        verdict.skipped["f no data"] += 1
+    counted = decision.reported[0] if decision.reported else None
+    prefix = f"{decision.name}-"
+    means = []
+    for answer in answers:
+        if not decision.decided_at - VALUE_WINDOW <= answer.time <= decision.decided_at:
+            continue
+        pods = [
+            value
+            for pod, value in answer.values.items()
+            if pod.startswith(prefix) and pod not in answer.corrupted and math.isfinite(value)
+        ]
+        if pods and len(pods) == counted:
+            means.append(sum(pods) / len(pods))
+    if not means:
+        verdict.skipped["f no answer over the pods it counted"] += 1
         return
-    close = any(abs(average - v) <= max(relative * abs(v), 0.002) for v in known)
     verdict.check(
         "f",
-        close,
+        any(abs(average - m) <= max(1e-3 * abs(m), 0.0015) for m in means),
         f"{decision.writer} read {average:g} per pod for {target} at {decision.decided_at:.3f}; Prometheus "
-        f"held {', '.join(f'{v:g}' for v in known)} over the seconds before",
+        f"answered the adapter {', '.join(f'{m:g}' for m in means)} per pod just before",
     )

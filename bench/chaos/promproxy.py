@@ -1,17 +1,33 @@
 """A proxy in front of the real Prometheus that the adapters query, so that a campaign can make Prometheus
 answer errors, slowly, with NaN values, or not at all, and lift that at once (bench/chaos/schedule.py).
-The proxy itself runs on the campaign's event loop; what it forwards is untouched otherwise."""
+The proxy itself runs on the campaign's event loop; what it forwards is untouched otherwise.
+
+It also keeps, for every instant query Prometheus answered, what Prometheus said per series (before any
+NaN was put in) and which samples it turned to NaN: invariant (f) compares the values the autoscalers
+used with these."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import random
+import time
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 from aiohttp import web
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One instant query Prometheus answered: when the proxy received it, the query, and each series'
+    value by its `pod` label, as Prometheus gave it; `corrupted` are the pods whose value became NaN."""
+
+    time: float
+    query: str
+    values: dict[str, float]
+    corrupted: frozenset[str]
 
 
 @dataclass
@@ -29,6 +45,7 @@ class PrometheusProxy:
         self.faults = PrometheusFaults()
         self.requests = 0
         self.nan_samples = 0  # samples turned to NaN so far
+        self.answers: list[Answer] = []
         self._random = random.Random(seed)
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -62,6 +79,7 @@ class PrometheusProxy:
             error = {"status": "error", "errorType": "internal", "error": "injected fault"}
             return web.json_response(error, status=faults.error)
         assert self._session is not None
+        received = time.time()
         data = await request.read()
         async with self._session.request(
             request.method,
@@ -72,22 +90,33 @@ class PrometheusProxy:
             body = await upstream.read()
             content_type = upstream.headers.get("Content-Type", "application/json")
             status = upstream.status
-        if self.faults.nan_rate and status == 200 and request.path.endswith(("/query", "/query_range")):
-            body = self._nan(body)
+        if status == 200 and request.path.endswith("/api/v1/query"):
+            params = {**request.query, **(await request.post())}
+            body = self._instant(received, str(params.get("query", "")), body)
         return web.Response(body=body, status=status, headers={"Content-Type": content_type})
 
-    def _nan(self, body: bytes) -> bytes:
+    def _instant(self, received: float, query: str, body: bytes) -> bytes:
+        """Keep what Prometheus answered; with `nan_rate`, turn a share of the samples to NaN."""
         try:
             answer: dict[str, Any] = json.loads(body)
             results = answer["data"]["result"]
-        except (ValueError, KeyError, TypeError):
+            assert isinstance(results, list)
+        except (ValueError, KeyError, TypeError, AssertionError):
             return body
-        for series in results if isinstance(results, list) else []:
-            samples = series.get("values") or ([series["value"]] if "value" in series else [])
-            for sample in samples:
-                if self._random.random() < self.faults.nan_rate:
-                    sample[1] = "NaN"
-                    self.nan_samples += 1
+        values: dict[str, float] = {}
+        corrupted: set[str] = set()
+        for series in results:
+            pod = str((series.get("metric") or {}).get("pod", ""))
+            if "value" not in series:
+                continue
+            values[pod] = float(series["value"][1])
+            if self.faults.nan_rate and self._random.random() < self.faults.nan_rate:
+                series["value"][1] = "NaN"
+                corrupted.add(pod)
+        self.answers.append(Answer(received, query, values, frozenset(corrupted)))
+        if not corrupted:
+            return body
+        self.nan_samples += len(corrupted)
         return json.dumps(answer).encode()
 
 
