@@ -32,14 +32,16 @@ def seed_world(
     namespaces: int,
     period: float | None,
     metric_of: Callable[[int], str] = lambda _: "http_requests",
+    hot: int = 0,
 ) -> None:
-    """CRD, namespaces, and per autoscaler: a Deployment, its ready pods and a HorizontalAutoscaler."""
+    """CRD, namespaces, and per autoscaler: a Deployment, its ready pods and a HorizontalAutoscaler. The
+    first `hot` autoscalers in namespace HOT_NAMESPACE, the others over the `namespaces` (`target_of`)."""
     create = store.create  # type: ignore[attr-defined]
     create(("apiextensions.k8s.io", "customresourcedefinitions"), yaml.safe_load(CRD_FILE.read_text()))
-    for n in range(namespaces):
-        create(("", "namespaces"), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"ns-{n}"}})
+    for ns in [f"ns-{n}" for n in range(namespaces)] + ([HOT_NAMESPACE] if hot else []):
+        create(("", "namespaces"), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     for i in range(autoscalers):
-        ns, name = f"ns-{i % namespaces}", f"w{i}"
+        ns, name = target_of(i, namespaces, hot)
         labels = {"app": name}
         create(
             ("apps", "deployments"),
@@ -101,6 +103,14 @@ def seed_world(
             },
             namespace=ns,
         )
+
+
+HOT_NAMESPACE = "hot"
+
+
+def target_of(i: int, namespaces: int, hot: int = 0) -> tuple[str, str]:
+    """The namespace and name of seed_world's i-th autoscaler."""
+    return (HOT_NAMESPACE if i < hot else f"ns-{(i - hot) % namespaces}"), f"w{i}"
 
 
 def metrics_app(pods_each: int, delays: dict[str, float], flapping: Collection[str] = ()) -> web.Application:

@@ -54,6 +54,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bench_autoscaler_common import (
+    HOT_NAMESPACE,
     AuditEntry,
     AuditTail,
     Daemon,
@@ -63,11 +64,12 @@ from bench_autoscaler_common import (
     rss_mib,
     seed_world,
     serve_metrics,
+    target_of,
     total,
 )
 from bench_common import parse_args, require
 
-from autoscaler.buckets import bucket_lease_name, bucket_of
+from autoscaler.buckets import bucket_lease_name, bucket_of, bucket_of_key, plan, weights
 from sim.apiserver import ApiServer
 from sim.runner import ServerThread
 
@@ -103,6 +105,7 @@ class Cluster:
             f"--leader-elect-lease-duration={a.lease:g}s",
             f"--leader-elect-renew-deadline={a.lease * 2 / 3:g}s",
             f"--leader-elect-retry-period={a.lease * 2 / 15:g}s",
+            f"--leader-elect-hot-namespace-targets={a.hot_after}",
             f"--sync-period={a.period:g}s",
             "--shutdown-grace-period=3s",
             f"--log-level={a.log_level}",
@@ -145,17 +148,32 @@ class Cluster:
         return list(self.api.call(read))
 
     def balanced(self, names: list[str]) -> bool:
+        """Every bucket held by `names` as the plan weighed by the buckets' targets has it."""
         held = self.holders()
-        counts = [held.count(n) for n in names]
-        return "" not in held and set(held) <= set(names) and max(counts) - min(counts) <= 1
+        targets = [0] * self.args.buckets
+        for t in self.targets():
+            targets[self.bucket_of(t)] += 1
+        return "" not in held and set(held) <= set(names) and plan(held, names, weights(targets)) == held
 
     def targets_of(self, holder: str) -> list[tuple[str, str]]:
         held = self.holders()
-        return [t for t in self.targets() if held[bucket_of(t[0], self.args.buckets)] == holder]
+        return [t for t in self.targets() if held[self.bucket_of(t)] == holder]
 
     def targets(self) -> list[tuple[str, str]]:
         a = self.args
-        return [(f"ns-{i % a.namespaces}", f"w{i}") for i in range(a.autoscalers)]
+        return [target_of(i, a.namespaces, a.hot_namespace_targets) for i in range(a.autoscalers)]
+
+    def bucket_of(self, target: tuple[str, str]) -> int:
+        return bucket_of_target(target, self.args)
+
+
+def bucket_of_target(target: tuple[str, str], args: argparse.Namespace) -> int:
+    """The bucket of a target as the replicas see it once settled: by key in the hot namespace when it
+    holds more than --hot-after targets, by namespace otherwise."""
+    namespace, name = target
+    if namespace == HOT_NAMESPACE and 0 < args.hot_after < args.hot_namespace_targets:
+        return bucket_of_key(namespace, name, args.buckets)
+    return bucket_of(namespace, args.buckets)
 
 
 async def wait_for(check: object, within: float, what: str, every: float = 0.2) -> float:
@@ -171,9 +189,11 @@ async def all_reconciled(daemon: Daemon, count: int, within: float) -> None:
     await daemon.wait_for(lambda m: total(m, RECONCILES) >= count, within)
 
 
-def stale_writes(entries: list[AuditEntry], users: set[str], buckets: int) -> list[AuditEntry]:
-    """Namespaced writes (not Leases) by a replica for a namespace whose bucket Lease another replica wrote
-    after it last did, replaying the audit log in the order the API server received the requests."""
+def stale_writes(entries: list[AuditEntry], users: set[str], args: argparse.Namespace) -> list[AuditEntry]:
+    """Namespaced writes (not Leases) by a replica for a target whose bucket Lease another replica wrote
+    after it last did, replaying the audit log in the order the API server received the requests (an
+    event is named after its target: `<name>.<suffix>`)."""
+    buckets = args.buckets
     lease_writer: dict[str, str] = {}
     stale = []
     for e in sorted(entries, key=lambda e: e.received):
@@ -182,11 +202,10 @@ def stale_writes(entries: list[AuditEntry], users: set[str], buckets: int) -> li
             continue
         if e.resource == "leases":
             lease_writer[e.name] = e.user
-        elif (
-            lease_writer.get(bucket_lease_name(LEASE_NAME, bucket_of(e.namespace, buckets), buckets))
-            != e.user
-        ):
-            stale.append(e)
+        else:
+            bucket = bucket_of_target((e.namespace, e.name.split(".")[0]), args)
+            if lease_writer.get(bucket_lease_name(LEASE_NAME, bucket, buckets)) != e.user:
+                stale.append(e)
     return stale
 
 
@@ -237,6 +256,7 @@ async def run(args: argparse.Namespace) -> None:
                 args.namespaces,
                 None,
                 lambda i: "flappy" if i % 10 == 0 else "rps",
+                hot=args.hot_namespace_targets,
             ),
             timeout=3600,
         )
@@ -246,9 +266,14 @@ async def run(args: argparse.Namespace) -> None:
         cluster = Cluster(api, args, workdir, f"http://127.0.0.1:{metrics_port}")
         print(f"work folder (audit log, replicas' logs): {workdir}")
         load = os.getloadavg()
+        hot = (
+            f" (and {args.hot_namespace_targets} in namespace {HOT_NAMESPACE})"
+            if args.hot_namespace_targets
+            else ""
+        )
         print(
             f"sharding: {args.replicas} replicas, {n} autoscalers x {args.pods} pods in {args.namespaces} "
-            f"namespaces, {args.buckets} buckets, period {args.period:g} s, lease {args.lease:g} s; "
+            f"namespaces{hot}, {args.buckets} buckets, period {args.period:g} s, lease {args.lease:g} s; "
             f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} cores"
         )
         try:
@@ -408,7 +433,7 @@ async def run(args: argparse.Namespace) -> None:
             proc.send_signal(signal.SIGCONT)
             await asyncio.sleep(max(5.0, args.lease))  # it runs on, finds its buckets gone, re-balances
             dropped = total(await cluster.replicas[paused].scrape(), "surge_autoscaler_writes_dropped_total")
-            stale = stale_writes(cluster.whole_log(), set(names), args.buckets)
+            stale = stale_writes(cluster.whole_log(), set(names), args)
             print(
                 f"SIGSTOP of {paused} past its lease, SIGCONT: writes dropped by its fence {dropped:.0f}; "
                 f"stale writes after a lost lease (audit log, all replicas, whole run): {len(stale)}"
@@ -442,7 +467,7 @@ async def run(args: argparse.Namespace) -> None:
                 f"{max(gaps):.1f} s (period {args.period:g} s: target <= {args.period + 15:g} s)"
             )
             reads = cluster.whole_log(also_read=frozenset({SCALE}))  # (one read for both checks)
-            stale = stale_writes(reads, {*names, late}, args.buckets)
+            stale = stale_writes(reads, {*names, late}, args)
             print(f"stale writes after a lost lease: {len(stale)}")
             # Each target has a slot in every period: all but one of the measurement's whole periods
             # (a slot at its edge may move across it) must have its reconcile.
@@ -470,7 +495,16 @@ def main() -> None:
     )
     parser.add_argument("--replicas", type=int, default=3)
     parser.add_argument("--autoscalers", type=int, default=15_000)
-    parser.add_argument("--namespaces", type=int, default=0, help="default: autoscalers / 10")
+    parser.add_argument("--namespaces", type=int, default=0, help="default: the others / 10")
+    parser.add_argument(
+        "--hot-namespace-targets",
+        type=int,
+        default=0,
+        help="this many of the autoscalers in one namespace, the others over --namespaces",
+    )
+    parser.add_argument(
+        "--hot-after", type=int, default=50, help="the replicas' --leader-elect-hot-namespace-targets"
+    )
     parser.add_argument("--pods", type=int, default=10)
     parser.add_argument("--buckets", type=int, default=10)
     parser.add_argument("--period", type=float, default=15.0)
@@ -482,7 +516,8 @@ def main() -> None:
     args = parse_args(
         parser, {"autoscalers": 60, "pods": 2, "buckets": 6, "period": 2.0, "lease": 3.0, "measure": 4.0}
     )
-    args.namespaces = args.namespaces or max(1, math.ceil(args.autoscalers / 10))
+    others = args.autoscalers - args.hot_namespace_targets
+    args.namespaces = args.namespaces or max(1, math.ceil(others / 10))
     asyncio.run(run(args))
 
 
