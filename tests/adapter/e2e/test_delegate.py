@@ -20,6 +20,7 @@ from sim.apiserver import ApiServer, CertificateAuthority
 from sim.apiserver.aggregator import APISERVICES, URL_ANNOTATION
 from sim.prometheus import PrometheusProcess, free_port
 from sim.runner import ServerThread
+from tests.autoscaler.helpers import until
 from tests.fixtures.apiserver import KubectlRunner
 
 # Its metrics are Surge's series under other names, and `queue_depth`, which Surge serves too (by queue).
@@ -157,11 +158,12 @@ async def _run_scenario(
     surge: Any, delegate: Delegate, apiserver: ServerThread[ApiServer], kubectl: KubectlRunner
 ) -> None:
     server = apiserver.server
-    for _ in range(200):  # the delegate's lists are read every second; it may have started later
+
+    async def delegated() -> bool:
         _, document = await surge.get(EXTERNAL)
-        if "delegated_queue_total" in {r["name"] for r in document["resources"]}:
-            break
-        await asyncio.sleep(0.05)
+        return "delegated_queue_total" in {r["name"] for r in document["resources"]}
+
+    await until(delegated, True)  # the delegate's lists are read every second; it may have started later
     for group, version in (("custom.metrics.k8s.io", "v1beta2"), ("external.metrics.k8s.io", "v1beta1")):
         apiserver.call(
             lambda g=group, v=version: server.store.create(APISERVICES, _apiservice(g, v, surge.url))
