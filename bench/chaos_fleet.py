@@ -146,6 +146,10 @@ async def judge(
 def judge_values(verdict: invariants.Verdict, fleet: Fleet, decisions: list[invariants.Decision]) -> None:
     """(f) on every Pods decision, against what Prometheus answered the adapters (through the proxy)."""
     qps = {(t.namespace, t.name) for t in fleet.targets if t.metric == "qps"}
+    with (fleet.workdir / "prometheus-answers.jsonl").open("w") as kept:  # (kept with a failed run's logs)
+        for answer in fleet.proxy.answers:
+            line = {"time": answer.time, "query": answer.query, "values": answer.values}
+            kept.write(json.dumps({**line, "corrupted": sorted(answer.corrupted)}) + "\n")
     by_namespace: dict[str, list[invariants.PromAnswer]] = {}
     for answer in fleet.proxy.answers:
         namespace = _namespace_of(answer.query)
