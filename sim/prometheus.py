@@ -60,6 +60,7 @@ _FIRST_PORT = 20000
 _EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 _PORT_LOCKS = Path(tempfile.gettempdir()) / f"surge-ports-{os.getuid()}"
 _reserved: dict[int, int] = {}  # port -> the descriptor holding its lock, open for the process's lifetime
+_spread = random.SystemRandom()  # not the global generator, which tests may seed alike in every worker
 
 
 def _ephemeral_range() -> tuple[int, int]:
@@ -84,7 +85,7 @@ def free_port() -> int:
     _PORT_LOCKS.mkdir(mode=0o700, exist_ok=True)
     low, high = _ephemeral_range()
     candidates = [port for port in range(_FIRST_PORT, 65536) if not low <= port <= high]
-    first = random.randrange(len(candidates))  # parallel callers start far apart
+    first = _spread.randrange(len(candidates))  # parallel callers start far apart
     for port in candidates[first:] + candidates[:first]:
         if port in _reserved:
             continue

@@ -33,7 +33,7 @@ def test_another_process_skips_a_port_this_one_holds() -> None:
     script = (
         "import sim.prometheus as p\n"
         f"p._FIRST_PORT = {held}\n"
-        "p.random.randrange = lambda n: 0\n"
+        "p._spread.randrange = lambda n: 0\n"
         "print(p.free_port())\n"
     )
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
@@ -48,7 +48,7 @@ def test_a_port_something_listens_on_is_skipped(monkeypatch: pytest.MonkeyPatch)
         taken = busy.getsockname()[1]
         monkeypatch.setattr(sim.prometheus, "_FIRST_PORT", taken)
         monkeypatch.setattr(sim.prometheus, "_ephemeral_range", lambda: (0, 0))
-        monkeypatch.setattr(sim.prometheus.random, "randrange", lambda n: 0)
+        monkeypatch.setattr(sim.prometheus._spread, "randrange", lambda n: 0)
         assert free_port() != taken
 
 
