@@ -4,6 +4,7 @@ violation and judge every invariant on something."""
 
 from __future__ import annotations
 
+import itertools
 import re
 import subprocess
 import sys
@@ -13,8 +14,6 @@ import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
-
-import itertools
 
 from chaos import invariants  # noqa: E402 (bench/ is a folder of scripts, not a package)
 from chaos.invariants import (  # noqa: E402
@@ -48,8 +47,17 @@ def test_a_seed_gives_one_schedule_of_overlapping_faults_that_end_before_the_qui
     assert kinds == set(KINDS)  # every kind is drawn
 
 
-def decision(writer: str, at: float, proposal: int, *, current: int = 2, ratio: float = 2.0,
-             reported: int = 2, average: float | None = 200.0, result: str = "rescaled") -> Decision:  # fmt: skip
+def decision(
+    writer: str,
+    at: float,
+    proposal: int,
+    *,
+    current: int = 2,
+    ratio: float = 2.0,
+    reported: int = 2,
+    average: float | None = 200.0,
+    result: str = "rescaled",
+) -> Decision:
     return Decision(writer, "ns", "w", at, current, proposal, result, (ratio,), (reported,), None, average)
 
 
