@@ -7,7 +7,8 @@ what (`verb`, `objectRef`, `requestURI`) with what result (`responseStatus.code`
 At level `Request` an Event also carries the request's JSON body as `requestObject` (what was written:
 the replicas of a scale update, the holder of a Lease), as kube-apiserver's does.
 
-Every request is logged, the refused ones too (401, 403, injected faults). Lines are written (and
+Every request is logged, the refused ones too (401, 403, injected faults), except those a partition
+black-holed (faults.py), which never reached the server. Lines are written (and
 flushed) on the server's loop as requests complete, as kube-apiserver's blocking log mode does.
 """
 
@@ -23,6 +24,7 @@ from typing import Literal
 from aiohttp import web
 
 from sim.apiserver import authz
+from sim.apiserver.faults import BLACKHOLED
 from sim.apiserver.resources import Obj
 from sim.apiserver.reviews import UserInfo
 
@@ -77,7 +79,8 @@ class AuditLog:
             code = exc.status
             raise
         finally:
-            self._write(request, received, code, await _json_body(request))
+            if not request.get(BLACKHOLED, False):
+                self._write(request, received, code, await _json_body(request))
 
     def _write(self, request: web.Request, received: datetime, code: int, body: object) -> None:
         attrs = authz.attributes(request.method, request.path, request.query)

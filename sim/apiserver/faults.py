@@ -36,6 +36,8 @@ from sim.apiserver.reviews import UserInfo
 from sim.apiserver.store import Store
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# Set on a request a partition black-holed: it never reached the server, so the audit log has no Event.
+BLACKHOLED = web.RequestKey("blackholed", bool)
 
 _ERRORS = {
     410: ("Expired", "too old resource version"),
@@ -171,10 +173,11 @@ class Faults:
                 fault.times -= 1
             fault.hits += 1
             if fault.blackhole:
+                request[BLACKHOLED] = True
                 await fault.lifted.wait()
                 if request.transport is not None:
                     request.transport.abort()
-                raise ConnectionResetError("partitioned")
+                return web.Response(status=503)  # never sent: aiohttp finds the connection gone
             if fault.latency:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(fault.latency):

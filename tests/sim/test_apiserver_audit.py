@@ -154,3 +154,26 @@ async def test_at_request_level_writes_carry_their_body(
     assert written[0][0] == "create" and written[0][1]["metadata"]["name"] == "web"
     assert written[1] == ("get", None)
     assert written[2][0] == "update" and written[2][1]["spec"] == {"replicas": 3}
+
+
+async def test_a_request_a_partition_black_holed_is_not_logged(
+    audited: ServerThread[ApiServer], tmp_path: Path
+) -> None:
+    """It never reached the server; the requests of the others are logged meanwhile."""
+    kubeconfig = audited.write_kubeconfig(tmp_path / "kubeconfig", user="replica-a")
+    partition = audited.call(lambda: audited.server.faults.partition("replica-a"))
+    kube = KubeClient(await load_access(str(kubeconfig)), user_agent=AGENT)
+    try:
+        with pytest.raises((TimeoutError, aiohttp.ClientError)):
+            await kube.get("/api/v1/namespaces/default/configmaps", request_timeout=0.5)
+    finally:
+        await kube.close()
+    await eventually(lambda: partition.hits == 1)
+    audited.call(lambda: audited.server.faults.remove(partition))
+    admin = audited.write_kubeconfig(tmp_path / "admin", user="admin")
+    kube = KubeClient(await load_access(str(admin)), user_agent=AGENT)
+    try:
+        await kube.get("/api/v1/namespaces/default/configmaps")
+    finally:
+        await kube.close()
+    assert [e["user"]["username"] for e in events(tmp_path / "audit.log")] == ["admin"]
