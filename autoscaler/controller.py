@@ -517,7 +517,7 @@ class Controller:
         ready = []
         for namespace in self._namespaces_of(bucket):
             if namespace in self._listed:
-                ready.extend(self._autoscalers_in(namespace))
+                ready.extend(self._autoscalers_of(namespace, {bucket}))
             elif namespace not in self._pod_namespaces:
                 self._to_list.add(namespace)
             # (else its list is under way: the lister queues it)
@@ -581,15 +581,19 @@ class Controller:
             ns for ns in self.autoscalers.store.namespaces() if bucket in placement.namespace_buckets(ns, now)
         ]
 
-    def _regroup(self, namespace: str) -> None:
+    def _regroup(self, namespace: str, owned_before: Collection[Key] | None = None) -> None:
         """`namespace` turned hot or cold, or its transition ended (autoscaler/placement.py): its targets
-        need other buckets now. Forget the keys no longer ours; queue the ones that are (their namespace
-        listed first if its pods are not cached yet); bring the caches to what the buckets now need."""
+        need other buckets now. Forget the keys no longer ours; queue the ones ours now and not in
+        `owned_before` (at a transition's end; at its start a key needs both buckets, so none is new),
+        their namespace listed first if its pods are not cached yet; bring the caches to what the
+        buckets now need."""
         listed = namespace in self._listed
         caches = self._caches(namespace)
         for key, _ in self._autoscalers_in(namespace):
             if not self._owns(key):
                 self._forget(key)
+            elif owned_before is None or key in owned_before:
+                continue
             elif listed:
                 self.queue.add(key)
             else:
@@ -616,8 +620,11 @@ class Controller:
         """Transitions ended: their namespaces' targets need their new bucket only from now on."""
         assert self._shards is not None
         self._settle_timer = None
-        for namespace in self._shards.placement.settling(self._clock.now()):
-            self._regroup(namespace)
+        placement = self._shards.placement
+        for namespace in placement.ended(self._clock.now()):
+            owned = {key for key, _ in self._autoscalers_in(namespace) if self._owns(key)}
+            placement.settle(namespace)
+            self._regroup(namespace, owned)
         self._schedule_settle()
 
     def _wake_handover(self) -> None:
@@ -686,7 +693,10 @@ class Controller:
                 shards.placement.namespace_buckets(namespace, self._clock.now())
             ):
                 self._queue_gained(
-                    [(key, self._period_of(obj)) for key, obj in self._autoscalers_in(namespace)]
+                    [
+                        (key, self._period_of(obj))
+                        for key, obj in self._autoscalers_of(namespace, self._to_queue)
+                    ]
                 )
             else:
                 self._parse_ahead(namespace)
@@ -713,6 +723,18 @@ class Controller:
 
     def _autoscalers_in(self, namespace: str) -> list[tuple[Key, Obj]]:
         return [(object_key(obj), obj) for obj in self.autoscalers.store.in_namespace(namespace)]
+
+    def _autoscalers_of(self, namespace: str, gained: Collection[int]) -> list[tuple[Key, Obj]]:
+        """The autoscalers of `namespace` that need one of the `gained` buckets (of a hot namespace, only
+        those: the others are ours already, on their schedule, or someone else's)."""
+        assert self._shards is not None
+        placement, now = self._shards.placement, self._clock.now()
+        entries = self._autoscalers_in(namespace)
+        if len(placement.namespace_buckets(namespace, now)) == 1:
+            return entries
+        return [
+            (key, obj) for key, obj in entries if any(b in gained for b in placement.buckets_of(key, now))
+        ]
 
     async def _list_namespace(self, namespace: str, autoscalers: bool) -> None:
         """A namespace of a bucket just gained: its pods (not cached at all) and, if `autoscalers`, its

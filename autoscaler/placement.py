@@ -152,12 +152,13 @@ class Placement:
         """When the earliest transition ends (None: none is under way)."""
         return min((changed + self.transition for changed in self._changed.values()), default=None)
 
-    def settling(self, now: float) -> list[str]:
-        """The namespaces whose transition has ended by `now` (and forgets them)."""
-        ended = [ns for ns, changed in self._changed.items() if now - changed >= self.transition]
-        for namespace in ended:
-            del self._changed[namespace]
-        return ended
+    def ended(self, now: float) -> list[str]:
+        """The namespaces whose transition has ended by `now` (`settle` them)."""
+        return [ns for ns, changed in self._changed.items() if now - changed >= self.transition]
+
+    def settle(self, namespace: str) -> None:
+        """Forget `namespace`'s transition (ended): its targets need their new bucket only."""
+        self._changed.pop(namespace, None)
 
     def targets(self) -> list[int]:
         """Targets per bucket, by each namespace's current status."""

@@ -50,9 +50,11 @@ def test_a_namespace_turns_hot_above_k_and_needs_both_buckets_for_a_lease_durati
         bucket_of_key(*k, BUCKETS) for k in keys
     }
     clock.advance(LEASE - 0.01)
-    assert placement.settling(clock.now()) == []
+    assert placement.ended(clock.now()) == []
     clock.advance(0.01)
-    assert placement.settling(clock.now()) == ["shop"] and placement.settles_at() is None
+    assert placement.ended(clock.now()) == ["shop"]
+    placement.settle("shop")
+    assert placement.settles_at() is None
     for key in keys:
         assert placement.buckets_of(key, clock.now()) == (bucket_of_key(*key, BUCKETS),)
     # Back to K: cold again, in transition again.
