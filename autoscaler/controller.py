@@ -102,6 +102,9 @@ FIRST_PASS_RATE = 1000.0
 MIN_SPREAD = 1.0
 # Sharded: namespaces listed at once when buckets are gained (a takeover waits for them).
 HANDOVER_LISTS = 16
+# Sharded: scales read at once ahead of a takeover (`_read_ahead`): few, so that the reconciles due meanwhile
+# keep their share of the client's --qps.
+READ_AHEAD = 8
 # What a replica caches of an autoscaler it does not own: enough to key it, know its bucket and period.
 _STUB_METADATA = ("name", "namespace", "resourceVersion", "generation", "annotations")
 
@@ -187,6 +190,11 @@ class Controller:
         self._to_queue: set[int] = set()
         self._keys_to_queue: set[Key] = set()
         self._handover = asyncio.Event()
+        # Scales of the autoscalers of buckets expected from a silent holder, read before they are ours
+        # (`_read_ahead`): key -> (when read, scale path, scale), used by the key's first reconcile.
+        self._to_read: list[Key] = []
+        self._reading = asyncio.Event()
+        self._read: dict[Key, tuple[float, str, Obj]] = {}
         # When the next namespace in transition settles on its new buckets (`_settle`).
         self._settle_timer: tuple[float, TimerHandle] | None = None
         self._clock = clock
@@ -272,6 +280,7 @@ class Controller:
         )
         if self._shards is not None:
             self._supervisor.start("bucket handover", self._hand_over)
+            self._supervisor.start("scale read-ahead", self._read_ahead)
         start_workers(
             self._supervisor,
             self.burst_queue,
@@ -378,6 +387,7 @@ class Controller:
         self.decisions.forget(key)
         self._histories.forget(key)
         self._parsed.pop(key, None)
+        self._read.pop(key, None)
         self._second_due.pop(key, None)
         self._selectors.get(key[0], {}).pop(key, None)
         self._remember_pods(key, ())
@@ -567,6 +577,8 @@ class Controller:
         self._to_list = {ns for ns in self._to_list if self._caches(ns)}
         for key in [key for key in self._parsed if not self._caches(key[0])]:
             del self._parsed[key]  # (parsed ahead for a bucket no longer expected)
+        for key in [key for key in self._read if not self._caches(key[0])]:
+            del self._read[key]
         self.pods.prune()
         self.pod_index.forget_namespaces(dropped)
         for namespace in dropped:
@@ -700,6 +712,7 @@ class Controller:
                 )
             else:
                 self._parse_ahead(namespace)
+                self._queue_read_ahead(namespace)
 
     def _parse_ahead(self, namespace: str) -> None:
         """Parse the autoscalers of a namespace expected soon (`prepare_buckets`) while there is time: in
@@ -708,6 +721,61 @@ class Controller:
             if "spec" in obj:
                 with contextlib.suppress(ValueError):  # (unreadable: its reconcile says so)
                     self._parse(key, obj)
+
+    def _queue_read_ahead(self, namespace: str) -> None:
+        """Read the scales of `namespace`'s autoscalers ahead of a takeover: those whose buckets are
+        expected (or held) and whose holders have gone silent (stopped writing by their own rule, so the
+        replicas they wrote are the ones read). A takeover's backlog then spends the client's --qps on the
+        reads it cannot do ahead (metrics) and on the writes; a join reads nothing ahead (the holder still
+        writes until it gives the bucket up)."""
+        assert self._shards is not None
+        shards, now = self._shards, self._clock.now()
+        for key, _ in self._autoscalers_in(namespace):
+            waiting = [b for b in shards.placement.buckets_of(key, now) if b not in self._owned_buckets]
+            if waiting and all(b in self._prepared and shards.silent(b) for b in waiting):
+                self._to_read.append(key)
+        if self._to_read:
+            self._reading.set()
+
+    async def _read_ahead(self) -> None:
+        """READ_AHEAD readers of the scales `_queue_read_ahead` asked for (supervised)."""
+        while True:
+            await self._reading.wait()
+            self._reading.clear()
+            async with asyncio.TaskGroup() as group:
+                for _ in range(READ_AHEAD):
+                    group.create_task(self._read_scales())
+
+    async def _read_scales(self) -> None:
+        while self._to_read:
+            key = self._to_read.pop(0)
+            obj = self.autoscalers.store.get(*key)
+            if obj is None or "spec" not in obj or self._owns(key) or not self._caches(key[0]):
+                continue  # (gone; ours already, so its reconcile reads it; or no longer expected)
+            try:
+                hpa, _ = self._parse(key, obj)
+                if hpa is None:
+                    continue
+                ref = hpa.spec.scale_target_ref
+                path = await scale_path(self._mapper, ref.api_version, ref.kind, hpa.namespace, ref.name)
+                read_at = self._clock.now()
+                scale = await read_scale(self._client, path)
+            except (ValueError, ScaleError, ApiError, aiohttp.ClientError, TimeoutError) as err:
+                log.debug("scale not read ahead", key=_key_str(key), error=str(err))
+                continue
+            if self._caches(key[0]):
+                self._read[key] = (read_at, path, scale)
+
+    def _scale_read_ahead(self, key: Key, path: str) -> Obj | None:
+        """The scale read ahead for `key`'s first reconcile after a takeover (once): read from `path`,
+        within a lease duration. The holder had stopped writing when it was read; a write based on it
+        carries its resourceVersion, so a scale someone changed since is read again on the 409."""
+        read = self._read.pop(key, None)
+        if read is None or self._shards is None:
+            return None
+        read_at, read_path, scale = read
+        fresh = self._clock.now() - read_at < self._shards.config.lease_duration
+        return scale if fresh and read_path == path else None
 
     def _list_again(self, key: Key) -> None:
         """An autoscaler of ours met as a stub: its namespace's list is under way (the handover queues it
@@ -848,7 +916,7 @@ class Controller:
         ref = hpa.spec.scale_target_ref
         try:
             path = await scale_path(self._mapper, ref.api_version, ref.kind, hpa.namespace, ref.name)
-            scale_obj = await read_scale(self._client, path)
+            scale_obj = self._scale_read_ahead(key, path) or await read_scale(self._client, path)
         except ScaleError as err:
             return await self._act(
                 key, obj, hpa, scale_unavailable(hpa, history, str(err), self._clock.wall()), None, None

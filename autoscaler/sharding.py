@@ -209,6 +209,14 @@ class Sharding:
     def fence_of(self, key: Key) -> TargetFence:
         return TargetFence(self, key)
 
+    def silent(self, bucket: int) -> bool:
+        """Whether `bucket`'s holder (not us) has stopped writing for it by its own rule: its Lease is
+        free, or unchanged for the renew deadline."""
+        elector = self.electors[bucket]
+        if elector.leading:
+            return False
+        return elector.free() or elector.unchanged_for() >= self.config.renew_deadline
+
     def held(self) -> list[int]:
         return [i for i, elector in enumerate(self.electors) if elector.leading]
 

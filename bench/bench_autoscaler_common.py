@@ -5,8 +5,10 @@ API server's audit log as it is written."""
 from __future__ import annotations
 
 import asyncio
+import bisect
 import os
 import random
+import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -113,13 +115,18 @@ def target_of(i: int, namespaces: int, hot: int = 0) -> tuple[str, str]:
     return (HOT_NAMESPACE if i < hot else f"ns-{(i - hot) % namespaces}"), f"w{i}"
 
 
-def metrics_app(pods_each: int, delays: dict[str, float], flapping: Collection[str] = ()) -> web.Application:
+def metrics_app(
+    pods_each: int, delays: dict[str, float], flapping: Collection[str] = (), record: bool = False
+) -> web.Application:
     """custom.metrics.k8s.io v1beta2: every pod of `app=<name>` at 100 (the target: no scaling).
 
     `delays`: metric name -> seconds to wait before answering (a slow backend behind that metric).
     `flapping`: metric names answered at 50 or 200 at random (a status to write on every reconcile).
+    `record`: keep each read (when, namespace, app, User-Agent), served at /reads?since=<unix time>: a
+    reconcile reads its metric once, after its scale, right before it decides (`metric_reads`).
     """
     rng = random.Random(7)
+    reads: list[tuple[float, str, str, str]] = []
 
     async def group(_: web.Request) -> web.Response:
         version = {"groupVersion": "custom.metrics.k8s.io/v1beta2", "version": "v1beta2"}
@@ -136,6 +143,8 @@ def metrics_app(pods_each: int, delays: dict[str, float], flapping: Collection[s
     async def pods(request: web.Request) -> web.Response:
         ns, metric = request.match_info["ns"], request.match_info["metric"]
         app = request.query.get("labelSelector", "").partition("=")[2]
+        if record:
+            reads.append((time.time(), ns, app, request.headers.get("User-Agent", "")))
         if metric in delays:
             await asyncio.sleep(delays[metric])
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -159,18 +168,48 @@ def metrics_app(pods_each: int, delays: dict[str, float], flapping: Collection[s
             }
         )
 
+    async def read_log(request: web.Request) -> web.Response:
+        since = float(request.query.get("since", "0"))
+        start = bisect.bisect_left(reads, (since,))
+        return web.Response(body=orjson.dumps(reads[start:]), content_type="application/json")
+
     app = web.Application()
+    app.router.add_get("/reads", read_log)
     app.router.add_get("/apis/custom.metrics.k8s.io", group)
     app.router.add_get("/apis/custom.metrics.k8s.io/v1beta2/namespaces/{ns}/pods/{name}/{metric}", pods)
     return app
 
 
 def serve_metrics(
-    port: int, pods_each: int, delays: dict[str, float] | None = None, flapping: Collection[str] = ()
+    port: int,
+    pods_each: int,
+    delays: dict[str, float] | None = None,
+    flapping: Collection[str] = (),
+    record: bool = False,
 ) -> None:
     """metrics_app on 127.0.0.1:`port`, until the process ends (a benchmark's metrics backend process)."""
-    app = metrics_app(pods_each, delays or {}, flapping)
+    app = metrics_app(pods_each, delays or {}, flapping, record)
     web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
+
+
+@dataclass(frozen=True)
+class MetricRead:
+    """A read of a target's metric (serve_metrics with `record`): the moment its reconcile decides."""
+
+    when: datetime
+    namespace: str
+    name: str
+    user: str  # the replica's identity, from its User-Agent "surge-autoscaler/VERSION (IDENTITY)"
+
+
+async def metric_reads(url: str, since: datetime) -> list[MetricRead]:
+    """The reads the metrics endpoint at `url` recorded from `since` on, in order."""
+    async with aiohttp.ClientSession() as http, http.get(f"{url}/reads?since={since.timestamp()}") as r:
+        rows = orjson.loads(await r.read())
+    return [
+        MetricRead(datetime.fromtimestamp(when, UTC), ns, app, agent.rpartition("(")[2].rstrip(")"))
+        for when, ns, app, agent in rows
+    ]
 
 
 def _session() -> aiohttp.ClientSession:

@@ -49,7 +49,7 @@ import statistics
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -58,9 +58,11 @@ from bench_autoscaler_common import (
     AuditEntry,
     AuditTail,
     Daemon,
+    MetricRead,
     cpu_seconds,
     free_port,
     histogram_quantile,
+    metric_reads,
     rss_mib,
     seed_world,
     serve_metrics,
@@ -75,7 +77,6 @@ from sim.runner import ServerThread
 
 LEASES = ("coordination.k8s.io", "leases")
 LEASE_NAME = "surge-autoscaler"
-SCALE = "deployments/scale"
 RECONCILES = "surge_autoscaler_reconciles_total"
 WAIT = "surge_autoscaler_queue_wait_seconds"
 
@@ -90,7 +91,7 @@ class Cluster:
         self.args = args
         self.workdir = workdir
         self.metrics_url = metrics_url
-        self.audit = AuditTail(workdir / "audit.log", also_read=frozenset({SCALE}))
+        self.audit = AuditTail(workdir / "audit.log")
         self.replicas: dict[str, Daemon] = {}
         self.lease_names = [bucket_lease_name(LEASE_NAME, b, args.buckets) for b in range(args.buckets)]
 
@@ -106,6 +107,8 @@ class Cluster:
             f"--leader-elect-renew-deadline={a.lease * 2 / 3:g}s",
             f"--leader-elect-retry-period={a.lease * 2 / 15:g}s",
             f"--leader-elect-hot-namespace-targets={a.hot_after}",
+            *([f"--qps={a.qps:g}"] if a.qps is not None else []),
+            *([f"--burst={a.burst}"] if a.burst is not None else []),
             f"--sync-period={a.period:g}s",
             "--shutdown-grace-period=3s",
             f"--log-level={a.log_level}",
@@ -114,9 +117,9 @@ class Cluster:
         self.replicas[name] = daemon
         return daemon
 
-    def whole_log(self, also_read: frozenset[str] = frozenset()) -> list[AuditEntry]:
-        """Every write in the audit log from the start, and the reads of `also_read` resources."""
-        return AuditTail(self.audit.path, also_read=also_read).read()
+    def whole_log(self) -> list[AuditEntry]:
+        """Every write in the audit log from the start."""
+        return AuditTail(self.audit.path).read()
 
     def renewals(self, leases: Iterable[str]) -> list[str]:
         """The renewTime of each of `leases`, as the API server has it."""
@@ -185,6 +188,17 @@ async def wait_for(check: object, within: float, what: str, every: float = 0.2) 
     raise SystemExit(f"benchmark failed: {what} not within {within:g} s")
 
 
+async def wait_for_async(
+    check: Callable[[], Awaitable[bool]], within: float, what: str, every: float
+) -> None:
+    started = time.monotonic()
+    while time.monotonic() - started < within:
+        if await check():
+            return
+        await asyncio.sleep(every)
+    raise SystemExit(f"benchmark failed: {what} not within {within:g} s")
+
+
 async def all_reconciled(daemon: Daemon, count: int, within: float) -> None:
     await daemon.wait_for(lambda m: total(m, RECONCILES) >= count, within)
 
@@ -227,12 +241,14 @@ def spread_of(values: Iterable[float | None]) -> str:
 
 
 def reconciles_by_target(
-    entries: list[AuditEntry], since: datetime
+    reads: list[MetricRead], since: datetime, until: datetime | None = None
 ) -> dict[tuple[str, str], list[tuple[datetime, str]]]:
+    """Each target's reconciles (the reads of its metric: once each, right before the decision) and by
+    whom, from `since` until `until`."""
     out: dict[tuple[str, str], list[tuple[datetime, str]]] = defaultdict(list)
-    for e in entries:
-        if e.resource == SCALE and e.verb == "get" and e.received >= since:
-            out[(e.namespace, e.name)].append((e.received, e.user))
+    for r in reads:
+        if r.when >= since and (until is None or r.when < until):
+            out[(r.namespace, r.name)].append((r.when, r.user))
     return out
 
 
@@ -240,7 +256,7 @@ async def run(args: argparse.Namespace) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench-sharding-"))
     metrics_port = free_port()
     endpoint = multiprocessing.Process(
-        target=serve_metrics, args=(metrics_port, args.pods, {}, {"flappy"}), daemon=True
+        target=serve_metrics, args=(metrics_port, args.pods, {}, {"flappy"}, True), daemon=True
     )
     endpoint.start()
     n = args.autoscalers
@@ -376,29 +392,23 @@ async def run(args: argparse.Namespace) -> None:
             watched = {name: cluster.replicas[name].proc.pid for name in survivors}
             watched |= {"API server": os.getpid(), "metrics endpoint": endpoint.pid or 0}
             cpu_samples: list[tuple[datetime, dict[str, float]]] = []
-            # Each orphan's first reconcile by a survivor, from the audit lines read since the last poll
-            # only (this process also runs the API server: a poll must not stall it).
+            # Each orphan's first reconcile by a survivor: the first read of its metric (a reconcile reads
+            # it right before it decides, after its scale; a scale read ahead of the takeover is no
+            # reconcile), from the reads the metrics endpoint recorded since the last poll.
             first: dict[tuple[str, str], datetime] = {}
-            cursor = len(cluster.audit.entries)
+            polled = killed_at
 
-            def taken_over() -> bool:
-                nonlocal cursor
+            async def taken_over() -> bool:
+                nonlocal polled
                 cpu_samples.append((datetime.now(UTC), {n: cpu_seconds(pid) for n, pid in watched.items()}))
-                entries = cluster.audit.read()
-                for e in entries[cursor:]:
-                    t = (e.namespace, e.name)
-                    if (
-                        e.resource == SCALE
-                        and e.verb == "get"
-                        and e.user in survivors
-                        and t in orphans
-                        and e.received >= killed_at
-                    ):
-                        first[t] = min(first.get(t, e.received), e.received)
-                cursor = len(entries)
+                for r in await metric_reads(cluster.metrics_url, polled):
+                    t = (r.namespace, r.name)
+                    if r.user in survivors and t in orphans and t not in first:
+                        first[t] = r.when
+                    polled = max(polled, r.when)
                 return len(first) == len(orphans)
 
-            await wait_for(
+            await wait_for_async(
                 taken_over, args.lease * 4 + args.period + 60, "the takeover of every orphan", every=0.5
             )
             firsts = [(when - killed_at).total_seconds() for when in first.values()]
@@ -447,7 +457,8 @@ async def run(args: argparse.Namespace) -> None:
             took = await wait_for(lambda: cluster.balanced(members), 120, "the late replica's share")
             share = len(cluster.targets_of(late)) / n
             await asyncio.sleep(args.period + 2)
-            seen = reconciles_by_target(cluster.audit.read(), joined_at - timedelta(seconds=args.period))
+            since = joined_at - timedelta(seconds=args.period)
+            seen = reconciles_by_target(await metric_reads(cluster.metrics_url, since), since)
             end = datetime.now(UTC)
             gaps = []
             for t in cluster.targets():
@@ -466,13 +477,14 @@ async def run(args: argparse.Namespace) -> None:
                 f"{late_reconciles} reconciles); longest a target went unreconciled around the handover "
                 f"{max(gaps):.1f} s (period {args.period:g} s: target <= {args.period + 15:g} s)"
             )
-            reads = cluster.whole_log(also_read=frozenset({SCALE}))  # (one read for both checks)
-            stale = stale_writes(reads, {*names, late}, args)
+            stale = stale_writes(cluster.whole_log(), {*names, late}, args)
             print(f"stale writes after a lost lease: {len(stale)}")
             # Each target has a slot in every period: all but one of the measurement's whole periods
             # (a slot at its edge may move across it) must have its reconcile.
             windows = max(1, int(args.measure // args.period) - 1)
-            counted = reconciles_by_target([e for e in reads if e.received < measured_to], measured_from)
+            counted = reconciles_by_target(
+                await metric_reads(cluster.metrics_url, measured_from), measured_from, measured_to
+            )
             missed = [t for t in cluster.targets() if len(counted.get(t, ())) < windows]
             examples = ", ".join("/".join(t) for t in missed[:3])
             print(
@@ -512,6 +524,8 @@ def main() -> None:
         "--lease", type=float, default=15.0, help="lease duration (renew deadline 2/3, retry 2/15)"
     )
     parser.add_argument("--measure", type=float, default=45.0)
+    parser.add_argument("--qps", type=float, help="the replicas' --qps (default: theirs)")
+    parser.add_argument("--burst", type=int, help="the replicas' --burst (default: theirs)")
     parser.add_argument("--log-level", default="warning", help="the replicas' (logs in the work folder)")
     args = parse_args(
         parser, {"autoscalers": 60, "pods": 2, "buckets": 6, "period": 2.0, "lease": 3.0, "measure": 4.0}

@@ -97,3 +97,37 @@ async def test_an_autoscaler_of_ours_met_as_a_stub_is_listed_again_and_reconcile
         # Not dropped: its namespace is listed again, then it is reconciled with its spec.
         await eventually(lambda: reconciles(controller) > before)
         assert "spec" in (store.get(*key) or {})
+
+
+async def test_scales_are_read_ahead_of_a_silent_holders_buckets_and_used_once_they_are_ours(
+    kube: KubeClient,
+    apiserver: ServerThread,
+    kubeconfig_path: Path,
+    backend: MetricsBackend,
+    fake_clock: FakeClock,
+) -> None:
+    await _seed(kube, apiserver, backend)
+    async with running_controller(kubeconfig_path, backend.url, clock=fake_clock, flags=FLAGS) as controller:
+        await eventually(lambda: controller.ready)
+        shards = controller._shards
+        assert shards is not None
+        bucket = bucket_of("default", BUCKETS)
+        keys = {("default", name) for name in NAMES}
+        # Held by a replica heard of just now: a join, whose holder still writes. Nothing is read ahead.
+        lease = {"spec": {"holderIdentity": "other", "renewTime": "t0", "leaseDurationSeconds": 15}}
+        shards.electors[bucket].observe(lease)
+        controller.prepare_buckets({bucket})
+        await controller.wait_prepared()
+        await asyncio.sleep(0.1)
+        assert not controller._read
+        # Unheard of for the renew deadline: it has stopped writing; the scales are read ahead.
+        controller.prepare_buckets(set())
+        fake_clock.advance(10.0)
+        controller.prepare_buckets({bucket})
+        await controller.wait_prepared()
+        await eventually(lambda: set(controller._read) == keys)
+        # The bucket is ours: each first reconcile decides on the scale read ahead (used once).
+        shards.guards[bucket].renewed(fake_clock.now())
+        controller.gain_bucket(bucket)
+        await eventually(lambda: all(controller.decisions.records_json(key) for key in keys))
+        assert not controller._read
