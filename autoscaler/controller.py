@@ -1116,11 +1116,15 @@ class Controller:
         # Most reconciles change nothing: then no coroutine, no task.
         writes = [self._write_status(key, obj, decision, fence)] if decision.status_changed else []
         writes.extend(self._events.record(obj, e.type, e.reason, e.message, fence) for e in decision.events)
-        if len(writes) == 1:
-            await writes[0]
-        elif writes:
-            await asyncio.gather(*writes)
-        self._log_decision(key, decision, reason, decided_at, answers)
+        try:
+            if len(writes) == 1:
+                await writes[0]
+            elif writes:
+                await asyncio.gather(*writes)
+        finally:
+            # Logged even when a status or event write fails (the API server gone, a partition): the
+            # scale write may have gone out, and every scale write has its decision record.
+            self._log_decision(key, decision, reason, decided_at, answers)
         if decision.error is not None:
             return "error"
         return outcome
