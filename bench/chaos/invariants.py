@@ -138,7 +138,10 @@ def parse_decision(writer: str, line: dict[str, Any]) -> Decision | None:
     namespace, _, name = str(line.get("key", "")).partition("/")
     metrics = line.get("metrics") or []
     average: float | None = None
-    if metrics and metrics[0].get("type") == "Pods":
+    # A decision that read no metric (its scale could not be read, say) carries the status's metrics as
+    # they were last written: no value of its own to judge.
+    read = bool(line.get("reported")) and line["reported"][0] is not None
+    if read and metrics and metrics[0].get("type") == "Pods":
         value = ((metrics[0].get("pods") or {}).get("current") or {}).get("averageValue")
         average = float(parse_quantity(value)) if isinstance(value, str) else None
     return Decision(

@@ -125,6 +125,16 @@ def test_d_wants_each_target_reconciled_and_each_daemon_ready_in_time() -> None:
     assert [v.split()[0] for v in verdict.violations["d"]] == ["ns/b", "ns/c", "r2", "r3"]
 
 
+def test_a_decision_that_read_no_metric_has_no_value_to_judge() -> None:
+    line = {
+        "event": "decision", "key": "ns/w", "decided_at": "2026-11-29T05:00:00+00:00", "current": 5,
+        "proposal": 5, "result": "unchanged", "ratios": [], "limited": None,
+        "metrics": [{"type": "Pods", "pods": {"metric": {"name": "m"}, "current": {"averageValue": "33729m"}}}],
+    }  # fmt: skip
+    assert invariants.parse_decision("r1", {**line, "reported": []}).average is None  # type: ignore[union-attr]
+    assert invariants.parse_decision("r1", {**line, "reported": [1]}).average == 33.729  # type: ignore[union-attr]
+
+
 def test_e_wants_rss_under_the_limit_and_f_a_mean_of_what_prometheus_answered() -> None:
     verdict = Verdict()
     limits = {"adapter-0": 512.0, "autoscaler-0": 512.0}
