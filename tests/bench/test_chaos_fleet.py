@@ -129,7 +129,7 @@ def test_a_decision_that_read_no_metric_has_no_value_to_judge() -> None:
     line = {
         "event": "decision", "key": "ns/w", "decided_at": "2026-11-29T05:00:00+00:00", "current": 5,
         "proposal": 5, "result": "unchanged", "ratios": [], "limited": None,
-        "metrics": [{"type": "Pods", "pods": {"metric": {"name": "m"}, "current": {"averageValue": "33729m"}}}],
+        "metrics": [{"type": "Pods", "pods": {"current": {"averageValue": "33729m"}}}],
     }  # fmt: skip
     assert invariants.parse_decision("r1", {**line, "reported": []}).average is None  # type: ignore[union-attr]
     assert invariants.parse_decision("r1", {**line, "reported": [1]}).average == 33.729  # type: ignore[union-attr]
