@@ -634,7 +634,12 @@ class Controller:
         self._settle_timer = None
         placement = self._shards.placement
         for namespace in placement.ended(self._clock.now()):
-            owned = {key for key, _ in self._autoscalers_in(namespace) if self._owns(key)}
+            # What was ours in the transition (both buckets held): those keys keep their schedule.
+            owned = {
+                key
+                for key, _ in self._autoscalers_in(namespace)
+                if all(b in self._owned_buckets for b in placement.both(key))
+            }
             placement.settle(namespace)
             self._regroup(namespace, owned)
         self._schedule_settle()

@@ -123,12 +123,16 @@ class Placement:
         then the key's) while its namespace is in transition."""
         namespace, name = key
         if namespace in self._changed and self.in_transition(namespace, now):
-            cold = buckets.bucket_of(namespace, self.count)
-            by_key = buckets.bucket_of_key(namespace, name, self.count)
-            return (cold,) if by_key == cold else (cold, by_key)
+            return self.both(key)
         if namespace in self._hot:
             return (buckets.bucket_of_key(namespace, name, self.count),)
         return (buckets.bucket_of(namespace, self.count),)
+
+    def both(self, key: Key) -> tuple[int, ...]:
+        """The buckets of `key` in a transition: its namespace's, then its key's (one when the same)."""
+        cold = buckets.bucket_of(key[0], self.count)
+        by_key = buckets.bucket_of_key(key[0], key[1], self.count)
+        return (cold,) if by_key == cold else (cold, by_key)
 
     def namespace_buckets(self, namespace: str, now: float) -> frozenset[int]:
         """The buckets any target of `namespace` needs: a replica holding (or expecting) one of them

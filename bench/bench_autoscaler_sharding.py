@@ -412,7 +412,7 @@ async def run(args: argparse.Namespace) -> None:
                 taken_over, args.lease * 4 + args.period + 60, "the takeover of every orphan", every=0.5
             )
             firsts = [(when - killed_at).total_seconds() for when in first.values()]
-            taken = lease_writes(cluster.audit.entries, killed_at, survivors)
+            taken = lease_writes(cluster.audit.read(), killed_at, survivors)
             print(
                 f"takeover after SIGKILL of {victim}: its buckets taken after "
                 f"{spread_of(taken.get(n) for n in cluster.lease_names if n in orphan_leases)}; its "
@@ -466,7 +466,7 @@ async def run(args: argparse.Namespace) -> None:
                 points = [joined_at - timedelta(seconds=args.period), *times, end]
                 gaps.append(max((b - a).total_seconds() for a, b in itertools.pairwise(points)))
             late_reconciles = sum(user == late for v in seen.values() for _, user in v)
-            joined = lease_writes(cluster.audit.entries, joined_at, [late])
+            joined = lease_writes(cluster.audit.read(), joined_at, [late])
             member = next((t for n, t in joined.items() if "-member-" in n), None)
             print(
                 f"late joiner: membership Lease written {spread_of([member])} after it was started, its "

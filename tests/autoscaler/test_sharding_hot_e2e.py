@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ HOT = "hot"
 HOT_TARGETS = [f"w{i}" for i in range(60)]
 COLD = [f"team-{i}" for i in range(3)]
 K = 10  # --leader-elect-hot-namespace-targets
+LATE = "replica-d"
 
 
 @pytest.fixture
@@ -74,7 +76,11 @@ def writers_follow_the_leases(log: list[dict[str, Any]]) -> int:
     for event in sorted(log, key=lambda e: e["requestReceivedTimestamp"]):
         user = event["user"]["username"]
         ref = event.get("objectRef") or {}
-        if user not in NAMES or event["verb"] not in WRITES or event["responseStatus"]["code"] >= 300:
+        if (
+            user not in (*NAMES, LATE)
+            or event["verb"] not in WRITES
+            or event["responseStatus"]["code"] >= 300
+        ):
             continue
         if ref.get("resource") == "leases":
             lease_writer[ref["name"]] = user
@@ -118,7 +124,7 @@ async def test_a_hot_namespace_is_split_over_three_replicas_and_each_target_has_
         def settled() -> bool:
             mine = held()
             holders = [next((n for n, b in mine.items() if bucket in b), "") for bucket in range(BUCKETS)]
-            return "" not in holders and plan(holders, NAMES, weights(targets_per_bucket())) == holders
+            return "" not in holders and plan(holders, daemons, weights(targets_per_bucket())) == holders
 
         await eventually(settled, within=30)
         owned = {name: sum(held()[name].count(buckets_of(HOT, t)) for t in HOT_TARGETS) for name in NAMES}
@@ -134,6 +140,24 @@ async def test_a_hot_namespace_is_split_over_three_replicas_and_each_target_has_
             )
 
         await eventually(scaled, within=30)
+        # A fourth replica joins (a rollout's, say): it is given buckets while its start-up transition
+        # lasts (its keys of the hot namespace need both buckets until then), and reconciles them after.
+        config = api.write_kubeconfig(tmp_path / f"{LATE}.kubeconfig", user=LATE)
+        daemons[LATE] = await stack.enter_async_context(
+            running_daemon(config, backend.url, flags=flags(LATE))
+        )
+        await eventually(lambda: settled() and bool(held()[LATE]), within=10)
+        # Every target is reconciled again (every period, 1 s) by its owner: each owner's newest
+        # decision is newer than the join.
+        targets = [(HOT, n) for n in HOT_TARGETS] + [(ns, "web") for ns in COLD]
+        since = datetime.now(UTC)
+
+        def decided_since(key: tuple[str, str]) -> bool:
+            owner = next(n for n, b in held().items() if buckets_of(*key) in b)
+            records = daemons[owner].controller.decisions.records_json(key) or []
+            return bool(records) and datetime.fromisoformat(records[0]["time"]) > since
+
+        await eventually(lambda: all(decided_since(key) for key in targets), within=10)
         for name, daemon in daemons.items():
             assert daemon.controller.keys_owned() == sum(
                 buckets_of(ns, target) in held()[name]
