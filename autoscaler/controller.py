@@ -15,6 +15,7 @@ import logging
 import math
 import time
 import zlib
+from collections import deque
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -192,7 +193,7 @@ class Controller:
         self._handover = asyncio.Event()
         # Scales of the autoscalers of buckets expected from a silent holder, read before they are ours
         # (`_read_ahead`): key -> (when read, scale path, scale), used by the key's first reconcile.
-        self._to_read: list[Key] = []
+        self._to_read: deque[Key] = deque()
         self._reading = asyncio.Event()
         self._read: dict[Key, tuple[float, str, Obj]] = {}
         # When the next namespace in transition settles on its new buckets (`_settle`).
@@ -753,7 +754,7 @@ class Controller:
 
     async def _read_scales(self) -> None:
         while self._to_read:
-            key = self._to_read.pop(0)
+            key = self._to_read.popleft()
             obj = self.autoscalers.store.get(*key)
             if obj is None or "spec" not in obj or self._owns(key) or not self._caches(key[0]):
                 continue  # (gone; ours already, so its reconcile reads it; or no longer expected)

@@ -47,7 +47,10 @@ class Placement:
         self._hot: set[str] = set()
         self._changed: dict[str, float] = {}  # namespace -> when its status last changed (our clock)
         self._targets = [0] * count  # per bucket, by each namespace's current status
-        self._spans: dict[str, frozenset[int]] = {}  # a hot namespace's buckets, computed when asked
+        # Per namespace, its targets per bucket by key (kept for every namespace: one may turn hot), and
+        # the buckets with any (computed when asked, until a target comes or goes).
+        self._by_key: dict[str, list[int]] = {}
+        self._spans: dict[str, frozenset[int]] = {}
 
     # ---- what the informer saw
 
@@ -58,9 +61,13 @@ class Placement:
         if name in names:
             return False
         names.add(name)
-        self._spans.pop(namespace, None)
+        by_key = buckets.bucket_of_key(namespace, name, self.count)
+        counts = self._by_key.setdefault(namespace, [0] * self.count)
+        counts[by_key] += 1
+        if counts[by_key] == 1:
+            self._spans.pop(namespace, None)
         if namespace in self._hot:
-            self._targets[buckets.bucket_of_key(namespace, name, self.count)] += 1
+            self._targets[by_key] += 1
         else:
             self._targets[buckets.bucket_of(namespace, self.count)] += 1
         return self._restatus(namespace, now)
@@ -72,14 +79,19 @@ class Placement:
         if names is None or name not in names:
             return False
         names.discard(name)
-        self._spans.pop(namespace, None)
+        by_key = buckets.bucket_of_key(namespace, name, self.count)
+        counts = self._by_key[namespace]
+        counts[by_key] -= 1
+        if not counts[by_key]:
+            self._spans.pop(namespace, None)
         if namespace in self._hot:
-            self._targets[buckets.bucket_of_key(namespace, name, self.count)] -= 1
+            self._targets[by_key] -= 1
         else:
             self._targets[buckets.bucket_of(namespace, self.count)] -= 1
         changed = self._restatus(namespace, now)
         if not names:
             del self._names[namespace]
+            del self._by_key[namespace]
             self._spans.pop(namespace, None)
         return changed
 
@@ -98,10 +110,9 @@ class Placement:
         if hot == (namespace in self._hot):
             return False
         cold_bucket = buckets.bucket_of(namespace, self.count)
-        for name in self._names.get(namespace, ()):
-            key_bucket = buckets.bucket_of_key(namespace, name, self.count)
-            self._targets[cold_bucket] += -1 if hot else 1
-            self._targets[key_bucket] += 1 if hot else -1
+        for key_bucket, count in enumerate(self._by_key.get(namespace, ())):
+            self._targets[cold_bucket] += -count if hot else count
+            self._targets[key_bucket] += count if hot else -count
         if hot:
             self._hot.add(namespace)
         else:
@@ -146,10 +157,8 @@ class Placement:
         """The buckets of the keys of `namespace` (cached until a target comes or goes)."""
         span = self._spans.get(namespace)
         if span is None:
-            names = self._names.get(namespace, ())
-            span = self._spans[namespace] = frozenset(
-                buckets.bucket_of_key(namespace, name, self.count) for name in names
-            )
+            counts = self._by_key.get(namespace, ())
+            span = self._spans[namespace] = frozenset(b for b, count in enumerate(counts) if count)
         return span
 
     def settles_at(self) -> float | None:

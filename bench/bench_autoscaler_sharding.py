@@ -4,7 +4,11 @@ replica's targets are taken over, and that a paused one writes nothing for bucke
 R `python -m autoscaler` replicas (processes, each a user of its own in the simulated API server, whose
 audit log is on) share T HorizontalAutoscalers x P pods in T/10 namespaces at a 15 s period; one target
 in ten reads a metric that jumps between half and twice its target, so its status is written on every
-reconcile (writes to check), the others sit at their target.
+reconcile (writes to check), the others sit at their target. With `--hot-namespace-targets H`, H of the T
+are in one namespace (`hot`) and the others in (T - H)/10 namespaces: the replicas split it over the
+buckets (above --hot-after, their --leader-elect-hot-namespace-targets). A target counts as reconciled
+when its metric is read (the metrics endpoint records each read and who made it): a reconcile reads it
+once, after the scale, right before it decides; a scale read ahead of a takeover is no reconcile.
 
 1. One replica alone holds every bucket: its RSS once every target was reconciled and it ran as long as
    the replicas do before theirs is read (the baseline).
@@ -12,14 +16,15 @@ reconcile (writes to check), the others sit at their target.
    CPU and RSS over `--measure` seconds, once the buckets are balanced; and (read from the audit log at
    the end) that every target was reconciled in the measurement's periods.
 3. SIGKILL the replica owning most, right after it renewed its buckets (the worst case): seconds until
-   every one of its targets was reconciled (a read of its /scale in the audit log) by a survivor, and the
-   CPU each process used meanwhile.
+   every one of its targets was reconciled (its metric read) by a survivor, and the CPU each process used
+   meanwhile.
 4. SIGSTOP another past its lease, SIGCONT it: the writes (audit log) it made for a target whose bucket
    Lease another replica had written since it last did (must be 0), and the writes its fence dropped.
 5. A replica joins late: seconds until the buckets are balanced again, and the longest any target went
    without a reconcile around the handover (must stay under a period + 15 s).
 
     .venv/bin/python bench/bench_autoscaler_sharding.py [--replicas 3] [--autoscalers 15000] [--buckets 10]
+    .venv/bin/python bench/bench_autoscaler_sharding.py --hot-namespace-targets 3000   # one of 3,000
     .venv/bin/python bench/bench_autoscaler_sharding.py --smoke   # 60 targets, 2 s period, 3 s lease
 
 The simulated API server runs in this process (plain HTTP), the metrics endpoint in a child process: all
