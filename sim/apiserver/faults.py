@@ -177,6 +177,7 @@ class Faults:
                 await fault.lifted.wait()
                 if request.transport is not None:
                     request.transport.abort()
+                    await asyncio.sleep(0)  # connection_lost runs: aiohttp then writes nothing back
                 return web.Response(status=503)  # never sent: aiohttp finds the connection gone
             if fault.latency:
                 with contextlib.suppress(TimeoutError):
