@@ -1098,7 +1098,12 @@ class Controller:
         fence = self._fence(key)
         outcome = "ok"
         decided_at = self._clock.wall()
+        logged: Decision | None = None
         if decision.rescale and path is not None and scale_obj is not None:
+            # Logged before the scale write goes out: whatever happens next (the process killed, the
+            # reconcile cancelled at its deadline, the connection lost), every scale write has its record.
+            self._log_decision(key, decision, reason_of(decision), decided_at, answers)
+            logged = decision
             try:
                 _, attempts = await update_replicas(
                     self._client, path, scale_obj, decision.desired_replicas, fence
@@ -1128,9 +1133,10 @@ class Controller:
             elif writes:
                 await asyncio.gather(*writes)
         finally:
-            # Logged even when a status or event write fails (the API server gone, a partition): the
-            # scale write may have gone out, and every scale write has its decision record.
-            self._log_decision(key, decision, reason, decided_at, answers)
+            # Even when a status or event write fails (the API server gone, a partition). A decision whose
+            # scale write failed is logged a second time, with its failure.
+            if decision is not logged:
+                self._log_decision(key, decision, reason, decided_at, answers)
         if decision.error is not None:
             return "error"
         return outcome

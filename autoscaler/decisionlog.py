@@ -43,8 +43,8 @@ def decision_fields(
     """The log record's fields; `reason` is the decision's sentence (autoscaler.reasons), as in its record.
     `ratios` are the core's usage ratios (current / target, before tolerance and readiness corrections).
     `decided_at` is when it was decided, just after its metrics were read (the record itself is logged
-    once the scale and the status are written); `reported` counts the values of each metric's `answers`
-    (none for a decision that read none)."""
+    before a scale write goes out, and again if that write fails; otherwise once the status is written);
+    `reported` counts the values of each metric's `answers` (none for a decision that read none)."""
     status = decision.status
     limited = next((c for c in status.conditions if c.type == "ScalingLimited" and c.status == "True"), None)
     return {
