@@ -6,9 +6,10 @@ Prometheus (pure, over what they were parsed into; bench/chaos_fleet.py reads th
     the writer as holder (a release names nobody);
 (b) every scale write carries the value its writer decided, from metrics read within its current term of
     the bucket (decided after it acquired the Lease), and that decision is the HPA's formula over what it
-    read: for a Pods metric with every pod reporting, `ceil(ratio x current)` unless the ratio is within
-    the 0.1 tolerance of 1, clamped to min..max (the fleet's targets have neither stabilization nor rate
-    limits, fleet.py);
+    read: for a Pods metric with every pod reporting, `ceil(ratio x ready pods)` unless the ratio is
+    within the 0.1 tolerance of 1, clamped to min..max (the fleet's targets have neither stabilization
+    nor rate limits, fleet.py). The record does not say how many of the reporting pods were being
+    deleted (their samples do not count), so any ready count from 1 to the reporters' is accepted;
 (c) no scale write outside minReplicas..maxReplicas, and none to a paused target;
 (d) once the last fault is over, every target reconciled (its /scale read by an autoscaler) within
     period + lease + 5 s, and every daemon ready within 30 s;
@@ -209,8 +210,10 @@ def _last_before(writes: Sequence[LeaseWrite], at: float) -> int | None:
     return low - 1 if low else None
 
 
-def formula(ratio: float, current: int, low: int, high: int) -> int:
-    proposal = current if abs(ratio - 1.0) <= TOLERANCE else math.ceil(ratio * current)
+def formula(ratio: float, ready: int, current: int, low: int, high: int) -> int:
+    """The HPA's count for a Pods metric without missing or unready pods: `ceil(ratio x ready pods)`, or
+    the current count within the tolerance, clamped to min..max."""
+    proposal = current if abs(ratio - 1.0) <= TOLERANCE else math.ceil(ratio * ready)
     return max(low, min(high, proposal))
 
 
@@ -274,14 +277,18 @@ def judge_writes(
         ):
             verdict.skipped["b formula"] += 1
             continue
+        # The ratio is over the pods whose samples counted: those that reported, less any being deleted,
+        # which the record does not say; so any count up to the reporters' (the tolerance keeps `current`).
         expected = {
-            formula(ratio + d, decision.current, low, high) for d in (-RATIO_ROUNDING, 0, RATIO_ROUNDING)
+            formula(ratio + d, ready, decision.current, low, high)
+            for d in (-RATIO_ROUNDING, 0, RATIO_ROUNDING)
+            for ready in range(1, decision.current + 1)
         }
         verdict.check(
             "b",
             decision.proposal in expected,
             f"{decision.writer} proposed {decision.proposal} for {target} at {decision.decided_at:.3f} from "
-            f"ratio {ratio} over {decision.current} pods; the formula gives {sorted(expected)}",
+            f"ratio {ratio} over {decision.current} reporting pods; the formula gives {sorted(expected)}",
         )
 
 

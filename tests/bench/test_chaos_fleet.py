@@ -102,6 +102,11 @@ def test_b_wants_the_written_value_decided_within_the_writers_term_by_the_formul
     assert list(judge(audit, [decision("r1", 2.5, 4, ratio=1.2)]).violations) == ["b"]  # ceil(1.2 x 2) = 3
     assert judge(audit, [decision("r1", 2.5, 4, ratio=1.2, reported=1)]).skipped["b formula"] == 1
     assert judge(audit, [decision("r1", 2.5, 4, ratio=1.5)]).total == 0  # 4 decimals: 1.5 may be 1.50004
+    down = Audit(audit.leases, [TargetWrite(3.0, "r1", "ns", "w", "scale", 1)])
+    # One of the two reporting pods may be being deleted: ceil(0.79 x 1) = 1, as ceil(0.79 x 2) = 2.
+    assert judge(down, [decision("r1", 2.5, 1, ratio=0.79)]).total == 0
+    up = Audit(audit.leases, [TargetWrite(3.0, "r1", "ns", "w", "scale", 5)])
+    assert list(judge(up, [decision("r1", 2.5, 5, ratio=0.79)]).violations) == ["b"]
     within_tolerance = TargetWrite(3.0, "r1", "ns", "w", "scale", 2)
     assert judge(Audit(audit.leases, [within_tolerance]), [decision("r1", 2.5, 2, ratio=1.09)]).total == 0
 
