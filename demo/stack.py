@@ -19,10 +19,26 @@ from sim.prometheus import free_port
 AUTOSCALER_LOG = "autoscaler.log"  # in the daemons' workdir: its JSON log, which demo.record reads
 
 
-def _spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
+# Runs `python -m MODULE ARGS...` (argv: the demo's pid, MODULE, ARGS) so that it dies with the demo, however
+# the demo ends: SIGKILL included (a test's watchdog, a killed run), which would otherwise leave the daemon
+# running in its own session. Linux's parent-death signal is set in the child itself (a preexec_fn is not
+# safe with the demo's threads); a demo gone before that is noticed by the parent pid having changed. The
+# signal comes when the thread that spawned the daemon ends: the demo's event loop, which runs to its end.
+_WITH_THE_DEMO = (
+    "import ctypes, os, runpy, signal, sys\n"
+    "demo = int(sys.argv.pop(1))\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG\n"
+    "if os.getppid() != demo:\n"
+    "    sys.exit('the demo is gone')\n"
+    "sys.argv = sys.argv[1:]\n"
+    "runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)\n"
+)
+
+
+def _spawn(module: str, args: list[str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
         return subprocess.Popen(
-            [sys.executable, *args],
+            [sys.executable, "-c", _WITH_THE_DEMO, str(os.getpid()), module, *args],
             stdout=out,
             stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -32,12 +48,14 @@ def _spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
         )
 
 
-async def _wait_ok(url: str, proc: subprocess.Popen[bytes], log: Path, within: float = 60.0) -> None:
+async def _wait_ok(
+    url: str, module: str, proc: subprocess.Popen[bytes], log: Path, within: float = 60.0
+) -> None:
     deadline = time.monotonic() + within
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=False)) as http:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise RuntimeError(f"{proc.args!r} exited with {proc.returncode}; see {log}")
+                raise RuntimeError(f"{module} exited with {proc.returncode}; see {log}")
             try:
                 async with http.get(url) as response:
                     if response.status == 200:
@@ -59,11 +77,11 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @asynccontextmanager
-async def _running(args: list[str], log: Path, ready_url: str) -> AsyncIterator[None]:
-    """One daemon, started and healthy on entry, stopped (SIGTERM, then SIGKILL) on exit."""
-    proc = _spawn(args, log)
+async def _running(module: str, args: list[str], log: Path, ready_url: str) -> AsyncIterator[None]:
+    """`python -m module args`, started and healthy on entry, stopped (SIGTERM, then SIGKILL) on exit."""
+    proc = _spawn(module, args, log)
     try:
-        await _wait_ok(ready_url, proc, log)
+        await _wait_ok(ready_url, module, proc, log)
         yield
     finally:
         await asyncio.to_thread(_stop, proc)
@@ -80,8 +98,6 @@ async def running_adapter(
     port = free_port()
     url = f"https://127.0.0.1:{port}"
     args = [
-        "-m",
-        "adapter",
         f"--config={config}",
         f"--prometheus-url={prometheus_url}",
         f"--lister-kubeconfig={kubeconfig}",
@@ -93,7 +109,7 @@ async def running_adapter(
         "--metrics-relist-interval=1s",
         "--log-format=json",
     ]
-    async with _running(args, workdir / "adapter.log", f"{url}/healthz"):
+    async with _running("adapter", args, workdir / "adapter.log", f"{url}/healthz"):
         yield url
 
 
@@ -110,8 +126,6 @@ async def running_autoscaler(kubeconfig: Path, workdir: Path, flags: list[str]) 
     port = free_port()
     url = f"https://127.0.0.1:{port}"
     args = [
-        "-m",
-        "autoscaler",
         f"--kubeconfig={kubeconfig}",
         f"--cert-dir={autoscaler_ca(workdir).parent}",
         "--bind-address=127.0.0.1",
@@ -119,5 +133,5 @@ async def running_autoscaler(kubeconfig: Path, workdir: Path, flags: list[str]) 
         "--log-format=json",
         *flags,
     ]
-    async with _running(args, workdir / AUTOSCALER_LOG, f"{url}/readyz"):
+    async with _running("autoscaler", args, workdir / AUTOSCALER_LOG, f"{url}/readyz"):
         yield url
