@@ -14,6 +14,7 @@ from autoscaler.core.types import (
     MetricAnswer,
     ObjectMetricAnswer,
     PodsMetricAnswer,
+    Readiness,
     ResourceMetricsAnswer,
 )
 
@@ -21,6 +22,17 @@ from autoscaler.core.types import (
 def _ratio(ratio: float | None) -> float | None:
     # Rounded for the reader; a ratio over zero pods is not finite, which JSON cannot carry.
     return round(ratio, 4) if ratio is not None and math.isfinite(ratio) else None
+
+
+def _readiness(readiness: Readiness | None) -> dict[str, Any] | None:
+    if readiness is None:
+        return None
+    return {
+        "ready": readiness.ready,
+        "unready": readiness.unready,
+        "missing": readiness.missing,
+        "ratio": _ratio(readiness.ratio),
+    }
 
 
 def reported(answers: Sequence[MetricAnswer]) -> list[int | None]:
@@ -41,7 +53,9 @@ def decision_fields(
     decision: Decision, reason: str, decided_at: datetime, answers: Sequence[MetricAnswer] = ()
 ) -> dict[str, Any]:
     """The log record's fields; `reason` is the decision's sentence (autoscaler.reasons), as in its record.
-    `ratios` are the core's usage ratios (current / target, before tolerance and readiness corrections).
+    `ratios` are the core's usage ratios (current / target, before tolerance and readiness corrections);
+    `readiness` per metric its readiness correction where it ran (the pods counted as read, unready and
+    missing, and the ratio over all of them), so that the count can be derived from the record alone.
     `decided_at` is when it was decided, just after its metrics were read (the record itself is logged
     before a scale write goes out, and again if that write fails; otherwise once the status is written);
     `reported` counts the values of each metric's `answers` (none for a decision that read none)."""
@@ -53,6 +67,7 @@ def decision_fields(
         "metric": decision.metric_name or None,
         "metrics": hpa_status_to_json(status).get("currentMetrics", []),
         "ratios": [_ratio(r) for r in decision.trace.ratios] if decision.trace is not None else [],
+        "readiness": [_readiness(r) for r in decision.trace.readiness] if decision.trace is not None else [],
         "current": status.current_replicas,
         "proposal": decision.desired_replicas,
         "limited": limited.reason if limited is not None else None,

@@ -8,8 +8,9 @@ Prometheus (pure, over what they were parsed into; bench/chaos_fleet.py reads th
     the bucket (decided after it acquired the Lease), and that decision is the HPA's formula over what it
     read: for a Pods metric with every pod reporting, `ceil(ratio x ready pods)` unless the ratio is
     within the 0.1 tolerance of 1, clamped to min..max (the fleet's targets have neither stabilization
-    nor rate limits, fleet.py). The record does not say how many of the reporting pods were being
-    deleted (their samples do not count), so any ready count from 1 to the reporters' is accepted;
+    nor rate limits, fleet.py), or where pods were missing or unready, the HPA's second pass over the
+    counts the record gives. The record does not say how many of the reporting pods were being deleted
+    (their samples do not count), so any ready count from 1 to the reporters' is accepted;
 (c) no scale write outside minReplicas..maxReplicas, and none to a paused target;
 (d) once the last fault is over, every target reconciled (its /scale read by an autoscaler) within
     period + lease + 5 s, and every daemon ready within 30 s;
@@ -77,6 +78,9 @@ class Decision:
     reported: tuple[int | None, ...]
     limited: str | None
     average: float | None  # the first metric's per-pod average, for a Pods metric
+    # Per metric, the readiness pass where it ran ({ready, unready, missing, ratio}); () in a record
+    # that does not say.
+    readiness: tuple[dict[str, Any] | None, ...] = ()
 
 
 @dataclass
@@ -157,6 +161,7 @@ def parse_decision(writer: str, line: dict[str, Any]) -> Decision | None:
         tuple(line.get("reported") or ()),
         line.get("limited"),
         average,
+        tuple(line.get("readiness") or ()),
     )
 
 
@@ -268,28 +273,58 @@ def judge_writes(
             f"{decision.decided_at:.3f} proposed {decision.proposal}; its term of bucket {bucket} began "
             f"at {since:.3f}",
         )
-        ratio = decision.ratios[0] if decision.ratios else None
-        complete = decision.reported[:1] == (decision.current,) and decision.average is not None
-        if (
-            ratio is None
-            or not complete
-            or decision.limited not in (None, "TooFewReplicas", "TooManyReplicas")
-        ):
+        expected = expected_counts(decision, low, high)
+        if expected is None:
             verdict.skipped["b formula"] += 1
             continue
-        # The ratio is over the pods whose samples counted: those that reported, less any being deleted,
-        # which the record does not say; so any count up to the reporters' (the tolerance keeps `current`).
-        expected = {
-            formula(ratio + d, ready, decision.current, low, high)
-            for d in (-RATIO_ROUNDING, 0, RATIO_ROUNDING)
-            for ready in range(1, decision.current + 1)
-        }
         verdict.check(
             "b",
             decision.proposal in expected,
             f"{decision.writer} proposed {decision.proposal} for {target} at {decision.decided_at:.3f} from "
-            f"ratio {ratio} over {decision.current} reporting pods; the formula gives {sorted(expected)}",
+            f"ratio {decision.ratios[0]} ({decision.reported[0]} pods reported, second pass "
+            f"{decision.readiness[0]}); the formula gives {sorted(expected)}",
         )
+
+
+def expected_counts(decision: Decision, low: int, high: int) -> set[int] | None:
+    """What the HPA's formula allows for the decision's first metric (a Pods metric, in the fleet), from
+    its record; None where the record cannot tell (no metric read, a limit other than min..max, a record
+    without its readiness pass). Each ratio is rounded to 4 decimals in the record: both neighbours count."""
+    if (
+        not decision.ratios
+        or decision.ratios[0] is None
+        or decision.average is None
+        or not decision.readiness
+        or decision.limited not in (None, "TooFewReplicas", "TooManyReplicas")
+    ):
+        return None
+    ratios = [decision.ratios[0] + d for d in (-RATIO_ROUNDING, 0, RATIO_ROUNDING)]
+    second = decision.readiness[0]
+    if second is not None:
+        # The second pass: missing and unready pods given assumed values, the ratio taken again over all.
+        counted = second["ready"] + second["unready"] + second["missing"]
+        new_ratios = [second["ratio"] + d for d in (-RATIO_ROUNDING, 0, RATIO_ROUNDING)]
+        return {
+            max(low, min(high, rebalanced(decision.current, r, n, counted)))
+            for r in ratios
+            for n in new_ratios
+        }
+    # One pass: the ratio is over the ready pods that reported, less any being deleted (their samples
+    # do not count), which the record does not say; so any count up to the reporters'.
+    reporting = max(decision.reported[0] or 0, 1)
+    readies = range(1, reporting + 1)
+    return {formula(r, ready, decision.current, low, high) for r in ratios for ready in readies}
+
+
+def rebalanced(current: int, ratio: float, new_ratio: float, counted: int) -> int:
+    """The HPA's second pass: the current count when the corrected ratio is within the tolerance or
+    changed direction, else `ceil(new ratio x pods counted)`, never against the direction."""
+    if abs(new_ratio - 1.0) <= TOLERANCE or (ratio < 1.0 < new_ratio) or (ratio > 1.0 > new_ratio):
+        return current
+    proposal = math.ceil(new_ratio * counted)
+    if (new_ratio < 1.0 and proposal > current) or (new_ratio > 1.0 and proposal < current):
+        return current
+    return proposal
 
 
 def judge_recovery(

@@ -159,8 +159,9 @@ def test_decision_log_fields_carry_values_ratio_proposal_and_result() -> None:
                 },
             }
         )
-        for i in range(2)
+        for i in range(3)
     )
+    third, pods = pods[2], pods[:2]
     answer = PodsMetricAnswer(tuple(PodMetricValue(p.name, 3000, now) for p in pods))  # 3 per pod vs 1.5
     decision = decide(
         Snapshot(hpa=hpa, scale=Scale(2, 2, "app=web"), pods=pods, metric_answers=(answer,), now=now)
@@ -176,6 +177,13 @@ def test_decision_log_fields_carry_values_ratio_proposal_and_result() -> None:
         None,
     ]
     assert fields["ratios"] == [2.0]
+    assert fields["readiness"] == [None]  # every pod reported and ready: no second pass
+    # A third pod without a value: the second pass counts it as idle scaling up (ratio 4/3, 3 pods).
+    three = Scale(3, 3, "app=web")
+    missing = decide(Snapshot(hpa=hpa, scale=three, pods=(*pods, third), metric_answers=(answer,), now=now))
+    assert decision_fields(missing, "r", now, (answer,))["readiness"] == [
+        {"ready": 2, "unready": 0, "missing": 1, "ratio": 1.3333}
+    ]
     assert fields["metrics"][0]["pods"]["current"]["averageValue"] == "3"
     assert (fields["current"], fields["proposal"], fields["result"]) == (2, 4, "rescaled")
     assert fields["reason"] == "the reason"

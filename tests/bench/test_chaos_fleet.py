@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,8 +58,10 @@ def decision(
     reported: int = 2,
     average: float | None = 200.0,
     result: str = "rescaled",
+    second: tuple[dict[str, Any] | None, ...] = (None,),
 ) -> Decision:
-    return Decision(writer, "ns", "w", at, current, proposal, result, (ratio,), (reported,), None, average)
+    ratios, counts = (ratio,), (reported,)
+    return Decision(writer, "ns", "w", at, current, proposal, result, ratios, counts, None, average, second)
 
 
 def judge(
@@ -100,13 +103,20 @@ def test_b_wants_the_written_value_decided_within_the_writers_term_by_the_formul
     assert list(judge(audit, [decision("r1", 1.5, 4)]).violations) == ["b"]  # decided before its term
     assert list(judge(audit, [decision("r1", 3.5, 4)]).violations) == ["b"]  # no decision before the write
     assert list(judge(audit, [decision("r1", 2.5, 4, ratio=1.2)]).violations) == ["b"]  # ceil(1.2 x 2) = 3
-    assert judge(audit, [decision("r1", 2.5, 4, ratio=1.2, reported=1)]).skipped["b formula"] == 1
+    assert judge(audit, [decision("r1", 2.5, 4, ratio=1.2, average=None)]).skipped["b formula"] == 1
     assert judge(audit, [decision("r1", 2.5, 4, ratio=1.5)]).total == 0  # 4 decimals: 1.5 may be 1.50004
     down = Audit(audit.leases, [TargetWrite(3.0, "r1", "ns", "w", "scale", 1)])
     # One of the two reporting pods may be being deleted: ceil(0.79 x 1) = 1, as ceil(0.79 x 2) = 2.
     assert judge(down, [decision("r1", 2.5, 1, ratio=0.79)]).total == 0
     up = Audit(audit.leases, [TargetWrite(3.0, "r1", "ns", "w", "scale", 5)])
     assert list(judge(up, [decision("r1", 2.5, 5, ratio=0.79)]).violations) == ["b"]
+    # A missing pod: the second pass, scaling down, counts it at the target: (0.2754 x 2 + 1) / 3 = 0.517
+    # over 3 pods gives 2; over the reporters alone the first pass would give 1.
+    missing = ({"ready": 2, "unready": 0, "missing": 1, "ratio": 0.5169},)
+    down_two = Audit(audit.leases, [TargetWrite(3.0, "r1", "ns", "w", "scale", 2)])
+    assert judge(down_two, [decision("r1", 2.5, 2, current=3, ratio=0.2754, second=missing)]).total == 0
+    assert judge(down_two, [decision("r1", 2.5, 2, current=3, ratio=0.2754)]).total == 1
+    assert judge(down_two, [decision("r1", 2.5, 2, current=3, ratio=0.2754, second=())]).skipped["b formula"]
     within_tolerance = TargetWrite(3.0, "r1", "ns", "w", "scale", 2)
     assert judge(Audit(audit.leases, [within_tolerance]), [decision("r1", 2.5, 2, ratio=1.09)]).total == 0
 
