@@ -87,11 +87,8 @@ async def test_load_step_scales_out_and_load_drop_scales_in(
         patch = {"metadata": {"annotations": {annotations.RPS: f"{rps:g}"}}}
         shared_cluster.call(lambda: store.patch(deployments, ns, "web", patch))
 
-    shared_cluster.call(
-        lambda: store.create(
-            deployments, manifests.deployment("web", ns, replicas=2, rps=2 * CAPACITY, capacity_rps=CAPACITY)
-        )
-    )
+    web = manifests.deployment("web", ns, replicas=2, rps=1.5 * CAPACITY, capacity_rps=CAPACITY)
+    shared_cluster.call(lambda: store.create(deployments, web))
     window = 3
     spec = autoscaler_spec(
         "web",
@@ -109,7 +106,9 @@ async def test_load_step_scales_out_and_load_drop_scales_in(
             found = condition(await kube.get(hza_path), "ScalingActive")
             return None if found is None else str(found["reason"])
 
-        # Metrics flow through Prometheus and the adapter; at 1x capacity per pod nothing changes.
+        # Metrics flow through Prometheus and the adapter; at 0.75x capacity per pod nothing changes. Off
+        # the rounding boundary: at 1x, a rate read a hair high (a scrape answered late on a busy machine)
+        # can make 3 pods; here any reading from 0.5x to 1.1x of the target keeps 2.
         await until(active_reason, "ValidMetricFound", within=60)
         assert await replicas_of(kube, "web", ns) == 2
 
