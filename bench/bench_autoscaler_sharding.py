@@ -12,7 +12,7 @@ once, after the scale, right before it decides; a scale read ahead of a takeover
 
 1. One replica alone holds every bucket: its RSS once every target was reconciled and it ran as long as
    the replicas do before theirs is read (the baseline).
-2. R replicas started one after another: per replica the targets owned, reconciles/s, p99 queue wait,
+2. R replicas started together: per replica the targets owned, reconciles/s, p99 queue wait,
    CPU and RSS over `--measure` seconds, once the buckets are balanced; and (read from the audit log at
    the end) that every target was reconciled in the measurement's periods.
 3. SIGKILL the replica owning most, right after it renewed its buckets (the worst case): seconds until
@@ -315,8 +315,11 @@ async def run(args: argparse.Namespace) -> None:
 
             # 2. R replicas, started one after another.
             names = [f"replica-{i}" for i in range(args.replicas)]
-            for name in names:
-                await cluster.start(name).wait_ready(first_pass)
+            # Started together, as a Deployment's pods are: one after another, each once the one before
+            # was ready, a start-up slower than the cold-start wait (a loaded machine) left the last one
+            # out of the first split, and the others with the memory of more buckets than their share.
+            for daemon in [cluster.start(name) for name in names]:
+                await daemon.wait_ready(first_pass)
             took = await wait_for(lambda: cluster.balanced(names), 60 + args.lease * 4, "balanced buckets")
             print(f"balanced {took:.1f} s after the last replica was ready")
             await asyncio.sleep(args.period + 2)  # every target's first reconcile by its owner
