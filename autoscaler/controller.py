@@ -594,6 +594,13 @@ class Controller:
             ns for ns in self.autoscalers.store.namespaces() if bucket in placement.namespace_buckets(ns, now)
         ]
 
+    def regroup(self, namespaces: Iterable[str]) -> None:
+        """Another replica's --leader-elect-hot-namespace-targets (or a version that splits none) began or
+        stopped disputing how these namespaces are split (Sharding's `on_disputes`): while it does,
+        their targets need both buckets, as in a transition."""
+        for namespace in namespaces:
+            self._regroup(namespace)
+
     def _regroup(self, namespace: str, owned_before: Collection[Key] | None = None) -> None:
         """`namespace` turned hot or cold, or its transition ended (autoscaler/placement.py): its targets
         need other buckets now. Forget the keys no longer ours; queue the ones ours now and not in

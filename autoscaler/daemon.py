@@ -96,6 +96,7 @@ class AutoscalerDaemon:
                 ).inc(),
                 # (The controller is built below; these run once the daemon has started.)
                 on_forecast=lambda expected: self.controller.prepare_buckets(expected),
+                on_disputes=lambda namespaces: self.controller.regroup(namespaces),
                 prepared=lambda: self.controller.wait_prepared(),
                 hot_after=options.hot_namespace_targets,
                 clock=clock,

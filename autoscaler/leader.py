@@ -23,7 +23,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
@@ -143,9 +143,13 @@ class LeaderElector:
         on_started_leading: Callable[[], None] = lambda: None,
         on_stopped_leading: Callable[[], None] = lambda: None,
         clock: Clock = LOOP_CLOCK,
+        annotations: Mapping[str, str] | None = None,
     ) -> None:
+        """`annotations`: written on the Lease with every acquisition and renewal (what the holder says
+        of itself to the others: a membership Lease's settings)."""
         self._client = client
         self.config = config
+        self._annotations = dict(annotations or {})
         self.guard = guard
         self._clock = clock
         self._on_started = on_started_leading
@@ -292,7 +296,9 @@ class LeaderElector:
             renewTime=_micro_time(now),
             leaseTransitions=transitions,
         )
-        meta = (lease or {}).get("metadata") or {"name": cfg.name, "namespace": cfg.namespace}
+        meta = dict((lease or {}).get("metadata") or {"name": cfg.name, "namespace": cfg.namespace})
+        if self._annotations:
+            meta["annotations"] = {**(meta.get("annotations") or {}), **self._annotations}
         return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta, "spec": spec}
 
     async def release(self) -> None:

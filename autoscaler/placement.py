@@ -24,6 +24,13 @@ autoscaler/sharding.py asks it for the leases a target's writes need and for the
   ago for the others. Its namespaces above half `hot_after` (those that could have crossed it lately by
   anything but the deletion of most of their autoscalers, which leaves little to write) start in a
   transition (`started`); the others are cold for every replica that has watched them for a while.
+* Replicas with different `hot_after` (a rollout that changes --leader-elect-hot-namespace-targets, or
+  one from a version that splits nothing) would map a namespace between the two values differently for
+  as long as they run side by side. Each member says its value on its membership Lease
+  (`sharding.HOT_AFTER`; none: 0, splits nothing), and a namespace that a live member maps otherwise
+  than we do is disputed (`others`): its targets need both buckets while the dispute lasts, and for a
+  transition after (the member that left may still be counted by the others for a moment). A member
+  not seen yet holds no bucket yet, and it reads our Lease before it joins.
 * The weights (targets per bucket, `weights`) follow each namespace's current status; a target in
   transition weighs on its new bucket only.
 """
@@ -51,6 +58,7 @@ class Placement:
         # the buckets with any (computed when asked, until a target comes or goes).
         self._by_key: dict[str, list[int]] = {}
         self._spans: dict[str, frozenset[int]] = {}
+        self._others: frozenset[int] = frozenset()  # the other live members' hot_after, where not ours
 
     # ---- what the informer saw
 
@@ -127,13 +135,36 @@ class Placement:
 
     def in_transition(self, namespace: str, now: float) -> bool:
         changed = self._changed.get(namespace)
-        return changed is not None and now - changed < self.transition
+        return (changed is not None and now - changed < self.transition) or self._disputed(namespace)
+
+    def _disputed(self, namespace: str) -> bool:
+        """Whether a live member with another hot_after (or a version that splits none: 0) maps the
+        namespace otherwise than we do."""
+        if not self._others:
+            return False
+        count = len(self._names.get(namespace, ()))
+        hot = namespace in self._hot
+        return any((k > 0 and count > k) != hot for k in self._others)
+
+    def others(self, hot_afters: set[int], now: float) -> list[str]:
+        """The live members' hot_after values as their membership Leases say (ours among them or not); the
+        namespaces whose dispute began or ended. One that ended starts a transition: a member that left
+        may still be counted by the others for a moment."""
+        others = frozenset(hot_afters) - {self.hot_after}
+        if others == self._others:
+            return []
+        before = {ns for ns in self._names if self._disputed(ns)}
+        self._others = others
+        after = {ns for ns in self._names if self._disputed(ns)}
+        for namespace in before - after:
+            self._changed[namespace] = now
+        return sorted(before ^ after)
 
     def buckets_of(self, key: Key, now: float) -> tuple[int, ...]:
         """The buckets whose leases `key`'s reconcile and writes need: one, or both (the namespace's,
         then the key's) while its namespace is in transition."""
         namespace, name = key
-        if namespace in self._changed and self.in_transition(namespace, now):
+        if (namespace in self._changed or self._others) and self.in_transition(namespace, now):
             return self.both(key)
         if namespace in self._hot:
             return (buckets.bucket_of_key(namespace, name, self.count),)
@@ -149,7 +180,7 @@ class Placement:
         """The buckets any target of `namespace` needs: a replica holding (or expecting) one of them
         caches the namespace's pods and its autoscalers in full."""
         cold = frozenset({buckets.bucket_of(namespace, self.count)})
-        if namespace in self._changed and self.in_transition(namespace, now):
+        if (namespace in self._changed or self._others) and self.in_transition(namespace, now):
             return cold | self._span(namespace)
         return self._span(namespace) if namespace in self._hot else cold
 

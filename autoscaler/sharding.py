@@ -55,6 +55,9 @@ log = structlog.get_logger(__name__)
 
 # Reads timed for an expiry come this much after it (so the expiry has passed on our clock).
 _PAST_EXPIRY = 0.01
+# On a membership Lease: the member's --leader-elect-hot-namespace-targets. A member without it (a version
+# before hot namespaces) splits none.
+HOT_AFTER = "surge.dev/hot-namespace-targets"
 
 
 class Members:
@@ -64,14 +67,21 @@ class Members:
         # lease name -> (holder, renewTime, transitions), when that record was first seen, its duration
         self._seen: dict[str, tuple[tuple[str, str, int], float, float]] = {}
         self._versions: dict[str, str] = {}  # lease name -> its resourceVersion as last seen
+        self._hot_after: dict[str, int] = {}  # lease name -> the member's HOT_AFTER (0: splits none)
 
     def observe(self, name: str, lease: Obj | None, now: float) -> None:
         """A member Lease as read or watched (None: deleted)."""
         if lease is None:
             self._seen.pop(name, None)
             self._versions.pop(name, None)
+            self._hot_after.pop(name, None)
             return
-        self._versions[name] = str((lease.get("metadata") or {}).get("resourceVersion", ""))
+        meta = lease.get("metadata") or {}
+        self._versions[name] = str(meta.get("resourceVersion", ""))
+        try:
+            self._hot_after[name] = max(0, int((meta.get("annotations") or {}).get(HOT_AFTER, "0")))
+        except ValueError:
+            self._hot_after[name] = 0
         record, duration = lease_record(lease)
         before = self._seen.get(name)
         seen_at = now if before is None or before[0] != record else before[1]
@@ -95,6 +105,14 @@ class Members:
             for name, (record, seen_at, duration) in self._seen.items()
             if not record[0] or now - seen_at >= duration
         ]
+
+    def hot_afters(self, now: float) -> set[int]:
+        """The HOT_AFTER of each live member (0: it splits no namespace)."""
+        return {
+            self._hot_after.get(name, 0)
+            for name, (record, seen_at, duration) in self._seen.items()
+            if record[0] and now - seen_at < duration
+        }
 
     def live(self, now: float, fresh_within: float | None = None) -> set[str]:
         """The live members; with `fresh_within`, only those whose Lease changed within that long."""
@@ -140,6 +158,7 @@ class Sharding:
         on_dropped: Callable[[str], None] = lambda kind: None,
         on_takeover: Callable[[str], None] = lambda previous: None,
         on_forecast: Callable[[frozenset[int]], None] = lambda expected: None,
+        on_disputes: Callable[[list[str]], None] = lambda namespaces: None,
         prepared: Callable[[], Awaitable[object]] | None = None,
         hot_after: int = 0,
         clock: Clock = LOOP_CLOCK,
@@ -175,8 +194,13 @@ class Sharding:
         self._member_prefix = f"{config.name}-member-"
         member = dataclasses.replace(config, name=buckets.member_lease_name(config.name, config.identity))
         self.member = LeaderElector(
-            client, member, LeaseGuard(member.name, config.renew_deadline, clock), clock=clock
+            client,
+            member,
+            LeaseGuard(member.name, config.renew_deadline, clock),
+            clock=clock,
+            annotations={HOT_AFTER: str(hot_after)},
         )
+        self._on_disputes = on_disputes
         self._members = Members()
         self.live: frozenset[str] = frozenset({config.identity})
         self._live_since = clock.now()  # when `live` last changed
@@ -401,6 +425,9 @@ class Sharding:
             self.live = live
             self._live_since = now
             self._poke()
+        disputed = self.placement.others(self._members.hot_afters(now), now)
+        if disputed:
+            self._on_disputes(disputed)
         # Holders, and members, unheard of for a renew deadline have stopped writing: plan without them.
         # Unless our own renewals have not been seen either: then it is the watch that is behind (the
         # forecast stays as it was), and listing every bucket it makes look silent would be for nothing.

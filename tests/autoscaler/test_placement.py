@@ -143,3 +143,29 @@ async def test_a_targets_fence_asks_the_buckets_it_needs_when_the_write_goes_out
         assert fence.admit("PATCH", "/status")
     finally:
         await client.close()
+
+
+def test_a_member_splitting_otherwise_makes_the_namespaces_it_disputes_need_both_buckets() -> None:
+    """A rollout: beside a replica with K = 4, one of a version that splits nothing (0: no annotation)."""
+    placement = Placement(BUCKETS, K, LEASE)
+    fill(placement, "shop", K + 6, 0.0)
+    fill(placement, "small", 2, 0.0)
+    placement.settle("shop")  # (hot since long ago)
+    key = next(
+        ("shop", f"w{i}")
+        for i in range(K + 6)
+        if bucket_of_key("shop", f"w{i}", BUCKETS) != bucket_of("shop", BUCKETS)
+    )
+    assert len(placement.buckets_of(key, 10.0)) == 1
+    assert placement.others({0}, 10.0) == ["shop"]  # the old replica maps it to its namespace's bucket
+    assert placement.buckets_of(key, 10.0) == placement.both(key) and len(placement.both(key)) == 2
+    assert placement.buckets_of(("small", "w0"), 10.0) == (bucket_of("small", BUCKETS),)  # cold for both
+    # The old replica writes under the namespace's bucket only; we under both: never both of us at once.
+    old_held, new_held = {bucket_of("shop", BUCKETS)}, set(range(BUCKETS)) - {bucket_of("shop", BUCKETS)}
+    assert not admits(placement, new_held, key, 10.0) and bucket_of("shop", BUCKETS) in old_held
+    assert placement.others({K, 0}, 20.0) == []  # (ours among them: the same dispute)
+    # It leaves: the dispute ends, and a transition of a lease duration begins (the others may still
+    # count it for a moment).
+    assert placement.others({K}, 30.0) == ["shop"]
+    assert placement.buckets_of(key, 30.0 + LEASE - 0.01) == placement.both(key)
+    assert placement.buckets_of(key, 30.0 + LEASE) == (bucket_of_key(*key, BUCKETS),)

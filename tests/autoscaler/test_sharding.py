@@ -23,7 +23,7 @@ from autoscaler.buckets import (
     shares,
 )
 from autoscaler.leader import LeaseConfig
-from autoscaler.sharding import Members, Sharding
+from autoscaler.sharding import HOT_AFTER, Members, Sharding
 from shared.clock import FakeClock
 from shared.kube import KubeClient, load_access
 from sim.apiserver import ApiServer
@@ -275,6 +275,20 @@ async def test_replicas_balance_take_over_a_dead_one_and_let_a_late_one_in(
         assert a.held() + b.held() == BUCKETS and (a.held(), b.held()) == (3, 3)
         assert all(holders(apiserver)[i] in ("a", "b") for i in orphans)
         assert sorted(a.takeovers + b.takeovers).count("c") == 2  # expired, from c
+
+
+async def test_a_members_lease_says_how_it_splits_namespaces(
+    apiserver: ServerThread[ApiServer], kubeconfig_path: Path
+) -> None:
+    """Its --leader-elect-hot-namespace-targets, on its membership Lease: the others fence the namespaces
+    it maps otherwise with both buckets (autoscaler/placement.py)."""
+    clock = FakeClock()
+    async with replicas(kubeconfig_path, clock) as start:
+        start("a")
+        await run_for(clock, 0.5, BUCKETS + 1)
+        name = member_lease_name("surge", "a")
+        lease = apiserver.call(lambda: apiserver.server.store.get(LEASES, "default", name))
+        assert lease["metadata"]["annotations"] == {HOT_AFTER: "0"}  # (these replicas split none)
 
 
 async def test_a_cold_start_waits_for_the_others_so_that_none_takes_more_than_its_share(
