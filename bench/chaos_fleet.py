@@ -2,7 +2,7 @@
 promises under any mix of crashes, pauses, partitions, API-server errors and a metrics outage?
 
     .venv/bin/python bench/chaos_fleet.py --minutes 10 --seed 1
-    .venv/bin/python bench/chaos_fleet.py --smoke          # 12 targets, 36 s of faults and quiet (the suite runs it)
+    .venv/bin/python bench/chaos_fleet.py --smoke     # 12 targets, 36 s of faults and quiet (in the suite)
 
 The fleet (bench/chaos/fleet.py): the simulated API server with its audit log at level Request, a real
 Prometheus behind a fault proxy, 2 adapter replicas behind one Service, 3 autoscaler replicas sharing the
