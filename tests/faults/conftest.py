@@ -37,7 +37,7 @@ from adapter.flags import parse_flags
 from adapter.server.daemon import AdapterDaemon
 from autoscaler.controller import Controller
 from shared.kube import KubeClient, Obj, load_access
-from sim.prometheus import PrometheusProcess, free_port
+from sim.prometheus import PrometheusProcess, Result, free_port
 from sim.runner import ServerThread
 from sim.workload import annotations as knobs
 from sim.workload import manifests
@@ -263,6 +263,11 @@ def create_workload(cluster: ServerThread, namespace: str) -> None:
     cluster.call(create)
 
 
+def at_target(per_pod: Result) -> bool:
+    """START pods, each read within the autoscaler's 10 % tolerance of its target (CAPACITY)."""
+    return len(per_pod) == START and all(abs(float(r["value"][1]) / CAPACITY - 1) <= 0.1 for r in per_pod)
+
+
 @pytest.fixture
 async def stack(
     shared_cluster: ServerThread,
@@ -278,6 +283,11 @@ async def stack(
     else:
         namespace = f"f-{uuid.uuid4().hex[:10]}"
         create_workload(shared_cluster, namespace)
+    # Until Prometheus reads both pods at their target: an autoscaler's first read is then not one of a
+    # new series' first samples, which can read far off it (and, with no scale-down stabilization, make a
+    # write at once). A pooled namespace's pods have long been scraped; a new one's take a few seconds.
+    per_pod = f'sum(rate(http_requests_total{{namespace="{namespace}",pod=~"web-.*"}}[3s])) by (pod)'
+    await prometheus.wait_for_data(per_pod, timeout_seconds=60, predicate=at_target, poll_seconds=0.1)
     kubeconfig = shared_cluster.write_kubeconfig(tmp_path / "kubeconfig")
     kube = KubeClient(await load_access(str(kubeconfig)))
     stack = Stack(shared_cluster, prometheus, kube, kubeconfig, namespace, tmp_path, fault_cert_dir)
