@@ -185,6 +185,9 @@ class Controller:
         self._prepared: set[int] = set()
         self._pod_namespaces: set[str] = set()
         self._listed: set[str] = set()  # those of them whose lists are done
+        self._listing: set[str] = set()  # those whose lists are under way
+        # Namespaces whose autoscalers are to be listed by themselves (met as stubs after a list of all).
+        self._stubbed: set[str] = set()
         self._to_list: set[str] = set()
         self._lists_done = asyncio.Event()  # set while nothing is left to list
         self._lists_done.set()
@@ -529,7 +532,7 @@ class Controller:
         for namespace in self._namespaces_of(bucket):
             if namespace in self._listed:
                 ready.extend(self._autoscalers_of(namespace, {bucket}))
-            elif namespace not in self._pod_namespaces:
+            elif namespace not in self._listing:
                 self._to_list.add(namespace)
             # (else its list is under way: the lister queues it)
         self._queue_gained([(key, self._period_of(obj)) for key, obj in ready])
@@ -705,13 +708,18 @@ class Controller:
             self._to_list.discard(namespace)
             if not self._caches(namespace):
                 continue
+            whole = namespace not in covered or namespace in self._stubbed
+            self._stubbed.discard(namespace)
+            self._listing.add(namespace)
             try:
-                await self._list_namespace(namespace, namespace not in covered)
-                if listed is not None and namespace in covered:
+                await self._list_namespace(namespace, whole)
+                if listed is not None and not whole:
                     await listed
             except BaseException:
                 self._to_list.add(namespace)
                 raise
+            finally:
+                self._listing.discard(namespace)
             if namespace in self._pod_namespaces:  # (still cached: not dropped while it was listed)
                 self._listed.add(namespace)
             if not self._to_queue.isdisjoint(
@@ -792,13 +800,15 @@ class Controller:
 
     def _list_again(self, key: Key) -> None:
         """An autoscaler of ours met as a stub: its namespace's list is under way (the handover queues it
-        when done), or the namespace was counted as listed while its spec was not cached (the list of all
-        reached it while its bucket was briefly out of the forecast), in which case it is listed again.
-        Either way the key is queued once the handover is done, never dropped."""
+        when done), or else (counted as listed while its spec was not cached: the list of all reached it
+        while its bucket was briefly out of the forecast; or a list that was dropped) it is listed again,
+        its autoscalers by themselves (a list of all under way may have passed them already). Either way
+        the key is queued once the handover is done, never dropped."""
         namespace = key[0]
-        if namespace in self._listed or namespace not in self._pod_namespaces:
+        if namespace not in self._listing:
             self._listed.discard(namespace)
             self._to_list.add(namespace)
+            self._stubbed.add(namespace)
         self._keys_to_queue.add(key)
         self._wake_handover()
 
