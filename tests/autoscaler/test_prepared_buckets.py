@@ -131,3 +131,34 @@ async def test_scales_are_read_ahead_of_a_silent_holders_buckets_and_used_once_t
         controller.gain_bucket(bucket)
         await eventually(lambda: all(controller.decisions.records_json(key) for key in keys))
         assert not controller._read
+
+
+async def test_a_stub_in_a_namespace_neither_listed_nor_listing_is_listed_again(
+    kube: KubeClient,
+    apiserver: ServerThread,
+    kubeconfig_path: Path,
+    backend: MetricsBackend,
+    fake_clock: FakeClock,
+) -> None:
+    """Its pods cached but its list dropped (a forecast changed while it was under way): the handover
+    lists it again rather than waiting for a list that will not come (the key re-queued forever)."""
+    await _seed(kube, apiserver, backend)
+    short = [
+        "--leader-elect-lease-duration=1s",
+        "--leader-elect-renew-deadline=0.6s",
+        "--leader-elect-retry-period=0.2s",
+    ]
+    async with running_controller(
+        kubeconfig_path, backend.url, clock=fake_clock, flags=[*FLAGS, *short]
+    ) as controller:
+        await _advance_until(fake_clock, lambda: reconciles(controller) >= len(NAMES))
+        key = ("default", "a")
+        before = reconciles(controller)
+        store = controller.autoscalers.store
+        obj = store.get(*key)
+        assert obj is not None
+        store.put({"metadata": {k: obj["metadata"][k] for k in ("name", "namespace", "resourceVersion")}})
+        controller._listed.discard("default")  # (its pods still cached: "default" in _pod_namespaces)
+        controller.queue.add(key)
+        await eventually(lambda: reconciles(controller) > before)
+        assert "spec" in (store.get(*key) or {}) and "default" in controller._listed
