@@ -69,7 +69,7 @@ from autoscaler.workqueue import (
     start_workers,
     sync_period,
 )
-from shared.clock import LOOP_CLOCK, Clock, TimerHandle
+from shared.clock import LOOP_CLOCK, Clock, TimerHandle, sleep
 from shared.kube import (
     ApiError,
     EventHandlers,
@@ -744,19 +744,25 @@ class Controller:
                     self._parse(key, obj)
 
     def _queue_read_ahead(self, namespace: str) -> None:
-        """Read the scales of `namespace`'s autoscalers ahead of a takeover: those whose buckets are
-        expected (or held) and whose holders have gone silent (stopped writing by their own rule, so the
-        replicas they wrote are the ones read). A takeover's backlog then spends the client's --qps on the
-        reads it cannot do ahead (metrics) and on the writes; a join reads nothing ahead (the holder still
-        writes until it gives the bucket up)."""
-        assert self._shards is not None
-        shards, now = self._shards, self._clock.now()
-        for key, _ in self._autoscalers_in(namespace):
-            waiting = [b for b in shards.placement.buckets_of(key, now) if b not in self._owned_buckets]
-            if waiting and all(b in self._prepared and shards.silent(b) for b in waiting):
-                self._to_read.append(key)
+        """Read the scales of `namespace`'s autoscalers ahead of a takeover: those of expected buckets,
+        once their holders have gone silent (stopped writing by their own rule, so the replicas they wrote
+        are the ones read: `_read_scales` waits for that). A takeover's backlog then spends the client's
+        --qps on the reads it cannot do ahead (metrics) and on the writes; a join reads nothing ahead
+        (the holder still writes until it gives the bucket up, and the Lease is taken before)."""
+        self._to_read.extend(key for key, _ in self._autoscalers_in(namespace))
         if self._to_read:
             self._reading.set()
+
+    def _silent_at(self, key: Key) -> float | None:
+        """When every bucket `key` still waits for, expected from a member gone silent, will be silent
+        itself (None: not so)."""
+        assert self._shards is not None
+        shards = self._shards
+        waiting = [b for b in self._shards.buckets_of(key) if b not in self._owned_buckets]
+        if not waiting or any(b not in self._prepared or not shards.orphaned(b) for b in waiting):
+            return None  # (ours already; not expected; or a live holder's, to be handed over)
+        times = [shards.silent_at(b) for b in waiting]
+        return None if None in times else max(t for t in times if t is not None)
 
     async def _read_ahead(self) -> None:
         """READ_AHEAD readers of the scales `_queue_read_ahead` asked for (supervised)."""
@@ -770,9 +776,14 @@ class Controller:
     async def _read_scales(self) -> None:
         while self._to_read:
             key = self._to_read.popleft()
+            silent_at = self._silent_at(key)
+            if silent_at is not None and silent_at > self._clock.now():
+                # (just past it: a timer may run a little early)
+                await sleep(self._clock, silent_at - self._clock.now() + 0.01)
+                silent_at = self._silent_at(key)  # (a renewal meanwhile: its holder is alive)
             obj = self.autoscalers.store.get(*key)
-            if obj is None or "spec" not in obj or self._owns(key) or not self._caches(key[0]):
-                continue  # (gone; ours already, so its reconcile reads it; or no longer expected)
+            if silent_at is None or silent_at > self._clock.now() or obj is None or "spec" not in obj:
+                continue  # (ours already, so its reconcile reads it; not expected, or from a live holder)
             try:
                 hpa, _ = self._parse(key, obj)
                 if hpa is None:

@@ -233,13 +233,23 @@ class Sharding:
     def fence_of(self, key: Key) -> TargetFence:
         return TargetFence(self, key)
 
-    def silent(self, bucket: int) -> bool:
-        """Whether `bucket`'s holder (not us) has stopped writing for it by its own rule: its Lease is
-        free, or unchanged for the renew deadline."""
+    def orphaned(self, bucket: int) -> bool:
+        """Whether `bucket` (not ours) is free, or held by a member unheard of for the renew deadline: to
+        be taken over, not handed over by a live holder."""
+        holder = self.holder_of(bucket)
+        fresh = self._members.live(self._clock.now(), fresh_within=self.config.renew_deadline)
+        return holder != self.config.identity and holder not in fresh
+
+    def silent_at(self, bucket: int) -> float | None:
+        """When `bucket`'s holder (not us) will have stopped writing for it by its own rule, if its Lease
+        does not change: now if it is free; else once unchanged for the renew deadline. None: ours."""
         elector = self.electors[bucket]
         if elector.leading:
-            return False
-        return elector.free() or elector.unchanged_for() >= self.config.renew_deadline
+            return None
+        now = self._clock.now()
+        if elector.free():
+            return now
+        return now + max(0.0, self.config.renew_deadline - elector.unchanged_for())
 
     def held(self) -> list[int]:
         return [i for i, elector in enumerate(self.electors) if elector.leading]

@@ -113,7 +113,7 @@ async def test_scales_are_read_ahead_of_a_silent_holders_buckets_and_used_once_t
         assert shards is not None
         bucket = bucket_of("default", BUCKETS)
         keys = {("default", name) for name in NAMES}
-        # Held by a replica heard of just now: a join, whose holder still writes. Nothing is read ahead.
+        # Held by a replica heard of just now: its holder may still write. Nothing is read ahead yet.
         lease = {"spec": {"holderIdentity": "other", "renewTime": "t0", "leaseDurationSeconds": 15}}
         shards.electors[bucket].observe(lease)
         controller.prepare_buckets({bucket})
@@ -122,7 +122,7 @@ async def test_scales_are_read_ahead_of_a_silent_holders_buckets_and_used_once_t
         assert not controller._read
         # Unheard of for the renew deadline: it has stopped writing; the scales are read ahead.
         controller.prepare_buckets(set())
-        fake_clock.advance(10.0)
+        fake_clock.advance(10.1)
         controller.prepare_buckets({bucket})
         await controller.wait_prepared()
         await eventually(lambda: set(controller._read) == keys)
