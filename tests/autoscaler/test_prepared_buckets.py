@@ -6,10 +6,10 @@ finds cached as a stub is listed again, never dropped. On a FakeClock."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
 
 from autoscaler.buckets import bucket_of
+from autoscaler.controller import Controller
 from shared.clock import FakeClock
 from shared.kube import KubeClient
 from sim.runner import ServerThread
@@ -59,14 +59,22 @@ async def test_expected_buckets_are_listed_and_parsed_ahead_then_dropped(
         assert not controller._parsed and len(controller.pods.store) == 0
 
 
-async def _advance_until(clock: FakeClock, done: Callable[[], bool], limit: float = 30.0) -> None:
-    """Advance the fake clock a little at a time (letting the loops run) until `done()`."""
-    for _ in range(round(limit / 0.1)):
-        if done():
+LOOPS = BUCKETS + 1  # the bucket electors and the membership loop: each sleeps on the clock when idle
+
+
+async def _take_buckets(
+    clock: FakeClock, controller: Controller, within: float = 5.0, step: float = 0.1
+) -> None:
+    """Advance the fake clock a step at a time until the replica owns every autoscaler (its cold start
+    waits a lease duration for other replicas), for at most `within` fake seconds. Each step is taken
+    once its lease loops all sleep on the clock again: their requests to the real API server answered,
+    so fake time never outruns them (a renew deadline passing while a renewal is on its way)."""
+    for _ in range(round(within / step)):
+        if controller.keys_owned() == len(NAMES):
             return
-        clock.advance(0.1)
-        await asyncio.sleep(0.005)
-    assert done()
+        await eventually(lambda: clock.pending() >= LOOPS)
+        clock.advance(step)
+    assert controller.keys_owned() == len(NAMES), f"not within {within} s of the fake clock"
 
 
 async def test_an_autoscaler_of_ours_met_as_a_stub_is_listed_again_and_reconciled(
@@ -85,7 +93,8 @@ async def test_an_autoscaler_of_ours_met_as_a_stub_is_listed_again_and_reconcile
     flags = [*FLAGS, *short]
     async with running_controller(kubeconfig_path, backend.url, clock=fake_clock, flags=flags) as controller:
         # Alone: after its cold-start wait it holds every bucket and reconciles every autoscaler.
-        await _advance_until(fake_clock, lambda: reconciles(controller) >= len(NAMES))
+        await _take_buckets(fake_clock, controller)
+        await eventually(lambda: reconciles(controller) >= len(NAMES))  # real I/O: the clock stands still
         key = ("default", "a")
         before = reconciles(controller)
         # What a list racing a change of the buckets expected can leave: ours, cached as a stub.
@@ -151,7 +160,8 @@ async def test_a_stub_in_a_namespace_neither_listed_nor_listing_is_listed_again(
     async with running_controller(
         kubeconfig_path, backend.url, clock=fake_clock, flags=[*FLAGS, *short]
     ) as controller:
-        await _advance_until(fake_clock, lambda: reconciles(controller) >= len(NAMES))
+        await _take_buckets(fake_clock, controller)
+        await eventually(lambda: reconciles(controller) >= len(NAMES))  # real I/O: the clock stands still
         key = ("default", "a")
         before = reconciles(controller)
         store = controller.autoscalers.store
