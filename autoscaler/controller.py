@@ -1148,8 +1148,15 @@ class Controller:
             except ApiError as err:
                 self.telemetry.scale_writes.labels(result="error").inc()
                 decision = decision.rescale_failed(err.message)
-        self._history[key] = decision.history
         reason = reason_of(decision)
+        if not self._owns(key):
+            # Its bucket went to another replica while the scale write was on its way: what was kept about
+            # the autoscaler went with it, and must not come back (this replica would answer for it).
+            # The status and events would be refused by the fence.
+            if decision is not logged:
+                self._log_decision(key, decision, reason, decided_at, answers)
+            return "not_leader"
+        self._history[key] = decision.history
         spec = hpa.spec if hpa is not None else None
         self.decisions.add(key, spec, decision, reason, decided_at, predictions)
         # Most reconciles change nothing: then no coroutine, no task.
