@@ -29,7 +29,7 @@ from tests.autoscaler.harness import (
     running_daemon,
     workload,
 )
-from tests.autoscaler.helpers import eventually
+from tests.autoscaler.helpers import eventually, reconciles
 from tests.autoscaler.metrics_backend import MetricsBackend
 from tests.sim.test_apiserver_audit import events
 
@@ -158,9 +158,17 @@ async def test_three_replicas_share_the_buckets_and_never_write_each_others_targ
                     assert status == 404 and f"held by replica {owner}" in body["message"]
         # One replica stops: its buckets are given up and taken by the other two at once.
         leaving = daemons.pop("replica-a")
+        before = {n: (reconciles(d.controller), d.controller.keys_owned()) for n, d in daemons.items()}
         await leaving.stop()
         await eventually(lambda: settled(held()) and len(held()["replica-b"]) > 0, within=5)
-        await asyncio.sleep(1.5)  # a reconcile of every target by its new owner
+
+        def gained_reconciled() -> bool:  # each target taken over reconciled by its new owner
+            return all(
+                reconciles(d.controller) - before[n][0] >= d.controller.keys_owned() - before[n][1]
+                for n, d in daemons.items()
+            )
+
+        await eventually(gained_reconciled, within=10)
         _, metrics = await get_text(daemons["replica-b"], "/metrics")
         assert f"surge_autoscaler_buckets_held {len(held()['replica-b'])}.0" in metrics
         assert 'surge_autoscaler_bucket_takeovers_total{previous="released"}' in metrics
