@@ -127,6 +127,8 @@ async def judge(
         verdict,
         audit,
         decisions,
+        # Five targets a namespace, below --leader-elect-hot-namespace-targets: never split, so a target's
+        # bucket is its namespace's.
         lambda namespace, name: bucket_of(namespace, sizes.buckets),
         (MIN_REPLICAS, MAX_REPLICAS),
         paused,
