@@ -183,6 +183,8 @@ def report(
 ) -> int:
     print()
     print("faults applied: " + ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())))
+    proxy = fleet.proxy
+    print(f"Prometheus requests through the proxy: {proxy.requests}, samples made NaN: {proxy.nan_samples}")
     print(
         "peak RSS (MiB): " + ", ".join(f"{name} {peak:.0f}" for name, peak in sorted(fleet.rss_peak.items()))
     )

@@ -30,7 +30,6 @@ import yaml
 
 from chaos.promproxy import PrometheusProxy
 from chaos.schedule import PROMETHEUS, Fault
-from sim.apiserver.faults import Fault as ApiFault
 from sim.cluster import SimCluster
 from sim.prometheus import PrometheusProcess, free_port
 from sim.runner import ServerThread
@@ -80,8 +79,6 @@ ADAPTER_RULES = {
         "window": "1s",
     },
 }
-# The PromQL whose value a Pods target's autoscaler reads, per pod, averaged over its pods.
-QPS_PER_POD = 'avg(sum by (pod) (rate(http_requests_total{{namespace="{namespace}",pod=~"{name}-.+"}}[3s])))'
 
 
 @dataclass(frozen=True)
@@ -241,7 +238,6 @@ class Fleet:
         self.started_at = 0.0  # wall clock when the campaign's schedule started
         self._adapter_ports: dict[str, int] = {}
         self._endpoint_ready: dict[str, bool] = {}
-        self._api_faults: list[ApiFault] = []
         self._rng = random.Random(seed)
         self._http: aiohttp.ClientSession | None = None
 
@@ -530,9 +526,6 @@ class Fleet:
             if rng.random() < fault.share:
                 patch = {"metadata": {"annotations": {"sim.surge.dev/rps": f"{offered_load(rng):g}"}}}
                 store.patch(DEPLOYMENTS, target.namespace, target.name, patch)
-
-    def promql_per_pod(self, target: Target) -> str:
-        return QPS_PER_POD.format(namespace=target.namespace, name=target.name)
 
     def log_lines(self, name: str) -> list[dict[str, Any]]:
         lines = []

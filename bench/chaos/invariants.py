@@ -107,7 +107,7 @@ def parse_audit(
         user = event.get("user", {}).get("username", "")
         verb, resource, sub = event["verb"], ref.get("resource", ""), ref.get("subresource", "")
         when = stamp(event["stageTimestamp"])
-        if resource == "leases" and verb in WRITES_OF_LEASES:
+        if resource == "leases" and verb in WRITE_VERBS:
             bucket = bucket_of_lease(ref.get("name", ""))
             body = event.get("requestObject") or {}
             if bucket is not None:
@@ -132,9 +132,6 @@ def parse_audit(
     for items in (audit.leases, audit.writes, audit.reads):
         items.sort(key=lambda item: item.time)
     return audit
-
-
-WRITES_OF_LEASES = frozenset({"create", "update", "patch"})
 
 
 def parse_decision(writer: str, line: dict[str, Any]) -> Decision | None:
