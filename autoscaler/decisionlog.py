@@ -14,25 +14,14 @@ from autoscaler.core.types import (
     MetricAnswer,
     ObjectMetricAnswer,
     PodsMetricAnswer,
-    Readiness,
     ResourceMetricsAnswer,
 )
+from autoscaler.decisions import readiness_json
 
 
 def _ratio(ratio: float | None) -> float | None:
     # Rounded for the reader; a ratio over zero pods is not finite, which JSON cannot carry.
     return round(ratio, 4) if ratio is not None and math.isfinite(ratio) else None
-
-
-def _readiness(readiness: Readiness | None) -> dict[str, Any] | None:
-    if readiness is None:
-        return None
-    return {
-        "ready": readiness.ready,
-        "unready": readiness.unready,
-        "missing": readiness.missing,
-        "ratio": _ratio(readiness.ratio),
-    }
 
 
 def reported(answers: Sequence[MetricAnswer]) -> list[int | None]:
@@ -60,14 +49,15 @@ def decision_fields(
     before a scale write goes out, and again if that write fails; otherwise once the status is written);
     `reported` counts the values of each metric's `answers` (none for a decision that read none)."""
     status = decision.status
+    trace = decision.trace
     limited = next((c for c in status.conditions if c.type == "ScalingLimited" and c.status == "True"), None)
     return {
         "decided_at": decided_at.isoformat(timespec="microseconds"),
         "reported": reported(answers),
         "metric": decision.metric_name or None,
         "metrics": hpa_status_to_json(status).get("currentMetrics", []),
-        "ratios": [_ratio(r) for r in decision.trace.ratios] if decision.trace is not None else [],
-        "readiness": [_readiness(r) for r in decision.trace.readiness] if decision.trace is not None else [],
+        "ratios": [_ratio(r) for r in trace.ratios] if trace is not None else [],
+        "readiness": [readiness_json(r) for r in trace.readiness] if trace is not None else [],
         "current": status.current_replicas,
         "proposal": decision.desired_replicas,
         "limited": limited.reason if limited is not None else None,

@@ -256,7 +256,7 @@ def _metrics_json(
                 "value": metric_value_to_json(current) if current is not None else None,
                 "target": metric_target_to_json(spec.target),
                 "ratio": _finite(record.ratios[i]) if computed else None,
-                "readiness": _readiness_json(record.readiness[i]) if i < len(record.readiness) else None,
+                "readiness": readiness_json(record.readiness[i]) if i < len(record.readiness) else None,
                 "proposal": record.proposals[i] if computed else None,
                 "forecast": _prediction_json(record.predictions[i]) if i < len(record.predictions) else None,
                 "query": _query(spec, namespace, render),
@@ -265,7 +265,8 @@ def _metrics_json(
     return entries
 
 
-def _readiness_json(readiness: Readiness | None) -> dict[str, Any] | None:
+def readiness_json(readiness: Readiness | None) -> dict[str, Any] | None:
+    """A readiness pass as `surge explain` and the decision log lines show it (None: it did not run)."""
     if readiness is None:
         return None
     return {

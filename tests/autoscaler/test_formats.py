@@ -182,7 +182,7 @@ def test_decision_log_fields_carry_values_ratio_proposal_and_result() -> None:
     three = Scale(3, 3, "app=web")
     missing = decide(Snapshot(hpa=hpa, scale=three, pods=(*pods, third), metric_answers=(answer,), now=now))
     assert decision_fields(missing, "r", now, (answer,))["readiness"] == [
-        {"ready": 2, "unready": 0, "missing": 1, "ratio": 1.3333}
+        {"ready": 2, "unready": 0, "missing": 1, "ratio": 4 / 3}
     ]
     assert fields["metrics"][0]["pods"]["current"]["averageValue"] == "3"
     assert (fields["current"], fields["proposal"], fields["result"]) == (2, 4, "rescaled")
