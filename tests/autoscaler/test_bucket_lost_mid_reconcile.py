@@ -16,7 +16,7 @@ from sim.runner import ServerThread
 from tests.autoscaler.harness import autoscaler_spec, create_hza, install_crd, running_controller, workload
 from tests.autoscaler.helpers import eventually, reconciles
 from tests.autoscaler.metrics_backend import MetricsBackend
-from tests.autoscaler.test_prepared_buckets import BUCKETS, FLAGS, LOOPS
+from tests.autoscaler.test_prepared_buckets import BUCKETS, FLAGS, LOOPS, SHORT_LEASES
 
 LEASES = ("coordination.k8s.io", "leases")
 
@@ -34,14 +34,9 @@ async def test_a_bucket_lost_during_the_scale_write_leaves_no_record_behind(
     await create_hza(kube, "a", autoscaler_spec("a", "m-a", "100"))
     faults = apiserver.server.faults
     held = apiserver.call(lambda: faults.add(r"/deployments/a/scale$", method="PUT", latency=60.0))
-    short = [
-        "--leader-elect-lease-duration=1s",
-        "--leader-elect-renew-deadline=0.6s",
-        "--leader-elect-retry-period=0.2s",
-    ]
     key = ("default", "a")
     async with running_controller(
-        kubeconfig_path, backend.url, clock=fake_clock, flags=[*FLAGS, *short]
+        kubeconfig_path, backend.url, clock=fake_clock, flags=[*FLAGS, *SHORT_LEASES]
     ) as controller:
         # Alone, after its cold-start wait (a lease duration) it takes every bucket and reconciles.
         for _ in range(30):

@@ -25,6 +25,12 @@ FLAGS = [
     "--leader-elect-resource-namespace=default",
     f"--leader-elect-buckets={BUCKETS}",
 ]
+# Leases short enough that a cold start (a lease duration) passes in a few steps of the fake clock.
+SHORT_LEASES = [
+    "--leader-elect-lease-duration=1s",
+    "--leader-elect-renew-deadline=0.6s",
+    "--leader-elect-retry-period=0.2s",
+]
 
 
 async def _seed(kube: KubeClient, apiserver: ServerThread, backend: MetricsBackend) -> None:
@@ -85,12 +91,7 @@ async def test_an_autoscaler_of_ours_met_as_a_stub_is_listed_again_and_reconcile
     fake_clock: FakeClock,
 ) -> None:
     await _seed(kube, apiserver, backend)
-    short = [
-        "--leader-elect-lease-duration=1s",
-        "--leader-elect-renew-deadline=0.6s",
-        "--leader-elect-retry-period=0.2s",
-    ]
-    flags = [*FLAGS, *short]
+    flags = [*FLAGS, *SHORT_LEASES]
     async with running_controller(kubeconfig_path, backend.url, clock=fake_clock, flags=flags) as controller:
         # Alone: after its cold-start wait it holds every bucket and reconciles every autoscaler.
         await _take_buckets(fake_clock, controller)
@@ -152,13 +153,8 @@ async def test_a_stub_in_a_namespace_neither_listed_nor_listing_is_listed_again(
     """Its pods cached but its list dropped (a forecast changed while it was under way): the handover
     lists it again rather than waiting for a list that will not come (the key re-queued forever)."""
     await _seed(kube, apiserver, backend)
-    short = [
-        "--leader-elect-lease-duration=1s",
-        "--leader-elect-renew-deadline=0.6s",
-        "--leader-elect-retry-period=0.2s",
-    ]
     async with running_controller(
-        kubeconfig_path, backend.url, clock=fake_clock, flags=[*FLAGS, *short]
+        kubeconfig_path, backend.url, clock=fake_clock, flags=[*FLAGS, *SHORT_LEASES]
     ) as controller:
         await _take_buckets(fake_clock, controller)
         await eventually(lambda: reconciles(controller) >= len(NAMES))  # real I/O: the clock stands still
