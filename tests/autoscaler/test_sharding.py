@@ -351,17 +351,17 @@ async def test_survivors_expect_a_silent_holders_buckets_and_take_exactly_those(
         assert not a.sharding.forecast and not b.sharding.forecast
         orphans = {i for i, holder in enumerate(holders(apiserver)) if holder == "c"}
         await c.kill()
-        # Within c's renew deadline (2 s) nobody expects anything: c may still be writing.
-        await run_for(clock, 1.5, 2 * loops)
+        # Before c has missed two renewals (1 s here) nobody expects anything: it may only be late.
+        await run_for(clock, 0.5, 2 * loops)
         assert not a.sharding.forecast and not b.sharding.forecast
-        # Unheard of for its renew deadline, c has stopped writing by its own rule: its buckets are
-        # planned among the survivors, one each, while its Leases have not expired yet.
+        # Unheard of for two retry periods, c is suspected: its buckets are planned among the survivors,
+        # one each, long before its Leases expire.
         await run_for(clock, 1.0, 2 * loops)
         expected_a, expected_b = a.sharding.forecast, b.sharding.forecast
         assert expected_a | expected_b == orphans and len(expected_a) == len(expected_b) == 1
         assert holders(apiserver).count("c") == 2
-        # At expiry each takes what it expected, and nothing else.
-        await run_for(clock, 1.0, 2 * loops)
+        # At expiry (3 s after its last renewal) each takes what it expected, and nothing else.
+        await run_for(clock, 2.0, 2 * loops)
         assert [i for i in orphans if holders(apiserver)[i] == "a"] == sorted(expected_a)
         assert [i for i in orphans if holders(apiserver)[i] == "b"] == sorted(expected_b)
         assert not a.sharding.forecast and not b.sharding.forecast  # held now: nothing left to expect
@@ -465,18 +465,18 @@ async def test_a_silent_watch_is_not_taken_for_silent_holders(
     try:
         for _ in range(3):
             renew("a", "b", "c")
-            clock.advance(2.0)
+            clock.advance(0.5)
         assert sharding.forecast == {2, 5}  # a joins b and c: each gives its highest-numbered bucket up
-        # c goes silent: once unheard of for the renew deadline (2 s here), its buckets are planned
-        # among a and b, and a expects its part.
-        for _ in range(2):
-            renew("a", "b")
-            clock.advance(1.5)
+        # c goes silent: once it has missed two renewals (1 s here), its buckets are planned among a
+        # and b, and a expects its part.
+        renew("a", "b")
+        assert sharding.forecast == {2, 5}  # (c unheard of for 0.5 s: only late, maybe)
+        clock.advance(0.5)
         renew("a", "b")
         assert sharding.forecast == {3, 4, 5}
         # Then the watch itself stalls: nothing from anyone, a's own renewals included. b is not
         # suspected (a would list all of b's buckets for nothing).
-        clock.advance(2.5)
+        clock.advance(1.5)
         sharding._seen(lease(member_lease_name("surge", "zz"), "", "t", duration=15))  # an unrelated event
         assert sharding.forecast == {3, 4, 5}
     finally:
