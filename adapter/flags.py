@@ -17,6 +17,7 @@ from pathlib import Path
 from adapter.config import CONFIG_MAX_BYTES
 from adapter.delegate.options import DelegateOptions, add_delegate_flags, delegate_options_from_namespace
 from adapter.querycache import DEFAULT_MAX_ENTRIES, DEFAULT_TTL
+from adapter.tenancy.options import TenantOptions, add_tenant_flags, tenant_options_from_namespace
 from shared.cli import (
     OneLineErrorParser,
     add_bool_flag,
@@ -241,6 +242,7 @@ FLAG_GROUPS: tuple[FlagGroup, ...] = (
     add_prometheus_flags,
     add_adapter_serving_flags,
     add_delegate_flags,
+    add_tenant_flags,
     add_logging_flags,
 )
 
@@ -316,6 +318,7 @@ class AdapterOptions:
     log_level: str
     log_format: str
     delegates: DelegateOptions
+    tenants: TenantOptions
 
 
 class FlagError(ValueError):
@@ -350,6 +353,7 @@ def options_from_namespace(ns: argparse.Namespace) -> AdapterOptions:
         raise FlagError(f"--prometheus-header: {err}") from None
     try:
         delegates = delegate_options_from_namespace(ns)
+        tenants = tenant_options_from_namespace(ns)
     except ValueError as err:
         raise FlagError(str(err)) from None
     return AdapterOptions(
@@ -374,6 +378,7 @@ def options_from_namespace(ns: argparse.Namespace) -> AdapterOptions:
         log_level=ns.log_level,
         log_format=ns.log_format,
         delegates=delegates,
+        tenants=tenants,
     )
 
 

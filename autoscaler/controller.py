@@ -53,7 +53,6 @@ from autoscaler.history import Histories
 from autoscaler.leader import Fence, LeaseGuard
 from autoscaler.metrics import MetricsClient
 from autoscaler.pods import PodIndex, compiled_selector, slim_pod
-from autoscaler.promql.confine import QueryRefused
 from autoscaler.promql.direct import DirectMetrics
 from autoscaler.reasons import reason_of
 from autoscaler.scale import ScaleError, read_scale, scale_path, update_replicas
@@ -82,6 +81,7 @@ from shared.kube import (
 )
 from shared.kube.informer import freeze_listed
 from shared.kube.store import compact
+from shared.promql.confine import QueryRefused
 from shared.supervisor import Supervisor
 
 log = structlog.get_logger(__name__)

@@ -36,9 +36,9 @@ from autoscaler.core.forecast import on_grid
 from autoscaler.core.predictive import Outlook, Prediction, latest, outlook
 from autoscaler.core.types import EXTERNAL, MetricSpec, Predictive
 from autoscaler.promql.client import PrometheusClient, PrometheusError
-from autoscaler.promql.confine import QueryRefused
 from autoscaler.promql.direct import DirectMetrics
 from shared.clock import Clock
+from shared.promql.confine import QueryRefused
 
 Key = tuple[str, str]
 

@@ -59,7 +59,6 @@ from autoscaler.core.types import (
     PAUSED_REPLICAS_ANNOTATION,
     Schedule,
 )
-from autoscaler.promql.confine import QueryRefused, check, confine
 from autoscaler.sources import (
     ACTIVATION_ANNOTATION,
     BURST_ANNOTATION,
@@ -70,6 +69,7 @@ from autoscaler.sources import (
     SCHEDULES_ANNOTATION,
     SYNC_PERIOD_ANNOTATION,
 )
+from shared.promql.confine import QueryRefused, check, confine
 
 NAME = "convert"
 HELP = "an autoscaling/v2 HPA or a KEDA ScaledObject as a HorizontalAutoscaler"

@@ -23,7 +23,7 @@ from decimal import Decimal, InvalidOperation
 from autoscaler.core.types import ZERO_TIME, ExternalMetricAnswer, MetricAnswer, MetricFetchError
 from autoscaler.metrics.client import FetchLatency
 from autoscaler.promql.client import PrometheusClient, PrometheusError
-from autoscaler.promql.confine import QueryRefused, check, confine
+from shared.promql.confine import QueryRefused, check, confine
 
 # The `api` label of the metric-fetch latency histogram for these queries.
 API = "prometheus"

@@ -13,9 +13,9 @@ import yaml
 from autoscaler.core.types import DIRECT_METRIC_PREFIX, MetricFetchError
 from autoscaler.core.validation import DIRECT_NO_SELECTOR, DIRECT_QUERY_RULE
 from autoscaler.promql.client import PrometheusAccess, PrometheusClient, PrometheusError
-from autoscaler.promql.confine import QueryRefused
 from autoscaler.promql.direct import DirectMetrics, sample_milli
 from autoscaler.sources import CRD_SOURCE, HPA_SOURCE, PREDICTIVE_ANNOTATION, QUERIES_ANNOTATION
+from shared.promql.confine import QueryRefused
 from sim.prometheus import free_port
 from tests.autoscaler.harness import CRD_FILE
 from tests.fixtures.apiserver import KubectlRunner

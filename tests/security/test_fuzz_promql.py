@@ -42,17 +42,17 @@ from adapter.registry import SeriesRegistry
 from adapter.server.app import render_errors
 from adapter.server.provider import PrometheusMetricsProvider
 from adapter.server.routes import MetricRoutes
-from autoscaler.promql.confine import MAX_DURATION, MAX_QUERY_LENGTH, QueryRefused, confine
 from shared.auth.attributes import access_review_spec, request_attributes
 from shared.auth.certs import CertificateAuthority
 from shared.auth.identity import UserInfo
 from shared.auth.requestheader import RequestHeaderConfig, user_from_headers
 from shared.auth.status import forbidden
+from shared.promql.confine import MAX_DURATION, MAX_QUERY_LENGTH, QueryRefused, confine
 from shared.selectors import Requirement, parse_selector
 from sim.prometheus import PrometheusProcess
 from tests.adapter.provider_fakes import ListedObjects, RecordingPrometheus, fed_registry
-from tests.autoscaler.test_confine import assert_confined
 from tests.security.pki import TestCA
+from tests.shared.test_confine import assert_confined
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL_SAMPLE = settings(max_examples=300)  # the default suite's share; `make fuzz` runs the marked ones

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.core.types import DIRECT_METRIC_PREFIX
-from autoscaler.promql.confine import check
+from shared.promql.confine import check
 from surge.__main__ import main as surge_main
 from surge.convert import ConvertError, convert, to_yaml
 from tests.fixtures.apiserver import KubectlRunner

@@ -1,4 +1,4 @@
-"""Confinement of direct PromQL queries to a namespace (autoscaler/promql/confine.py).
+"""Confinement of direct PromQL queries to a namespace (shared/promql/confine.py).
 
 The property tests parse what `confine` prints with the same parser and check every series selector of
 it: exactly one namespace matcher, `namespace="<ns>"`, and the query's own matchers unchanged, in order.
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.promql.confine import (
+from shared.promql.confine import (
     AT_OUT_OF_RANGE,
     QueryRefused,
     _outcome,
