@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from autoscaler.sources import ACTIVATION_ANNOTATION, FALLBACK_ANNOTATION, QUERIES_ANNOTATION
-from surge.convert import ConvertError, convert, cron_schedule
+from surge.convert import ConvertError, convert
+from surge.convert.keda import cron_schedule
 from tests.fixtures.apiserver import KubectlRunner
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,0 +1,109 @@
+"""`surge convert -f FILE`: HPAs and KEDA ScaledObjects as HorizontalAutoscalers.
+
+Prints the HorizontalAutoscalers (YAML) on stdout, ready for `kubectl apply -f -`. FILE is YAML or JSON,
+one or more documents (empty ones skipped), a `List` of objects too. What carries over:
+
+- an HPA of autoscaling/v2 or v2beta2: its spec, with the settings of its `autoscaling.surge.dev/*`
+  annotations as spec fields; of autoscaling/v2beta1 and v1: the same spec, as the API server converts
+  them to v2 (v1's `targetCPUUtilizationPercentage`, and the v2 metrics and behavior that v1 keeps in its
+  `autoscaling.alpha.kubernetes.io/metrics` and `/behavior` annotations);
+- `prometheus` triggers: direct PromQL External metrics `surge-promql:<name>` (`query`; `threshold` as the
+  target, AverageValue unless `metricType` says Value, as in KEDA; `activationThreshold`);
+- `cpu` and `memory`: Resource metrics (ContainerResource with `containerName`), of the `metricType` or the
+  deprecated `metadata.type`;
+- `cron`: schedules (`start` as the cron, the time to `end` as their duration, `desiredReplicas`);
+- `minReplicaCount` and `maxReplicaCount` (`idleReplicaCount: 0` means minReplicas 0), `pollingInterval` as
+  syncPeriodSeconds, `fallback`, `advanced.horizontalPodAutoscalerConfig.behavior`, and the pause
+  annotations (`autoscaling.keda.sh/paused(-replicas)` as `autoscaling.surge.dev/paused(-replicas)`);
+- `cooldownPeriod`, which KEDA applies only to the last step to zero, as the scale-down stabilization
+  window when the object scales to zero (unless the behavior sets one; Surge goes to zero after that
+  window, like any scale-down, so it also paces the steps above). Without scale to zero KEDA ignores it,
+  and so does the conversion.
+
+Dropped, because Surge does the same on its own terms: the prometheus trigger's connection settings
+(`serverAddress`, `namespace`, `customHeaders`, `authModes`, `unsafeSsl`, `authenticationRef`: the autoscaler
+queries its own `--prometheus-url`, confined to the object's namespace), `ignoreNullValues`, `metricName`
+(deprecated; it names the metric when the trigger has no `name`), `useCachedMetrics`,
+`initialCooldownPeriod`, `advanced.restoreToOriginalReplicaCount` and KEDA's ownership annotations.
+With `minReplicaCount: 0` each Prometheus trigger gets KEDA's default activation threshold (0) unless it
+has one, so the target is at zero exactly when KEDA would put it there; a cron-only object at 0 gets a
+constant `vector(0)` metric, so that the schedules alone decide. No input value is pasted into PromQL:
+a trigger's query is kept as written (and checked as the autoscaler will, confined to the namespace), the
+constant is the only query the conversion writes.
+
+Every converted object is checked as the API server and the autoscaler check it (the CRD's fields and
+types, then the autoscaler's own rules, `autoscaler/core/validation.py`), so what is printed is accepted.
+Anything that cannot be expressed is refused: one line on stderr naming every problem of every object,
+and exit status 2 (docs/deploy.md section 16: keep those on KEDA behind the multiplexer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import yaml
+
+from surge.convert.horizontal_autoscaler import convert
+from surge.convert.problems import ConvertError, _one_line
+from surge.convert.yamlio import MAX_VALUES, _objects, _within, to_yaml
+
+NAME = "convert"
+HELP = "an autoscaling/v2 HPA or a KEDA ScaledObject as a HorizontalAutoscaler"
+
+
+def register(subcommands: Any) -> None:
+    p = subcommands.add_parser(NAME, help=HELP, description=__doc__.split("\n\n", 1)[0])
+    p.add_argument(
+        "-f", "--filename", required=True, metavar="FILE", help="the HPAs or ScaledObjects (YAML or JSON)"
+    )
+    p.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        with open(args.filename, encoding="utf-8") as file:
+            documents = _objects([d for d in yaml.safe_load_all(file) if d is not None])
+    except OSError as err:
+        print(f"surge convert: -f: cannot read {args.filename}: {err.strerror}", file=sys.stderr)
+        return 2
+    except UnicodeDecodeError:
+        print(f"surge convert: -f: {args.filename} is not UTF-8 text", file=sys.stderr)
+        return 2
+    except yaml.YAMLError as err:
+        print(f"surge convert: -f: {args.filename} is not YAML: {_one_line(str(err))}", file=sys.stderr)
+        return 2
+    except (RecursionError, ConvertError) as err:
+        # PyYAML recurses once per nesting level: a hostile file can nest deeper than the stack.
+        problem = "nested too deeply" if isinstance(err, RecursionError) else str(err)
+        print(f"surge convert: -f: {args.filename}: {problem}", file=sys.stderr)
+        return 2
+    if not documents:
+        print(f"surge convert: -f: {args.filename} holds no object", file=sys.stderr)
+        return 2
+    if not _within(documents, MAX_VALUES):
+        print(
+            f"surge convert: -f: {args.filename}: more than {MAX_VALUES} values once its YAML aliases are "
+            "expanded",
+            file=sys.stderr,
+        )
+        return 2
+    converted, problems = [], []
+    for i, document in enumerate(documents):
+        try:
+            converted.append(convert(document))
+        except ConvertError as err:
+            problems.append(f"{_named(document, i)}: {err}" if len(documents) > 1 else str(err))
+    if problems:
+        print(f"surge convert: {_one_line('; '.join(problems))}", file=sys.stderr)
+        return 2
+    sys.stdout.write(to_yaml(converted))
+    return 0
+
+
+def _named(document: Any, index: int) -> str:
+    meta = document.get("metadata") if isinstance(document, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    kind = document.get("kind") if isinstance(document, dict) else None
+    return f"object {index + 1} ({kind or '?'} {name})" if isinstance(name, str) else f"object {index + 1}"

@@ -1,0 +1,38 @@
+"""One HPA or ScaledObject as the HorizontalAutoscaler that replaces it, checked as the API server and the
+autoscaler check it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from surge.convert.hpa import HPA_VERSIONS, _from_hpa
+from surge.convert.keda import _from_scaled_object
+from surge.convert.problems import ConvertError, _one_line, _short
+from surge.convert.schema import SPEC_SHAPE, _accepted_problems, _wide_quantities_as_strings
+
+
+def convert(obj: Any) -> dict[str, Any]:
+    """The HorizontalAutoscaler for one HPA or ScaledObject (keda.sh/v1alpha1), checked as the API server
+    and the autoscaler check it; ConvertError names every problem."""
+    if not isinstance(obj, dict):
+        raise ConvertError("not an object: want an autoscaling/v2 HPA or a keda.sh ScaledObject")
+    kind, api_version = obj.get("kind"), obj.get("apiVersion")
+    problems: list[str] = []
+    if kind == "HorizontalPodAutoscaler" and api_version in HPA_VERSIONS:
+        out = _from_hpa(obj, str(api_version), problems)
+    elif kind == "ScaledObject" and str(api_version).startswith("keda.sh/"):
+        out = _from_scaled_object(obj, problems)
+    else:
+        raise ConvertError(
+            f"{_short(api_version) if api_version else '<no apiVersion>'} "
+            f"{_short(kind) if kind else '<no kind>'}: want an autoscaling/v2 (v2beta2, v2beta1, v1) "
+            "HorizontalPodAutoscaler or a keda.sh/v1alpha1 ScaledObject"
+        )
+    if not problems:
+        _wide_quantities_as_strings(out["spec"], SPEC_SHAPE)
+        # Named as fields of the HorizontalAutoscaler, which a ScaledObject's author did not write.
+        prefix = "" if kind == "HorizontalPodAutoscaler" else "HorizontalAutoscaler "
+        problems += [prefix + problem for problem in _accepted_problems(out)]
+    if problems:
+        raise ConvertError(_one_line("; ".join(dict.fromkeys(problems))))
+    return out
