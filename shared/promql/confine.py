@@ -15,6 +15,12 @@ Decided rules, beyond adding the matcher:
 * A selector's own `namespace` matcher is kept only when it is exactly `namespace="<ns>"`; any other
   (`namespace="other"`, `!=`, `=~`, `!~`) refuses the query: overwriting it would silently answer a
   different question than the one written.
+* `confine_tenant` (a tenant's rules in the adapter, docs/tenant-rules.md) also keeps a selector's own
+  `namespace` matcher that the namespace satisfies (`namespace!=""`, `=~"shop|web"`, `!~"kube-.*"`),
+  next to the added `namespace="<ns>"`: rules written for prometheus-adapter carry such matchers, and
+  with the equality beside them they read nothing more. Regexes are judged as Prometheus judges them:
+  RE2, matching the whole value; one RE2 cannot compile refuses. A matcher the namespace does not
+  satisfy refuses, as above.
 * Alternatives inside a selector (`{a="1" or b="2"}`, not Prometheus syntax) and `info()` (it reads
   `target_info` series the query does not name) are refused.
 * Limits, checked here so that a query is refused once, when its autoscaler is read, rather than by
@@ -50,6 +56,7 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
 import promql_parser as pp
+import re2
 
 from shared.stopping import STOPPING
 
@@ -95,13 +102,19 @@ def quote(text: str) -> str:
 
 def confine(query: str, namespace: str) -> str:
     """`query` with every selector confined to `namespace`; QueryRefused when it cannot be."""
-    return _cached(query, namespace)
+    return _cached(query, namespace, tenant=False)
+
+
+def confine_tenant(query: str, namespace: str) -> str:
+    """As `confine`, keeping a selector's own `namespace` matchers that `namespace` satisfies (see the
+    module docstring); QueryRefused naming the first one it does not satisfy."""
+    return _cached(query, namespace, tenant=True)
 
 
 def check(query: str) -> None:
     """QueryRefused when `query` does not parse or breaks a limit (see the module docstring): what
     `confine` checks, without confining (the queries of operators' cluster-wide namespaces)."""
-    _cached(query, None)
+    _cached(query, None, tenant=False)
 
 
 @dataclass(frozen=True)
@@ -109,29 +122,29 @@ class _Refusal:
     reason: str
 
 
-def _cached(query: str, namespace: str | None) -> str:
-    outcome = _outcome(query, namespace)
+def _cached(query: str, namespace: str | None, *, tenant: bool) -> str:
+    outcome = _outcome(query, namespace, tenant)
     if isinstance(outcome, _Refusal):
         raise QueryRefused(outcome.reason)
     return outcome
 
 
 @lru_cache(maxsize=4096)
-def _outcome(query: str, namespace: str | None) -> str | _Refusal:
+def _outcome(query: str, namespace: str | None, tenant: bool) -> str | _Refusal:
     """Cached, refusals too: the daemon confines the same few queries on every reconcile and decision
     read, and a refused one would otherwise be parsed (and panic, and print) each time."""
     try:
-        return _printed(query, namespace)
+        return _printed(query, namespace, tenant)
     except QueryRefused as err:
         return _Refusal(str(err))
 
 
 def render(expr: pp.Expr) -> str:
     """The PromQL text of a parsed tree, unconfined (for tests)."""
-    return _Renderer(None).render(expr)
+    return _Renderer(None, tenant=False).render(expr)
 
 
-def _printed(query: str, namespace: str | None) -> str:
+def _printed(query: str, namespace: str | None, tenant: bool) -> str:
     if len(query) > MAX_QUERY_LENGTH:
         raise QueryRefused(f"longer than {MAX_QUERY_LENGTH} characters ({len(query)})")
     if _nesting(query) > MAX_NESTING:
@@ -145,7 +158,7 @@ def _printed(query: str, namespace: str | None) -> str:
     except BaseException as err:
         raise _parser_failed(err) from None
     try:
-        return _Renderer(namespace).render(expr)
+        return _Renderer(namespace, tenant).render(expr)
     except _PASSED:
         raise
     except RecursionError:
@@ -236,9 +249,25 @@ def _names(labels: list[str]) -> str:
     return ", ".join(labels)
 
 
+def _satisfied(matcher: pp.Matcher, namespace: str) -> bool:
+    """Whether a series of `namespace` passes `matcher` (a namespace matcher), as Prometheus decides."""
+    op = _OPS[str(matcher.op)]
+    if op in ("=", "!="):
+        return (matcher.value == namespace) == (op == "=")
+    options = re2.Options()
+    options.log_errors = False  # the refusal says it; RE2's own log would go to stderr
+    try:
+        regex = re2.compile(matcher.value, options)
+    except re2.error as err:
+        reason = err.args[0].decode(errors="replace") if err.args and isinstance(err.args[0], bytes) else err
+        raise QueryRefused(f"the regex {quote(matcher.value)} is not RE2: {reason}") from None
+    return (regex.fullmatch(namespace) is not None) == (op == "=~")
+
+
 class _Renderer:
-    def __init__(self, namespace: str | None) -> None:
+    def __init__(self, namespace: str | None, tenant: bool) -> None:
         self.namespace = namespace
+        self.tenant = tenant  # keep the namespace matchers `namespace` satisfies
 
     def render(self, expr: object) -> str:
         if isinstance(expr, pp.VectorSelector):
@@ -283,12 +312,13 @@ class _Renderer:
             if not (_LABEL_NAME.match(m.name)):
                 raise QueryRefused(f"label name {m.name!r} is not a plain name")
             if m.name == NAMESPACE_LABEL and self.namespace is not None:
-                if m.op != pp.MatchOp.Equal or m.value != self.namespace:
+                if m.op == pp.MatchOp.Equal and m.value == self.namespace:
+                    continue  # written again below
+                if not (self.tenant and _satisfied(m, self.namespace)):
                     raise QueryRefused(
                         f"the selector's matcher {m.name}{_OPS[str(m.op)]}{quote(m.value)} reads outside "
                         f"namespace {self.namespace!r}"
                     )
-                continue  # written again below
             matchers.append(f"{m.name}{_OPS[str(m.op)]}{quote(m.value)}")
         if self.namespace is not None:
             matchers.append(f"{NAMESPACE_LABEL}={quote(self.namespace)}")
