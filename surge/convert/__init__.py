@@ -46,8 +46,8 @@ from typing import Any
 import yaml
 
 from surge.convert.horizontal_autoscaler import convert
-from surge.convert.problems import ConvertError, _one_line
-from surge.convert.yamlio import MAX_VALUES, _objects, _within, to_yaml
+from surge.convert.problems import ConvertError, one_line
+from surge.convert.yamlio import MAX_VALUES, expand_lists, to_yaml, within
 
 NAME = "convert"
 HELP = "an autoscaling/v2 HPA or a KEDA ScaledObject as a HorizontalAutoscaler"
@@ -64,7 +64,7 @@ def register(subcommands: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     try:
         with open(args.filename, encoding="utf-8") as file:
-            documents = _objects([d for d in yaml.safe_load_all(file) if d is not None])
+            documents = expand_lists([d for d in yaml.safe_load_all(file) if d is not None])
     except OSError as err:
         print(f"surge convert: -f: cannot read {args.filename}: {err.strerror}", file=sys.stderr)
         return 2
@@ -72,7 +72,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"surge convert: -f: {args.filename} is not UTF-8 text", file=sys.stderr)
         return 2
     except yaml.YAMLError as err:
-        print(f"surge convert: -f: {args.filename} is not YAML: {_one_line(str(err))}", file=sys.stderr)
+        print(f"surge convert: -f: {args.filename} is not YAML: {one_line(str(err))}", file=sys.stderr)
         return 2
     except (RecursionError, ConvertError) as err:
         # PyYAML recurses once per nesting level: a hostile file can nest deeper than the stack.
@@ -82,7 +82,7 @@ def _run(args: argparse.Namespace) -> int:
     if not documents:
         print(f"surge convert: -f: {args.filename} holds no object", file=sys.stderr)
         return 2
-    if not _within(documents, MAX_VALUES):
+    if not within(documents, MAX_VALUES):
         print(
             f"surge convert: -f: {args.filename}: more than {MAX_VALUES} values once its YAML aliases are "
             "expanded",
@@ -96,7 +96,7 @@ def _run(args: argparse.Namespace) -> int:
         except ConvertError as err:
             problems.append(f"{_named(document, i)}: {err}" if len(documents) > 1 else str(err))
     if problems:
-        print(f"surge convert: {_one_line('; '.join(problems))}", file=sys.stderr)
+        print(f"surge convert: {one_line('; '.join(problems))}", file=sys.stderr)
         return 2
     sys.stdout.write(to_yaml(converted))
     return 0

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from surge.convert.hpa import HPA_VERSIONS, _from_hpa
-from surge.convert.keda import _from_scaled_object
-from surge.convert.problems import ConvertError, _one_line, _short
-from surge.convert.schema import SPEC_SHAPE, _accepted_problems, _wide_quantities_as_strings
+from surge.convert.hpa import HPA_VERSIONS, from_hpa
+from surge.convert.keda import from_scaled_object
+from surge.convert.problems import ConvertError, one_line, short
+from surge.convert.schema import SPEC_SHAPE, accepted_problems, wide_quantities_as_strings
 
 
 def convert(obj: Any) -> dict[str, Any]:
@@ -19,20 +19,20 @@ def convert(obj: Any) -> dict[str, Any]:
     kind, api_version = obj.get("kind"), obj.get("apiVersion")
     problems: list[str] = []
     if kind == "HorizontalPodAutoscaler" and api_version in HPA_VERSIONS:
-        out = _from_hpa(obj, str(api_version), problems)
+        out = from_hpa(obj, str(api_version), problems)
     elif kind == "ScaledObject" and str(api_version).startswith("keda.sh/"):
-        out = _from_scaled_object(obj, problems)
+        out = from_scaled_object(obj, problems)
     else:
         raise ConvertError(
-            f"{_short(api_version) if api_version else '<no apiVersion>'} "
-            f"{_short(kind) if kind else '<no kind>'}: want an autoscaling/v2 (v2beta2, v2beta1, v1) "
+            f"{short(api_version) if api_version else '<no apiVersion>'} "
+            f"{short(kind) if kind else '<no kind>'}: want an autoscaling/v2 (v2beta2, v2beta1, v1) "
             "HorizontalPodAutoscaler or a keda.sh/v1alpha1 ScaledObject"
         )
     if not problems:
-        _wide_quantities_as_strings(out["spec"], SPEC_SHAPE)
+        wide_quantities_as_strings(out["spec"], SPEC_SHAPE)
         # Named as fields of the HorizontalAutoscaler, which a ScaledObject's author did not write.
         prefix = "" if kind == "HorizontalPodAutoscaler" else "HorizontalAutoscaler "
-        problems += [prefix + problem for problem in _accepted_problems(out)]
+        problems += [prefix + problem for problem in accepted_problems(out)]
     if problems:
-        raise ConvertError(_one_line("; ".join(dict.fromkeys(problems))))
+        raise ConvertError(one_line("; ".join(dict.fromkeys(problems))))
     return out

@@ -16,8 +16,8 @@ from autoscaler.sources import (
     SCHEDULES_ANNOTATION,
     SYNC_PERIOD_ANNOTATION,
 )
-from surge.convert.metadata import _annotations, _autoscaler
-from surge.convert.problems import ConvertError, _collect
+from surge.convert.metadata import autoscaler_object, checked_annotations
+from surge.convert.problems import ConvertError, collect
 
 HPA_VERSIONS = ("autoscaling/v2", "autoscaling/v2beta2", "autoscaling/v2beta1", "autoscaling/v1")
 # autoscaling/v1 keeps the v2 fields it has none of in these annotations (k8s autoscaling/v1 conversion).
@@ -39,16 +39,16 @@ def _annotation_json(annotations: dict[str, str], name: str) -> Any:
         raise ConvertError(f"metadata.annotations[{name}]: not JSON") from None
 
 
-def _from_hpa(obj: dict[str, Any], api_version: str, problems: list[str]) -> dict[str, Any]:
-    annotations = _annotations(obj, problems)
+def from_hpa(obj: dict[str, Any], api_version: str, problems: list[str]) -> dict[str, Any]:
+    annotations = checked_annotations(obj, problems)
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         problems.append("spec: required (an object)")
         spec = {}
     if api_version == "autoscaling/v1":
-        spec = _collect(problems, _v1_spec, spec, annotations) or {}
+        spec = collect(problems, _v1_spec, spec, annotations) or {}
     elif api_version == "autoscaling/v2beta1":
-        spec = {**spec, **(_collect(problems, _v2beta1_metrics, spec.get("metrics"), "spec.metrics") or {})}
+        spec = {**spec, **(collect(problems, _v2beta1_metrics, spec.get("metrics"), "spec.metrics") or {})}
     else:
         spec = dict(spec)
     annotations = {k: v for k, v in annotations.items() if not DROPPED_ANNOTATIONS.fullmatch(k)}
@@ -64,22 +64,22 @@ def _from_hpa(obj: dict[str, Any], api_version: str, problems: list[str]) -> dic
         (BURST_ANNOTATION, "burst"),
         (FALLBACK_ANNOTATION, "fallback"),
     ):
-        value = _collect(problems, _annotation_json, annotations, name)
+        value = collect(problems, _annotation_json, annotations, name)
         if value is not None:
             spec[field] = value
-    queries = _collect(problems, _annotation_json, annotations, QUERIES_ANNOTATION) or {}
-    thresholds = _collect(problems, _annotation_json, annotations, ACTIVATION_ANNOTATION) or {}
+    queries = collect(problems, _annotation_json, annotations, QUERIES_ANNOTATION) or {}
+    thresholds = collect(problems, _annotation_json, annotations, ACTIVATION_ANNOTATION) or {}
     for where, named in ((QUERIES_ANNOTATION, queries), (ACTIVATION_ANNOTATION, thresholds)):
         if not isinstance(named, dict):
             problems.append(f"metadata.annotations[{where}]: not a JSON object of metric names")
-            return _autoscaler(obj, spec, annotations, problems)
+            return autoscaler_object(obj, spec, annotations, problems)
     metrics = spec.get("metrics")
     if isinstance(metrics, list):
         spec["metrics"] = [_with_settings(metric, queries, thresholds) for metric in metrics]
     for where, left in ((QUERIES_ANNOTATION, queries), (ACTIVATION_ANNOTATION, thresholds)):
         if left:
             problems.append(f"metadata.annotations[{where}]: no metric named {', '.join(sorted(left))}")
-    return _autoscaler(obj, spec, annotations, problems)
+    return autoscaler_object(obj, spec, annotations, problems)
 
 
 def _with_settings(metric: Any, queries: dict[str, Any], thresholds: dict[str, Any]) -> Any:
@@ -166,7 +166,7 @@ def _v2beta1_metrics(metrics: Any, where: str) -> dict[str, Any]:
     if not isinstance(metrics, list):
         raise ConvertError(f"{where}: not a list")
     problems: list[str] = []
-    out = [_collect(problems, _v2beta1_metric, metric, f"{where}[{i}]") for i, metric in enumerate(metrics)]
+    out = [collect(problems, _v2beta1_metric, metric, f"{where}[{i}]") for i, metric in enumerate(metrics)]
     if problems:
         raise ConvertError("; ".join(problems))
     return {"metrics": out}

@@ -17,8 +17,8 @@ from autoscaler.core.types import (
     PAUSED_REPLICAS_ANNOTATION,
     Schedule,
 )
-from surge.convert.metadata import _annotations, _autoscaler
-from surge.convert.problems import ConvertError, _collect, _one_line, _short
+from surge.convert.metadata import autoscaler_object, checked_annotations
+from surge.convert.problems import ConvertError, collect, one_line, short
 from surge.convert.schema import MAX_INT32, MAX_QUANTITY_LENGTH, TIME_ZONE_PATTERN
 
 KEDA_PAUSED = "autoscaling.keda.sh/paused"
@@ -85,9 +85,9 @@ def _count(value: Any, where: str, minimum: int = 0) -> int:
         or not isinstance(value, int | str)
         or not re.fullmatch(r"\s*[0-9]+\s*", str(value))
     ):
-        raise ConvertError(f"{where}: not a whole number: {_short(value)}")
+        raise ConvertError(f"{where}: not a whole number: {short(value)}")
     if not minimum <= int(value) <= MAX_INT32:
-        raise ConvertError(f"{where}: must be from {minimum} to {MAX_INT32}: {_short(value)}")
+        raise ConvertError(f"{where}: must be from {minimum} to {MAX_INT32}: {short(value)}")
     return int(value)
 
 
@@ -96,9 +96,9 @@ def _quantity(value: Any, where: str, *, positive: bool) -> str:
     text = str(value).strip() if isinstance(value, int | float | str) and not isinstance(value, bool) else ""
     match = QUANTITY.fullmatch(text)
     if match is None or len(text) > MAX_QUANTITY_LENGTH:
-        raise ConvertError(f"{where}: not a number (0 or more, 64 characters at most): {_short(value)}")
+        raise ConvertError(f"{where}: not a number (0 or more, 64 characters at most): {short(value)}")
     if positive and float(match.group(1)) == 0:
-        raise ConvertError(f"{where}: must be more than 0: {_short(value)}")
+        raise ConvertError(f"{where}: must be more than 0: {short(value)}")
     return text
 
 
@@ -119,7 +119,7 @@ def _target(metric_type: Any, value: str, where: str) -> dict[str, Any]:
         return {"type": "AverageValue", "averageValue": value}
     if metric_type == "Value":
         return {"type": "Value", "value": value}
-    raise ConvertError(f"{where}.metricType: {_short(metric_type)}: want AverageValue or Value")
+    raise ConvertError(f"{where}.metricType: {short(metric_type)}: want AverageValue or Value")
 
 
 def _prometheus(
@@ -131,7 +131,7 @@ def _prometheus(
             "; ".join(f"{where}.metadata.{field}: required by the prometheus trigger" for field in missing)
         )
     if not isinstance(meta["query"], str):
-        raise ConvertError(f"{where}.metadata.query: not a string: {_short(meta['query'])}")
+        raise ConvertError(f"{where}.metadata.query: not a string: {short(meta['query'])}")
     external: dict[str, Any] = {
         "metric": {"name": _metric_name(trigger, meta, index, taken)},
         "query": meta["query"].strip(),
@@ -156,7 +156,7 @@ def _resource(trigger: dict[str, Any], meta: dict[str, Any], where: str) -> dict
     metric_type = trigger.get("metricType") or meta.get("type")
     if metric_type not in ("Utilization", "AverageValue"):
         raise ConvertError(
-            f"{where}.metricType: {_short(metric_type) if metric_type else '<unset>'}: "
+            f"{where}.metricType: {short(metric_type) if metric_type else '<unset>'}: "
             "want Utilization or AverageValue"
         )
     if meta.get("value") is None:
@@ -173,7 +173,7 @@ def _resource(trigger: dict[str, Any], meta: dict[str, Any], where: str) -> dict
     container = meta.get("containerName")
     if container:
         if not isinstance(container, str):
-            raise ConvertError(f"{where}.metadata.containerName: not a string: {_short(container)}")
+            raise ConvertError(f"{where}.metadata.containerName: not a string: {short(container)}")
         return {"type": "ContainerResource", "containerResource": {**source, "container": container}}
     return {"type": "Resource", "resource": source}
 
@@ -188,16 +188,16 @@ def cron_schedule(meta: dict[str, Any], where: str) -> dict[str, Any]:
     start, end, zone = meta["start"], meta["end"], meta.get("timezone") or None
     for field, value in (("start", start), ("end", end), ("timezone", zone)):
         if value is not None and not isinstance(value, str):
-            raise ConvertError(f"{where}.metadata.{field}: not a string: {_short(value)}")
+            raise ConvertError(f"{where}.metadata.{field}: not a string: {short(value)}")
     start, end = start.strip(), end.strip()
     try:
         check_cron(start)
         check_cron(end)
         time_zone(zone)
     except ValueError as err:
-        raise ConvertError(f"{where}.metadata: {_one_line(str(err))}") from None
+        raise ConvertError(f"{where}.metadata: {one_line(str(err))}") from None
     if zone is not None and (len(zone) > 64 or not TIME_ZONE_PATTERN.fullmatch(zone)):
-        raise ConvertError(f"{where}.metadata.timezone: {_short(zone)}: not an IANA time zone name")
+        raise ConvertError(f"{where}.metadata.timezone: {short(zone)}: not an IANA time zone name")
     replicas = _count(meta["desiredReplicas"], f"{where}.metadata.desiredReplicas", 1)
     starts = Schedule(start, 1, replicas, zone)
     ends = Schedule(end, 1, replicas, zone)
@@ -245,7 +245,7 @@ def _object(value: Any, where: str) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ConvertError(f"{where}: not an object: {_short(value)}")
+        raise ConvertError(f"{where}: not an object: {short(value)}")
     return value
 
 
@@ -271,29 +271,29 @@ def _checked_triggers(
     for i, trigger in enumerate(triggers):
         where = f"spec.triggers[{i}]"
         if not isinstance(trigger, dict):
-            problems.append(f"{where}: not a trigger object: {_short(trigger)}")
+            problems.append(f"{where}: not a trigger object: {short(trigger)}")
             continue
         misplaced = _field_problems(trigger, TRIGGER_FIELDS, where)
         problems += misplaced
-        meta = _collect(problems, _object, trigger.get("metadata"), f"{where}.metadata")
+        meta = collect(problems, _object, trigger.get("metadata"), f"{where}.metadata")
         if not misplaced and meta is not None and trigger.get("type") in EXPRESSIBLE_TRIGGERS:
             good.append((i, trigger, meta))
     return good
 
 
 def _type_name(kind: Any) -> str:
-    return kind if isinstance(kind, str) and kind else _short(kind) if kind else "<no type>"
+    return kind if isinstance(kind, str) and kind else short(kind) if kind else "<no type>"
 
 
-def _from_scaled_object(obj: dict[str, Any], problems: list[str]) -> dict[str, Any]:
-    annotations = _annotations(obj, problems)
+def from_scaled_object(obj: dict[str, Any], problems: list[str]) -> dict[str, Any]:
+    annotations = checked_annotations(obj, problems)
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         problems.append("spec: required (an object)")
         spec = {}
     problems += _field_problems(spec, SCALED_OBJECT_FIELDS, "spec")
     triggers = _checked_triggers(spec, problems)
-    advanced = _collect(problems, _object, spec.get("advanced"), "spec.advanced") or {}
+    advanced = collect(problems, _object, spec.get("advanced"), "spec.advanced") or {}
     problems += _field_problems(advanced, ADVANCED_FIELDS, "spec.advanced")
     if advanced.get("scalingModifiers"):
         problems.append(
@@ -301,7 +301,7 @@ def _from_scaled_object(obj: dict[str, Any], problems: list[str]) -> dict[str, A
             "highest replica count of its metrics, as the HPA does)"
         )
     hpa_config = (
-        _collect(
+        collect(
             problems,
             _object,
             advanced.get("horizontalPodAutoscalerConfig"),
@@ -310,13 +310,13 @@ def _from_scaled_object(obj: dict[str, Any], problems: list[str]) -> dict[str, A
         or {}
     )
     problems += _field_problems(hpa_config, HPA_CONFIG_FIELDS, "spec.advanced.horizontalPodAutoscalerConfig")
-    behavior = _collect(
+    behavior = collect(
         problems, _object, hpa_config.get("behavior"), "spec.advanced.horizontalPodAutoscalerConfig.behavior"
     )
-    min_count = _collect(problems, _count, spec.get("minReplicaCount", 0), "spec.minReplicaCount")
+    min_count = collect(problems, _count, spec.get("minReplicaCount", 0), "spec.minReplicaCount")
     idle = spec.get("idleReplicaCount")
     if idle is not None:
-        idle = _collect(problems, _count, idle, "spec.idleReplicaCount")
+        idle = collect(problems, _count, idle, "spec.idleReplicaCount")
         if idle is not None and (idle != 0 or (min_count or 0) > 1):
             problems.append(
                 f"spec.idleReplicaCount {idle} with minReplicaCount {min_count}: Surge's activation keeps 1 "
@@ -330,11 +330,11 @@ def _from_scaled_object(obj: dict[str, Any], problems: list[str]) -> dict[str, A
     for i, trigger, meta in triggers:
         where = f"spec.triggers[{i}]"
         if trigger["type"] == "prometheus":
-            made = _collect(problems, _prometheus, trigger, meta, i, where, to_zero, taken)
+            made = collect(problems, _prometheus, trigger, meta, i, where, to_zero, taken)
         elif trigger["type"] == "cron":
-            made = _collect(problems, cron_schedule, meta, where)
+            made = collect(problems, cron_schedule, meta, where)
         else:
-            made = _collect(problems, _resource, trigger, meta, where)
+            made = collect(problems, _resource, trigger, meta, where)
         if made is not None:
             (schedules if trigger["type"] == "cron" else metrics).append(made)
     has_external = any(t["type"] == "prometheus" for _, t, _ in triggers)
@@ -357,7 +357,7 @@ def _from_scaled_object(obj: dict[str, Any], problems: list[str]) -> dict[str, A
             }
         )
     out: dict[str, Any] = {}
-    ref = _collect(problems, _object, spec.get("scaleTargetRef"), "spec.scaleTargetRef")
+    ref = collect(problems, _object, spec.get("scaleTargetRef"), "spec.scaleTargetRef")
     if ref is not None:
         problems += _field_problems(ref, SCALE_TARGET_FIELDS, "spec.scaleTargetRef")
         if not ref.get("name"):
@@ -368,11 +368,11 @@ def _from_scaled_object(obj: dict[str, Any], problems: list[str]) -> dict[str, A
             "name": ref.get("name"),
         }
     out["minReplicas"] = min_count
-    out["maxReplicas"] = _collect(
+    out["maxReplicas"] = collect(
         problems, _count, spec.get("maxReplicaCount", KEDA_MAX_REPLICAS), "spec.maxReplicaCount", 1
     )
     if spec.get("pollingInterval") is not None:
-        out["syncPeriodSeconds"] = _collect(
+        out["syncPeriodSeconds"] = collect(
             problems, _count, spec["pollingInterval"], "spec.pollingInterval", 1
         )
     if metrics:
@@ -381,7 +381,7 @@ def _from_scaled_object(obj: dict[str, Any], problems: list[str]) -> dict[str, A
     cooldown = spec.get("cooldownPeriod")
     scale_down = behavior.get("scaleDown")
     if cooldown is not None:
-        cooldown = _collect(problems, _count, cooldown, "spec.cooldownPeriod")
+        cooldown = collect(problems, _count, cooldown, "spec.cooldownPeriod")
     # KEDA's cooldownPeriod paces only the step to zero: without zero it has nothing to pace.
     window_set = isinstance(scale_down, dict) and "stabilizationWindowSeconds" in scale_down
     free = scale_down is None or (isinstance(scale_down, dict) and not window_set)
@@ -397,7 +397,7 @@ def _from_scaled_object(obj: dict[str, Any], problems: list[str]) -> dict[str, A
     if schedules:
         out["schedules"] = schedules
     if spec.get("fallback") is not None:
-        out["fallback"] = _collect(problems, _fallback, spec["fallback"])
+        out["fallback"] = collect(problems, _fallback, spec["fallback"])
     surge_annotations = {
         ours: annotations[theirs]
         for theirs, ours in (
@@ -406,7 +406,7 @@ def _from_scaled_object(obj: dict[str, Any], problems: list[str]) -> dict[str, A
         )
         if theirs in annotations
     }
-    return _autoscaler(obj, out, surge_annotations, problems)
+    return autoscaler_object(obj, out, surge_annotations, problems)
 
 
 def _fallback(fallback: Any) -> dict[str, Any]:
@@ -415,16 +415,16 @@ def _fallback(fallback: Any) -> dict[str, Any]:
         fallback, frozenset({"failureThreshold", "replicas", "behavior"}), "spec.fallback"
     )
     out: dict[str, Any] = {
-        "failureThreshold": _collect(
+        "failureThreshold": collect(
             problems, _count, fallback.get("failureThreshold"), "spec.fallback.failureThreshold", 1
         ),
-        "replicas": _collect(problems, _count, fallback.get("replicas"), "spec.fallback.replicas"),
+        "replicas": collect(problems, _count, fallback.get("replicas"), "spec.fallback.replicas"),
     }
     behavior = fallback.get("behavior")
     if behavior is not None:
         if behavior not in FALLBACK_BEHAVIORS:
             problems.append(
-                f"spec.fallback.behavior: {_short(behavior)}: want one of {', '.join(FALLBACK_BEHAVIORS)}"
+                f"spec.fallback.behavior: {short(behavior)}: want one of {', '.join(FALLBACK_BEHAVIORS)}"
             )
         out["behavior"] = behavior
     if problems:

@@ -63,7 +63,7 @@ def _qualified_name(key: Any) -> bool:
     return len(name) <= 63 and bool(LABEL_NAME.fullmatch(name))
 
 
-def _annotations(obj: dict[str, Any], problems: list[str]) -> dict[str, Any]:
+def checked_annotations(obj: dict[str, Any], problems: list[str]) -> dict[str, Any]:
     meta = obj.get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, dict) else None
     if annotations is None:
@@ -78,7 +78,7 @@ def _annotations(obj: dict[str, Any], problems: list[str]) -> dict[str, Any]:
     return {key: value for key, value in annotations.items() if key not in bad}
 
 
-def _autoscaler(
+def autoscaler_object(
     obj: dict[str, Any], spec: dict[str, Any], annotations: dict[str, str], problems: list[str]
 ) -> dict[str, Any]:
     return {

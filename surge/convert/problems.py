@@ -12,7 +12,7 @@ class ConvertError(Exception):
     """The input cannot be expressed as a HorizontalAutoscaler; the message is the one line to print."""
 
 
-def _collect(problems: list[str], make: Callable[..., Any], *args: Any) -> Any:
+def collect(problems: list[str], make: Callable[..., Any], *args: Any) -> Any:
     """`make(*args)`, or None with its ConvertError's message added to `problems`."""
     try:
         return make(*args)
@@ -21,7 +21,7 @@ def _collect(problems: list[str], make: Callable[..., Any], *args: Any) -> Any:
         return None
 
 
-def _short(value: Any) -> str:
+def short(value: Any) -> str:
     """A value in a message: quoted if a string, so that spaces and line breaks show; a long or nested
     one cut short (reprlib stops early, so a value of aliases nested many levels costs little)."""
     text = _REPR.repr(value)
@@ -32,5 +32,5 @@ _REPR = reprlib.Repr()
 _REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, 80, 80
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     return " ".join(text.split())

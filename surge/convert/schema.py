@@ -8,7 +8,7 @@ from typing import Any
 
 from autoscaler.sources import CRD_SOURCE
 from shared.promql.confine import QueryRefused, check, confine
-from surge.convert.problems import _one_line, _short
+from surge.convert.problems import one_line, short
 
 MAX_INT32 = 2**31 - 1
 MAX_QUANTITY_LENGTH = 64
@@ -131,7 +131,7 @@ V2BETA1_FIELDS = frozenset(
 MAX_ITEMS = {"metrics": 10, "schedules": 10, "seasonsSeconds": 5}
 
 
-def _wide_quantities_as_strings(value: Any, shape: Any) -> None:
+def wide_quantities_as_strings(value: Any, shape: Any) -> None:
     """Quantities written as integers beyond 64 bits become their strings: kubectl's YAML reader turns
     such a number into a float, which the CRD's integer-or-string quantities refuse (a string they take,
     as the API server takes the same digits as a Quantity)."""
@@ -142,10 +142,10 @@ def _wide_quantities_as_strings(value: Any, shape: Any) -> None:
             if shape[field] == QUANTITY_FIELD and type(item) is int and not -(2**63) <= item < 2**63:
                 value[field] = str(item)
             else:
-                _wide_quantities_as_strings(item, shape[field])
+                wide_quantities_as_strings(item, shape[field])
     elif isinstance(shape, list) and isinstance(value, list):
         for item in value:
-            _wide_quantities_as_strings(item, shape[0])
+            wide_quantities_as_strings(item, shape[0])
 
 
 def _shape_problems(value: Any, shape: Any, where: str, key: str = "") -> list[str]:
@@ -153,7 +153,7 @@ def _shape_problems(value: Any, shape: Any, where: str, key: str = "") -> list[s
         return [f"{where}: null"]
     if isinstance(shape, dict):
         if not isinstance(value, dict):
-            return [f"{where}: not an object: {_short(value)}"]
+            return [f"{where}: not an object: {short(value)}"]
         out = [f"{where}.{field}: required" for field in shape.get(REQUIRED, ()) if field not in value]
         for field, item in value.items():
             if field not in shape or field == REQUIRED:
@@ -166,7 +166,7 @@ def _shape_problems(value: Any, shape: Any, where: str, key: str = "") -> list[s
         return out
     if isinstance(shape, list):
         if not isinstance(value, list):
-            return [f"{where}: not a list: {_short(value)}"]
+            return [f"{where}: not a list: {short(value)}"]
         out = (
             [f"{where}: at most {MAX_ITEMS[key]} items"]
             if len(value) > MAX_ITEMS.get(key, len(value))
@@ -181,36 +181,36 @@ def _shape_problems(value: Any, shape: Any, where: str, key: str = "") -> list[s
 def _scalar_problems(value: Any, shape: str, where: str, key: str) -> list[str]:
     if shape == STRING_MAP:
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-            return [f"{where}: not a map of strings: {_short(value)}"]
+            return [f"{where}: not a map of strings: {short(value)}"]
         return []
     if shape == STRING:
         if not isinstance(value, str):
-            return [f"{where}: not a string: {_short(value)}"]
+            return [f"{where}: not a string: {short(value)}"]
         length, pattern = _STRING_BOUNDS.get(key, (None, None))
         if length is not None and len(value) > length:
             return [f"{where}: longer than {length} characters"]
         if pattern is not None and not pattern.fullmatch(value):
-            return [f"{where}: {_short(value)}: not of the form {pattern.pattern}"]
+            return [f"{where}: {short(value)}: not of the form {pattern.pattern}"]
         return []
     if isinstance(value, bool):
         return [f"{where}: not a {shape}: {value!r}"]
     if shape == INT32:
         if not isinstance(value, int):
-            return [f"{where}: not an integer: {_short(value)}"]
+            return [f"{where}: not an integer: {short(value)}"]
         return (
             [] if -(2**31) <= value <= MAX_INT32 else [f"{where}: {value} is out of range (32-bit integer)"]
         )
     if shape == NUMBER:
-        return [] if isinstance(value, int | float) else [f"{where}: not a number: {_short(value)}"]
+        return [] if isinstance(value, int | float) else [f"{where}: not a number: {short(value)}"]
     # A quantity: an integer or a string of the CRD's pattern.
     if isinstance(value, int):
         return []
     if not isinstance(value, str) or len(value) > MAX_QUANTITY_LENGTH or not CRD_QUANTITY.fullmatch(value):
-        return [f"{where}: not a quantity: {_short(value)}"]
+        return [f"{where}: not a quantity: {short(value)}"]
     return []
 
 
-def _accepted_problems(out: dict[str, Any]) -> list[str]:
+def accepted_problems(out: dict[str, Any]) -> list[str]:
     """What the API server (the CRD's schema and rules) or the autoscaler would refuse in `out`."""
     problems = _shape_problems(out["spec"], SPEC_SHAPE, "spec")
     if problems:
@@ -229,5 +229,5 @@ def _accepted_problems(out: dict[str, Any]) -> list[str]:
             else:
                 check(query)
         except QueryRefused as err:
-            problems.append(f"{where}: {_one_line(str(err))}")
+            problems.append(f"{where}: {one_line(str(err))}")
     return problems

@@ -42,8 +42,8 @@ def to_yaml(objects: list[dict[str, Any]]) -> str:
     return yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=2**31 - 1)
 
 
-def _within(value: Any, budget: int) -> bool:
-    """Whether `value` holds at most `budget` values counted as the checks below walk them: aliases let
+def within(value: Any, budget: int) -> bool:
+    """Whether `value` holds at most `budget` values counted as the conversion walks them: aliases let
     a small file expand into far more, and the walk would take as long (stops once over)."""
     left = budget
     stack = [value]
@@ -59,7 +59,7 @@ def _within(value: Any, budget: int) -> bool:
     return True
 
 
-def _objects(documents: list[Any]) -> list[Any]:
+def expand_lists(documents: list[Any]) -> list[Any]:
     """The documents, with the items of a List (`kubectl get -o yaml` prints one) in its place."""
     out = []
     for document in documents:
