@@ -17,6 +17,7 @@ from shared.promql.confine import (
     _outcome,
     check,
     confine,
+    confine_tenant,
     quote,
     render,
 )
@@ -256,3 +257,83 @@ def test_what_is_not_nesting_does_not_count() -> None:
     noise = "(-+*/^<>=!" * 20
     query = f'sum(x{{a="{noise}", b=~".*"}}) # {noise}\n + y{{c!="{noise}"}}'
     assert confine(query, NS).startswith("sum(x{")
+
+
+# --- confine_tenant: a tenant rule's own namespace matchers -----------------------------------------
+# Kept when the namespace satisfies them (beside the added equality), refused when it does not.
+
+
+def namespace_matchers(query: str) -> list[list[tuple[str, str]]]:
+    """The (op, value) of every selector's `namespace` matchers, in walk order."""
+    return [[(op, value) for name, op, value in sel if name == "namespace"] for sel in selectors(query)]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ('x{namespace!=""}', 'x{namespace!="",namespace="shop"}'),
+        ('x{namespace=~"shop|web"}', 'x{namespace=~"shop|web",namespace="shop"}'),
+        ('x{namespace!~"kube-.*"}', 'x{namespace!~"kube-.*",namespace="shop"}'),
+        ('x{namespace!="kube-system"}', 'x{namespace!="kube-system",namespace="shop"}'),
+        ('x{namespace="shop"}', 'x{namespace="shop"}'),  # its own equality, once
+        ('x{namespace=~".*"}', 'x{namespace=~".*",namespace="shop"}'),
+        # What /api/v1/series takes as match[] stays a series selector.
+        (
+            '{__name__=~"^container_.*",namespace!="",pod!=""}',
+            '{__name__=~"^container_.*",namespace!="",pod!="",namespace="shop"}',
+        ),
+        (
+            'sum(a{namespace!=""}) or b{namespace=~"sh.p"}',
+            'sum(a{namespace!="",namespace="shop"}) or b{namespace=~"sh.p",namespace="shop"}',
+        ),
+    ],
+)
+def test_tenant_keeps_the_namespace_matchers_its_namespace_satisfies(query: str, expected: str) -> None:
+    assert confine_tenant(query, "shop") == expected
+    for kept in namespace_matchers(expected):
+        assert [m for m in kept if m[0] == "="] == [("=", "shop")]
+
+
+@pytest.mark.parametrize(
+    ("query", "why"),
+    [
+        ('x{namespace="other"}', "namespace=\"other\" reads outside namespace 'shop'"),
+        ('x{namespace!="shop"}', 'namespace!="shop" reads outside'),
+        ('x{namespace=""}', 'namespace="" reads outside'),
+        ('x{namespace=~"kube-.*"}', 'namespace=~"kube-.*" reads outside'),
+        ('x{namespace!~".*"}', 'namespace!~".*" reads outside'),
+        # Anchored: a prefix or a part of the name is not a match, as in Prometheus.
+        ('x{namespace=~"sho"}', 'namespace=~"sho" reads outside'),
+        ('x{namespace=~"hop"}', 'namespace=~"hop" reads outside'),
+        ('x{namespace!~"sho.*"}', 'namespace!~"sho.*" reads outside'),
+        # One satisfied matcher does not excuse another.
+        ('x{namespace!="",namespace="other"}', 'namespace="other"'),
+        ('a{namespace!=""} + b{namespace="kube-system"}', "kube-system"),
+        # The parser takes regexes RE2 (Go's regexp, Prometheus') does not: refused, not judged by another.
+        ('x{namespace=~"a{1001}|shop"}', 'the regex "a{1001}|shop" is not RE2: invalid repetition size'),
+        ('x{namespace=~"(?x) shop"}', "is not RE2"),
+        ("info(up)", "info()"),
+    ],
+)
+def test_tenant_refuses_the_namespace_matchers_its_namespace_does_not_satisfy(query: str, why: str) -> None:
+    with pytest.raises(QueryRefused) as refused:
+        confine_tenant(query, "shop")
+    assert why in str(refused.value)
+
+
+def test_tenant_and_direct_confinement_are_cached_apart() -> None:
+    """One query, two outcomes: the cache keys on the mode too."""
+    query = 'y{namespace!=""}'
+    assert confine_tenant(query, "shop") == 'y{namespace!="",namespace="shop"}'
+    with pytest.raises(QueryRefused):
+        confine(query, "shop")
+    assert confine_tenant(query, "shop") == 'y{namespace!="",namespace="shop"}'
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['sum(x{namespace!=""} @ -1)', 'x{namespace=~"shop"} offset 293y', "-" * 4094 + "x", "x" * 4097],
+)
+def test_tenant_confinement_has_the_same_limits(query: str) -> None:
+    with pytest.raises(QueryRefused):
+        confine_tenant(query, "shop")
