@@ -1,6 +1,6 @@
 """CRD structural schemas: pruning of unknown fields, `default`s, the common validations (type, required,
-enum, minimum/maximum, minLength/maxLength, pattern, maxItems, x-kubernetes-int-or-string) and the
-x-kubernetes-validations CEL rules (cel.py), as apiextensions-apiserver does."""
+enum, minimum/maximum, minLength/maxLength, pattern, maxItems, maxProperties, x-kubernetes-int-or-string)
+and the x-kubernetes-validations CEL rules (cel.py), as apiextensions-apiserver does."""
 
 from __future__ import annotations
 
@@ -125,6 +125,9 @@ def validate(value: Any, schema: Obj, path: str, errs: list[FieldError]) -> None
             add(INVALID, f"Invalid value: {_render(value)}: {path} in body should match "
                          f"'{schema['pattern']}'")
     if isinstance(value, dict):
+        # kube-openapi's TooManyProperties, which apiextensions reports as field.TooMany like maxItems.
+        if "maxProperties" in schema and len(value) > schema["maxProperties"]:
+            add(TOO_MANY, f"Too many: {len(value)}: must have at most {schema['maxProperties']} items")
         for key in schema.get("required") or []:
             if key not in value:
                 errs.append(FieldError(f"{path}.{key}" if path else key, REQUIRED, "Required value"))
