@@ -23,6 +23,7 @@ compressed answers; Prometheus' small answers gain nothing by it), and the adapt
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import os
@@ -209,8 +210,8 @@ class PrometheusClient:
         if settings.basic_auth is not None:
             username, password = settings.basic_auth
             # A token (token_file or token) still wins, as it replaces any configured Authorization.
-            basic = aiohttp.BasicAuth(username, password, encoding="utf-8").encode()
-            headers = (*headers, ("Authorization", basic))
+            basic = base64.b64encode(f"{username}:{password}".encode()).decode()
+            headers = (*headers, ("Authorization", f"Basic {basic}"))
         # The transport reads its TLS files now, so the in-memory ones may close right after.
         with _pem_paths(settings.ca_pem, settings.client_cert_pem, settings.client_key_pem) as pem_paths:
             ca_path, cert_path, key_path = pem_paths
