@@ -1017,7 +1017,8 @@ class Controller:
                 namespace, spec.described_object, spec.metric.name, spec.metric.selector, window
             )
         if spec.type == EXTERNAL and spec.query:
-            return await self._direct.fetch(namespace, spec.query, self._clock.wall().timestamp())
+            at = self._clock.wall().timestamp()
+            return await self._direct.fetch(namespace, spec.query, at, spec.absent_value)
         if spec.type == EXTERNAL and spec.metric is not None:
             return await m.external_metric(namespace, spec.metric.name, spec.metric.selector, window)
         # Unknown types are reported by the core with the upstream reason; no call is made.
@@ -1158,7 +1159,7 @@ class Controller:
             return "not_leader"
         self._history[key] = decision.history
         spec = hpa.spec if hpa is not None else None
-        self.decisions.add(key, spec, decision, reason, decided_at, predictions)
+        self.decisions.add(key, spec, decision, reason, decided_at, predictions, answers)
         # Most reconciles change nothing: then no coroutine, no task.
         writes = [self._write_status(key, obj, decision, fence)] if decision.status_changed else []
         writes.extend(self._events.record(obj, e.type, e.reason, e.message, fence) for e in decision.events)

@@ -26,13 +26,14 @@ def _ratio(ratio: float | None) -> float | None:
 
 def reported(answers: Sequence[MetricAnswer]) -> list[int | None]:
     """Per metric, how many values its answer held: the pods that reported a Pods or Resource metric, an
-    External metric's series, 1 for an Object metric; None for a failed read."""
+    External metric's series (0 for a direct metric that read its absentValue), 1 for an Object metric;
+    None for a failed read."""
     counts: list[int | None] = []
     for answer in answers:
         if isinstance(answer, PodsMetricAnswer | ResourceMetricsAnswer):
             counts.append(len(answer.items))
         elif isinstance(answer, ExternalMetricAnswer):
-            counts.append(len(answer.values))
+            counts.append(0 if answer.absent else len(answer.values))
         else:
             counts.append(1 if isinstance(answer, ObjectMetricAnswer) else None)
     return counts

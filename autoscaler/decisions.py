@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -35,8 +35,10 @@ from autoscaler.core.types import (
     RESOURCE,
     BurstTrace,
     Condition,
+    ExternalMetricAnswer,
     HPASpec,
     LimitsTrace,
+    MetricAnswer,
     MetricSpec,
     MetricStatus,
     Readiness,
@@ -75,6 +77,8 @@ class DecisionRecord:
     readiness: tuple[Readiness | None, ...] = ()
     burst: BurstTrace | None = None  # what a burst check saw (core/burst.py); None for other decisions
     in_burst: bool = False  # in burst after the decision
+    # Per effective metric, whether it read its absentValue (its query returned no series); () when none did.
+    absent: tuple[bool, ...] = ()
 
     def same_outcome(self, other: DecisionRecord) -> bool:
         return (
@@ -137,7 +141,9 @@ class DecisionRecords:
         reason: str,
         now: datetime,
         predictions: tuple[Prediction | None, ...] = (),
+        answers: Sequence[MetricAnswer] = (),
     ) -> None:
+        """`answers`: the metrics' answers the decision was computed from (to record which were absent)."""
         status, trace = decision.status, decision.trace
         record = DecisionRecord(
             time=now.timestamp(),
@@ -157,6 +163,7 @@ class DecisionRecords:
             predictions=predictions,
             burst=decision.burst,
             in_burst=decision.history.burst is not None,
+            absent=_absent(answers),
         )
         target = self._targets.get(key)
         if target is None:
@@ -174,6 +181,7 @@ class DecisionRecords:
             newest.conditions = record.conditions
             newest.last_scale_time = record.last_scale_time
             newest.predictions = record.predictions
+            newest.absent = record.absent
             return
         target.older = self._retire(key, newest, target.older)
         target.newest = record
@@ -239,6 +247,11 @@ def _query(spec: MetricSpec, namespace: str, render: QueryRenderer | None) -> st
         return None  # refused: nothing was sent
 
 
+def _absent(answers: Sequence[MetricAnswer]) -> tuple[bool, ...]:
+    absent = tuple(isinstance(a, ExternalMetricAnswer) and a.absent for a in answers)
+    return absent if any(absent) else ()  # the usual case keeps no tuple per record
+
+
 def _metrics_json(
     record: DecisionRecord, namespace: str, render: QueryRenderer | None
 ) -> list[dict[str, Any]]:
@@ -260,6 +273,8 @@ def _metrics_json(
                 "proposal": record.proposals[i] if computed else None,
                 "forecast": _prediction_json(record.predictions[i]) if i < len(record.predictions) else None,
                 "query": _query(spec, namespace, render),
+                # The value is the metric's absentValue: its query returned no series.
+                "absent": i < len(record.absent) and record.absent[i],
             }
         )
     return entries

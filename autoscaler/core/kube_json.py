@@ -205,8 +205,9 @@ def metric_spec_from_json(obj: Json, where: str = "metric") -> MetricSpec:
         if kind == OBJECT
         else None
     )
-    # Surge's own `query` (a direct PromQL metric) is read on External metrics only.
+    # Surge's own `query` and `absentValue` (a direct PromQL metric) are read on External metrics only.
     query = _typed(source, "query", str, here) if kind == EXTERNAL and source.get("query") is not None else ""
+    absent = source.get("absentValue") if kind == EXTERNAL else None
     # Surge's own activationThreshold (KEDA's, core/activation.py): Object and External metrics.
     activation = source.get("activationThreshold")
     return MetricSpec(
@@ -215,6 +216,7 @@ def metric_spec_from_json(obj: Json, where: str = "metric") -> MetricSpec:
         metric=metric,
         described_object=described,
         query=query,
+        absent_value=None if absent is None else milli(absent, f"{here}.absentValue"),
         activation_threshold=None if activation is None else milli(activation, f"{here}.activationThreshold"),
     )
 

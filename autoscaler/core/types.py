@@ -173,6 +173,8 @@ class ObjectMetricAnswer:
 class ExternalMetricAnswer:
     values: tuple[int, ...]  # milli
     timestamp: datetime
+    # A direct metric's query returned no series, and `values` is its absentValue alone.
+    absent: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +235,8 @@ class MetricSpec:
     ``name`` is the resource name (Resource/ContainerResource), ``container`` the container name
     (ContainerResource), ``metric`` the metric identifier (Pods/Object/External). ``query`` is Surge's
     own: the PromQL of a direct External metric (named ``DIRECT_METRIC_PREFIX + name``), which the daemon
-    sends to Prometheus itself instead of asking the external metrics API.
+    sends to Prometheus itself instead of asking the external metrics API; ``absent_value`` (milli, Surge's
+    ``absentValue``) is what such a metric reads when its query returns no series (None: it fails then).
     """
 
     type: str
@@ -243,6 +246,7 @@ class MetricSpec:
     metric: MetricIdentifier | None = None
     described_object: CrossVersionObjectReference | None = None
     query: str = ""
+    absent_value: int | None = None
     # KEDA's activationThreshold (Surge's own, core/activation.py), milli; Object and External metrics only.
     activation_threshold: int | None = None
 

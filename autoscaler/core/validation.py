@@ -18,7 +18,8 @@ So are `fallback` (fallback.py: a threshold of at least 1, replicas from 0 to ma
 behaviors) and activation thresholds (activation.py: Object and External metrics only, not negative).
 So is `burst` (burst.py): a window of 1 to MAX_BURST_WINDOW_SECONDS - 1 seconds and a threshold above 1.
 Direct PromQL metrics (an External metric named `surge-promql:<name>` with Surge's own `query`): the
-query is set exactly when the name has the prefix, and no metric selector beside it.
+query is set exactly when the name has the prefix, and no metric selector beside it; `absentValue` (what
+the metric reads when the query returns no series) only with a query.
 
 Messages are the CRD's CEL messages where a CEL rule states the rule, kube's wording otherwise.
 `spec_violations` checks the parsed spec (kube_json); parsing keeps only the metric source the type
@@ -63,6 +64,7 @@ PREDICTIVE_SEASON_BELOW_HORIZON = "every season must be at least horizonSeconds"
 PREDICTIVE_LOOKBACK_BELOW_SEASON = "lookbackSeconds must be at least the longest season"
 DIRECT_QUERY_RULE = f"query must be set if and only if metric.name starts with {DIRECT_METRIC_PREFIX}"
 DIRECT_NO_SELECTOR = "a metric with a query selects its series in the query, not with metric.selector"
+ABSENT_VALUE_RULE = f"absentValue may only be set with a query (metric.name {DIRECT_METRIC_PREFIX}<name>)"
 # Five weeks: room for a weekly season seen a few times; the daemon reads this much history per metric.
 MAX_LOOKBACK_SECONDS = 35 * 24 * 3600
 
@@ -155,6 +157,8 @@ def _metric_violations(metric: MetricSpec, where: str, queries_where: str) -> li
         _non_empty(metric.described_object.name, f"{here}.describedObject.name", out)
     if metric.type == EXTERNAL and metric.metric is not None:
         out += _direct_violations(metric.metric, metric.query, queries_where or f"{here}.query", here)
+        if metric.absent_value is not None and not metric.query:
+            out.append(Violation(f"{here}.absentValue", ABSENT_VALUE_RULE))
     return out + _target_violations(metric.target, metric.type, f"{here}.target")
 
 

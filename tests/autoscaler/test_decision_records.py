@@ -138,6 +138,7 @@ def test_a_record_renders_the_issue_fields() -> None:
         "proposal": 2,
         "forecast": None,  # no spec.predictive
         "query": None,
+        "absent": False,  # not a direct metric's absentValue
     }
     stabilization = body["stabilization"]
     assert stabilization["scaleDown"] == {"windowSeconds": 300, "recommendations": [8, 2], "max": 8}

@@ -26,6 +26,7 @@ from autoscaler.core.types import (
     ScalingRules,
 )
 from autoscaler.core.validation import (
+    ABSENT_VALUE_RULE,
     DIRECT_NO_SELECTOR,
     DIRECT_QUERY_RULE,
     Violation,
@@ -238,6 +239,13 @@ CEL_CASES = [
         },
         "spec.metrics[4].external.metric.selector",
         DIRECT_NO_SELECTOR,
+    ),
+    # ... and absentValue only beside a query.
+    (
+        ("metrics", 4, "external", "absentValue"),
+        "0",
+        "spec.metrics[4].external.absentValue",
+        ABSENT_VALUE_RULE,
     ),
     # Predictive scaling: seasons at least the horizon, a lookback of at least the longest season.
     (
