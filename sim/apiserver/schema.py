@@ -35,12 +35,14 @@ def prune_and_default(obj: Obj, schema: Obj) -> None:
             del obj[key]
         elif sub is not None:
             obj[key] = _walk(obj[key], sub)
-    _defaults(obj, schema)
+    _defaults(obj, schema, _ROOT_KEEP)
 
 
-def _defaults(value: dict[str, Any], schema: Obj) -> None:
+def _defaults(value: dict[str, Any], schema: Obj, keep: tuple[str, ...] = ()) -> None:
+    """Fill the declared defaults of absent properties; `keep`: the root's own fields, never defaulted (a
+    nested property may be named `kind`, and is defaulted)."""
     for key, sub in (schema.get("properties") or {}).items():
-        if key not in value and "default" in sub and key not in _ROOT_KEEP:
+        if key not in value and "default" in sub and key not in keep:
             value[key] = _walk(copy.deepcopy(sub["default"]), sub)
 
 
