@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from yarl import URL
+
 from adapter.prometheus import PrometheusClient, PrometheusSettings, QueryObserver
 from adapter.tenancy.options import TenantOptions
 from shared.durations import parse_go_duration
@@ -107,6 +109,14 @@ def _check_url(url: str, options: TenantOptions) -> None:
     host_port = _AUTHORITY.fullmatch(authority)
     if host_port is None or not 0 < int(host_port.group(1) or "1") <= 65535:
         raise _invalid(f"spec.url: {authority!r} is not a plain host name or address with an optional port")
+    # The client resolves dot segments and escapes and lowercases the host (yarl): the URL must already
+    # read so, or the pattern would allow a text and the client call another path or host.
+    try:
+        read = str(URL(url))
+    except ValueError as err:
+        raise _invalid(f"spec.url {url!r}: {err}") from None
+    if read != url:
+        raise _invalid(f"spec.url {url!r} reads as {read!r}: write it that way")
     if not options.url_allowed(url):
         if not options.allowed_backend_urls:
             message = "no backend URL is allowed: the adapter's admin lists them in --allowed-backend-urls"
@@ -179,6 +189,45 @@ def _kind(obj: Mapping[str, Any], namespace: str) -> BackendKind:
     raise _invalid(f"a {kind} {'in' if namespace else 'without'} a namespace is not a backend")
 
 
+@dataclass(frozen=True)
+class _Auth:
+    secret: tuple[str, str] | None
+    bearer_token_key: str
+    basic_auth: tuple[str, str] | None
+    tls_keys: tuple[str, str, str]
+
+
+def _auth(kind: BackendKind, namespace: str, value: Any, authorization_header: bool) -> _Auth:
+    auth = _mapping(value, "spec.auth")
+    token_key = _string(auth.get("bearerTokenKey"), "spec.auth.bearerTokenKey")
+    basic = _mapping(auth.get("basicAuth"), "spec.auth.basicAuth")
+    username_key, password_key = (
+        _string(basic.get(k), f"spec.auth.basicAuth.{k}") for k in ("usernameKey", "passwordKey")
+    )
+    tls = _mapping(auth.get("tls"), "spec.auth.tls")
+    ca_key, cert_key, key_key = (
+        _string(tls.get(k), f"spec.auth.tls.{k}") for k in ("caKey", "certKey", "keyKey")
+    )
+    if bool(username_key) != bool(password_key):
+        raise _invalid("spec.auth.basicAuth needs both usernameKey and passwordKey")
+    if token_key and username_key:
+        raise _invalid("spec.auth: bearerTokenKey and basicAuth exclude each other")
+    if bool(cert_key) != bool(key_key):
+        raise _invalid("spec.auth.tls needs both certKey and keyKey, or neither")
+    if (token_key or username_key) and authorization_header:
+        raise _invalid("spec.headers.Authorization and spec.auth credentials exclude each other")
+    reads_keys = bool(token_key or username_key or ca_key or cert_key)
+    secret = None
+    if "secretRef" in auth:
+        if not reads_keys:
+            raise _invalid("spec.auth.secretRef is named but no key of it is read")
+        secret = _secret_ref(kind, namespace, _mapping(auth["secretRef"], "spec.auth.secretRef"))
+    elif reads_keys:
+        raise _invalid("spec.auth names Secret keys without a secretRef")
+    basic_auth = (username_key, password_key) if username_key else None
+    return _Auth(secret, token_key, basic_auth, (ca_key, cert_key, key_key))
+
+
 def parse_backend(obj: Mapping[str, Any], options: TenantOptions) -> BackendSpec:
     """The backend an API object (as the API server returns it) describes; raises BackendRefused."""
     metadata = _mapping(obj.get("metadata"), "metadata")
@@ -191,31 +240,8 @@ def parse_backend(obj: Mapping[str, Any], options: TenantOptions) -> BackendSpec
     if not isinstance(default, bool):
         raise _invalid("spec.default must be true or false")
     headers = _headers(spec.get("headers"), options)
-    auth = _mapping(spec.get("auth"), "spec.auth")
-    token_key = _string(auth.get("bearerTokenKey"), "spec.auth.bearerTokenKey")
-    basic = _mapping(auth.get("basicAuth"), "spec.auth.basicAuth")
-    basic_keys = tuple(
-        _string(basic.get(k), f"spec.auth.basicAuth.{k}") for k in ("usernameKey", "passwordKey")
-    )
-    tls = _mapping(auth.get("tls"), "spec.auth.tls")
-    ca_key, cert_key, key_key = (
-        _string(tls.get(k), f"spec.auth.tls.{k}") for k in ("caKey", "certKey", "keyKey")
-    )
-    if any(basic_keys) and not all(basic_keys):
-        raise _invalid("spec.auth.basicAuth needs both usernameKey and passwordKey")
-    if token_key and any(basic_keys):
-        raise _invalid("spec.auth: bearerTokenKey and basicAuth exclude each other")
-    if bool(cert_key) != bool(key_key):
-        raise _invalid("spec.auth.tls needs both certKey and keyKey, or neither")
-    if (token_key or any(basic_keys)) and any(name.lower() == "authorization" for name, _ in headers):
-        raise _invalid("spec.headers.Authorization and spec.auth credentials exclude each other")
-    secret = None
-    if "secretRef" in auth:
-        if not (token_key or any(basic_keys) or ca_key or cert_key):
-            raise _invalid("spec.auth.secretRef is named but no key of it is read")
-        secret = _secret_ref(kind, namespace, _mapping(auth["secretRef"], "spec.auth.secretRef"))
-    elif token_key or any(basic_keys) or ca_key or cert_key:
-        raise _invalid("spec.auth names Secret keys without a secretRef")
+    authorization_header = any(name.lower() == "authorization" for name, _ in headers)
+    auth = _auth(kind, namespace, spec.get("auth"), authorization_header)
     return BackendSpec(
         kind=kind,
         namespace=namespace,
@@ -224,10 +250,10 @@ def parse_backend(obj: Mapping[str, Any], options: TenantOptions) -> BackendSpec
         default=default,
         headers=headers,
         timeout=_timeout(spec.get("timeout")),
-        secret=secret,
-        bearer_token_key=token_key,
-        basic_auth=(basic_keys[0], basic_keys[1]) if all(basic_keys) else None,
-        tls_keys=(ca_key, cert_key, key_key),
+        secret=auth.secret,
+        bearer_token_key=auth.bearer_token_key,
+        basic_auth=auth.basic_auth,
+        tls_keys=auth.tls_keys,
     )
 
 

@@ -107,7 +107,7 @@ def test_no_url_is_allowed_by_default() -> None:
         "http://mimir.example.com/prometheus",
         "http://169.254.169.254/latest/meta-data/",
         "https://kubernetes.default.svc/api/v1/secrets",
-        "https://10.96.0.1:443/",
+        "https://10.96.0.1/",
         "http://[fd00::1]/",
     ],
 )
@@ -144,10 +144,25 @@ def test_an_address_the_admin_allows_is_taken() -> None:
         "https://mimir.example.com:99999/",
         "https://mimir.example.com:0/",
         "https://mimir.exämple.com/",
+        "http://[:::::]/",
+        # What the client would read differently: the pattern sees one path or host, the client another.
+        "https://mimir.example.com/prometheus/../admin",
+        "https://mimir.example.com/prometheus/%2e%2e/admin",
+        "https://mimir.example.com/prometheus/./x",
+        "https://mimir.example.com/a%7eb",
+        "https://Mimir.example.com/",
+        "https://mimir.example.com:443/",
     ],
 )
 def test_urls_that_parsers_could_read_apart_are_invalid_whatever_is_allowed(url: str) -> None:
     assert refusal(with_url(url), ANYTHING).reason == "InvalidSpec"
+
+
+def test_a_path_prefix_pattern_cannot_be_climbed_out_of() -> None:
+    options = TenantOptions(allowed_backend_urls=(r"https://mimir\.example\.com/prometheus/.*",))
+    refused = refusal(with_url("https://mimir.example.com/prometheus/../admin/"), options)
+    assert refused.reason == "InvalidSpec"
+    assert "'https://mimir.example.com/admin/'" in str(refused)
 
 
 @pytest.mark.parametrize(
