@@ -115,6 +115,10 @@ class _Merged(Generic[_K, _V, _I]):
         self.merged: dict[_K, _V] = {}
         self.items: list[_I] = []
 
+    def by_rule(self, rule: int) -> dict[_K, _V]:
+        """`rule`'s own entries, won or not."""
+        return self._by_rule.get(rule, {})
+
     def replace(self, rule: int, entries: dict[_K, _V]) -> None:
         old = self._by_rule.get(rule, {})
         by_rule = {**self._by_rule, rule: entries}
@@ -273,6 +277,32 @@ class SeriesRegistry:
     def rule_stats(self) -> dict[RuleId, RuleStats]:
         """Per rule, what its last update saw."""
         return self._stats
+
+    def found_by(self, rule_id: RuleId) -> list[tuple[str, GroupResource | None]]:
+        """What `rule_id`'s latest update found, won or not: (metric, resource), the resource None for
+        an external metric; sorted."""
+        if rule_id.external:
+            return [(metric, None) for metric in sorted(self._external.by_rule(rule_id.index))]
+        return sorted(
+            (metric, GroupResource(group, resource))
+            for metric, group, resource in self._custom.by_rule(rule_id.index)
+        )
+
+    def shadowed(self, rule_id: RuleId) -> dict[str, RuleId]:
+        """What `rule_id` found that another rule's entries win (a later rule wins, as in
+        prometheus-adapter): `metric` (external) or `metric (resource)` → the winning rule."""
+        if rule_id.external:
+            found = self._external.by_rule(rule_id.index)
+            return {
+                metric: RuleId(True, winner.rule)
+                for metric in found
+                if (winner := self._external.merged[metric]).rule != rule_id.index
+            }
+        return {
+            f"{metric} ({GroupResource(group, resource)})": RuleId(False, held.rule)
+            for metric, group, resource in self._custom.by_rule(rule_id.index)
+            if (held := self._custom.merged[(metric, group, resource)]).rule != rule_id.index
+        }
 
     def unresolved_overrides(self) -> list[str]:
         """`resources.overrides` entries the mapper cannot resolve (prometheus-adapter's start-up check)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 
@@ -15,7 +15,7 @@ from adapter.server.explain_routes import ExplainRoutes
 from adapter.server.health import HealthChecks
 from adapter.server.negotiation import accepts_plain_json
 from adapter.server.resource_routes import ResourceMetricRoutes
-from adapter.server.routes import MetricRoutes
+from adapter.server.routes import MetricRoutes, MetricsProvider
 from adapter.server.rules import RulesHolder
 from adapter.server.selfmetrics import AdapterMetrics
 from adapter.server.status import StatusError, internal_error, method_not_allowed, not_acceptable, not_found
@@ -60,13 +60,16 @@ class AppDependencies:
     health: HealthChecks
     metrics: AdapterMetrics
     explain: ExplainRoutes  # /debug/explain
+    # custom.metrics.k8s.io and external.metrics.k8s.io: the rules' provider unless given (tenant rules
+    # layer theirs over it).
+    provider: Callable[[], MetricsProvider] | None = None
 
 
 def make_app(deps: AppDependencies, middlewares: Sequence[Middleware] = ()) -> web.Application:
     """The adapter's application. `middlewares` run inside error rendering (authn/authz go here), so a
     StatusError they raise is rendered like any other."""
     app = web.Application(middlewares=[deps.metrics.middleware(), render_errors, *middlewares])
-    MetricRoutes(lambda: deps.rules.current.provider).add_routes(app)
+    MetricRoutes(deps.provider or (lambda: deps.rules.current.provider)).add_routes(app)
     ResourceMetricRoutes(lambda: deps.rules.current.resource_metrics).add_routes(app)
     deps.health.add_routes(app)
     deps.explain.add_routes(app)

@@ -33,8 +33,10 @@ from adapter.server.documents import group_versions
 from adapter.server.explain_routes import ExplainRoutes
 from adapter.server.health import Check, HealthChecks
 from adapter.server.reload import ConfigReloader, config_digest
+from adapter.server.routes import MetricsProvider
 from adapter.server.rules import RulesBuilder, RulesHolder
 from adapter.server.selfmetrics import AdapterMetrics
+from adapter.tenancy.controller import TenantRules
 from shared.kube import KubeClient, KubeConfigError, RestMapper, bearer_token, load_access, load_configuration
 from shared.kube.permissions import Permission, PermissionCheck
 from shared.kube.wait import until_available, wait_for_api_server
@@ -129,6 +131,7 @@ class AdapterDaemon:
     reloader: ConfigReloader = field(init=False)
     supervisor: Supervisor = field(init=False)
     permission_check: PermissionCheck = field(init=False)
+    tenants: TenantRules | None = field(default=None, init=False)  # with --tenant-rules
     _listener: Listener | None = field(default=None, init=False)
     _discovered: bool = field(default=False, init=False)  # the API server's resources are known
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list, init=False)
@@ -153,15 +156,19 @@ class AdapterDaemon:
         self._closers.append(kube.close)
         mapper = DiscoveryResourceMapper(RestMapper(kube))
         try:
-            prometheus = PrometheusClient(
-                await prometheus_settings(self.options), observe=self.metrics.observe_prometheus
-            )
+            settings = await prometheus_settings(self.options)
+            prometheus = PrometheusClient(settings, observe=self.metrics.observe_prometheus)
         except (KubeConfigError, OSError, ssl.SSLError, ValueError) as err:
             raise StartupError(f"invalid Prometheus connection settings: {err}") from err
         self._closers.append(prometheus.close)
         objects = ObjectCaches(kube, self.supervisor)
         self.permission_check = permissions = PermissionCheck(
-            kube, lambda: [*self.needed_permissions(), *_watch_permissions(objects)]
+            kube,
+            lambda: [
+                *self.needed_permissions(),
+                *_watch_permissions(objects),
+                *(self.tenants.permissions() if self.tenants is not None else ()),
+            ],
         )
         queries = QueryCache(
             prometheus.query,
@@ -179,6 +186,23 @@ class AdapterDaemon:
             self.options.batch_namespace_queries,
         )
         self.rules = RulesHolder(builder.build(_NO_RULES, "no rules before discovery"))
+        if self.options.tenants.enabled:
+            self.tenants = TenantRules(
+                kube,
+                self.options.tenants,
+                prometheus=prometheus,
+                queries=queries,
+                base_settings=settings,
+                platform=lambda: self.rules.current.provider,
+                mapper=mapper,
+                objects=objects,
+                metrics=self.metrics,
+                relist_interval=self.options.relist_interval,
+                max_age=self.options.max_age,
+                regex_escape_values=self.options.regex_escape_values,
+                batch_namespace_queries=self.options.batch_namespace_queries,
+            )
+            self._closers.append(self.tenants.close)
 
         def once_discovered(check: Check, before: bool) -> Check:
             """`check` of what is built after discovery; `before` until then."""
@@ -204,7 +228,8 @@ class AdapterDaemon:
         explain = ExplainRoutes(
             lambda: self.rules.current, prometheus, self.options.max_age, permissions=permissions.notes
         )
-        await self._serve(make_app(AppDependencies(self.rules, health, self.metrics, explain), middlewares))
+        dependencies = AppDependencies(self.rules, health, self.metrics, explain, self._metrics_provider)
+        await self._serve(make_app(dependencies, middlewares))
 
         await wait_for_api_server(kube)
         try:
@@ -240,6 +265,9 @@ class AdapterDaemon:
         self.supervisor.start("resource mapper", lambda: mapper.run(self.options.mapper_refresh_interval))
         if delegates is not None:
             self.supervisor.start("delegate discovery", delegates.run)
+        if self.tenants is not None:
+            for name, loop in self.tenants.loops().items():
+                self.supervisor.start(name, loop)
         for name, loop in self.loops.items():
             self.supervisor.start(name, loop)
         log.info(
@@ -277,6 +305,12 @@ class AdapterDaemon:
         if self.tls is not None:
             tls = self.tls
             self.supervisor.start("cert reload", lambda: tls.watch(self.cert_reload_interval))
+
+    def _metrics_provider(self) -> MetricsProvider:
+        """What custom.metrics.k8s.io and external.metrics.k8s.io read now: the config's rules, and the
+        tenant rules after them."""
+        base = self.rules.current.provider
+        return base if self.tenants is None else self.tenants.provider(base)
 
     def _delegate_router(self) -> Router | None:
         """The --delegate-url servers' router (closed on stop); None without delegates."""

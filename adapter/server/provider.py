@@ -13,7 +13,8 @@ with a fixed cause (backend details go to the log, not to the caller).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -25,7 +26,7 @@ from adapter.naming.resources import GroupResource, ResourceInfo, ResourceMapper
 from adapter.naming.results import Sample, repeated_objects, samples_by_object
 from adapter.objects import ObjectCaches
 from adapter.prometheus import PrometheusError, QueryResult
-from adapter.registry import CustomQuery, SeriesRegistry
+from adapter.registry import CustomQuery, RuleId, SeriesRegistry
 from adapter.resourcemapper import api_version
 from adapter.server.bodies import CustomValue, DescribedObject, ExternalValue, sample_quantity
 from adapter.server.routes import CustomRequest
@@ -133,6 +134,31 @@ def external_values_of(result: QueryResult) -> list[ExternalValue] | None:
     ]
 
 
+def absent_values(
+    values: list[CustomValue],
+    samples: Sequence[Sample],
+    object_label: str,
+    info: ResourceInfo,
+    namespace: str,
+    names: Sequence[str],
+    absent: float,
+    now: float,
+) -> list[CustomValue]:
+    """`values` plus `absent` for each object of `names` that has no series at all (a NaN is a series:
+    a broken value, not an absent one), in the order of `names`."""
+    by_name = samples_by_object(samples, object_label)
+    served = {value.described.name: value for value in values}
+    quantity = sample_quantity(repr(absent))
+    out = []
+    for name in names:
+        if name in served:
+            out.append(served[name])
+        elif name not in by_name and quantity is not None:
+            described = DescribedObject(info.kind, api_version(info), name, namespace)
+            out.append(CustomValue(described, now, quantity))
+    return out
+
+
 @dataclass
 class PrometheusMetricsProvider:
     registry: SeriesRegistry
@@ -140,7 +166,14 @@ class PrometheusMetricsProvider:
     mapper: ResourceMapper
     objects: ObjectCaches
     batch_namespace_queries: bool = False
+    # Tenant rules' absentValue: the value of an object (or external metric) the query returns no series
+    # for; None, as for the config's rules: such an object has no value.
+    absent_value: Callable[[RuleId], float | None] = lambda rule: None
     _served: tuple[object, frozenset[tuple[str, GroupResource]]] = (None, frozenset())
+
+    def serves(self, metric: str, group_resource: GroupResource) -> bool:
+        """Whether this provider's rules serve `metric` for the resource (see `_is_served`)."""
+        return self._is_served(metric, group_resource)
 
     def _is_served(self, metric: str, group_resource: GroupResource) -> bool:
         """Whether discovery found `metric` for the resource; checked before any object lookup so an
@@ -211,6 +244,12 @@ class PrometheusMetricsProvider:
         values = custom_values_of(result.samples, query.object_label, info, request.namespace, names)
         if len(result.samples) > len(values):  # (otherwise no object can have had two)
             _warn_repeated(result.samples, query.object_label, names, request, promql)
+        absent = self.absent_value(query.rule)
+        if absent is not None:
+            now = time.time()
+            values = absent_values(
+                values, result.samples, query.object_label, info, request.namespace, names, absent, now
+            )
         if object_selector is None and not values:
             raise metric_not_found_for(
                 request.metric, str(info.group_resource), request.name, request.metric_selector
@@ -246,10 +285,15 @@ class PrometheusMetricsProvider:
             raise internal_error(FETCH_FAILED) from None
         rule = self.registry.external_rule(metric)
         sent = windowed(promql, window)
-        values = external_values_of(await self._query(sent, str(rule)))
+        result = await self._query(sent, str(rule))
+        values = external_values_of(result)
         if values is None:
             log.warning("external metric query did not return a vector", promql=sent)
             raise internal_error(FETCH_FAILED)
+        absent = None if rule is None or result.samples else self.absent_value(rule)
+        quantity = None if absent is None else sample_quantity(repr(absent))
+        if quantity is not None:
+            return [ExternalValue({}, time.time(), quantity)]
         return values
 
     async def _query(self, promql: str, rule: str) -> QueryResult:

@@ -1,0 +1,84 @@
+"""The metrics provider with tenant rules: the config's rules first, then ClusterMetricRules, then the
+MetricRules of the request's namespace.
+
+The platform's rules come first so that a team cannot change what a metric the platform serves reads
+(an HPA relying on it would follow the team's query without anyone on the platform side knowing); a
+MetricRule shadowed that way says so in its status. A request in namespace `shop` never reaches another
+namespace's scope: it is looked up by the request's namespace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapter.naming.resources import GroupResource, ResourceMapper
+from adapter.server.bodies import CustomValue, ExternalValue
+from adapter.server.provider import PrometheusMetricsProvider
+from adapter.server.routes import CustomRequest
+from adapter.tenancy.scopes import Scope
+
+
+@dataclass(frozen=True)
+class TenantScopes:
+    """What tenant rules serve at one moment; replaced whole when they change."""
+
+    cluster: Scope | None = None
+    namespaces: Mapping[str, Scope] = field(default_factory=dict)
+
+    def layers(self, namespace: str) -> list[PrometheusMetricsProvider]:
+        """The tenant providers a request in `namespace` ("" : cluster scope) may be answered by, in order."""
+        layers = [self.cluster.provider] if self.cluster is not None else []
+        scope = self.namespaces.get(namespace) if namespace else None
+        if scope is not None:
+            layers.append(scope.provider)
+        return layers
+
+    def all(self) -> list[Scope]:
+        return ([self.cluster] if self.cluster is not None else []) + list(self.namespaces.values())
+
+
+@dataclass(frozen=True)
+class LayeredProvider:
+    """A MetricsProvider (adapter/server/routes.py) over the config's provider and the tenant scopes."""
+
+    base: PrometheusMetricsProvider
+    tenants: TenantScopes
+    mapper: ResourceMapper
+
+    def custom_metrics(self) -> Iterable[tuple[str, str, bool]]:
+        seen: dict[tuple[str, str], bool] = {}
+        for provider in (self.base, *(scope.provider for scope in self.tenants.all())):
+            for group_resource, metric, namespaced in provider.custom_metrics():
+                seen.setdefault((group_resource, metric), namespaced)
+        return [(gr, metric, namespaced) for (gr, metric), namespaced in sorted(seen.items())]
+
+    def external_metrics(self) -> Iterable[str]:
+        names = set(self.base.external_metrics())
+        for scope in self.tenants.all():
+            names.update(scope.provider.external_metrics())
+        return sorted(names)
+
+    def metric_selector_json(self, selector: str) -> dict[str, Any] | None:
+        return self.base.metric_selector_json(selector)
+
+    async def custom_values(self, request: CustomRequest) -> list[CustomValue]:
+        info = self.mapper.resolve(*_group_resource(request.resource))
+        if info is not None:
+            for provider in (self.base, *self.tenants.layers(request.namespace)):
+                if provider.serves(request.metric, info.group_resource):
+                    return await provider.custom_values(request)
+        return await self.base.custom_values(request)  # (its "not found", as without tenant rules)
+
+    async def external_values(self, namespace: str, metric: str, selector: str) -> list[ExternalValue]:
+        for provider in (self.base, *self.tenants.layers(namespace)):
+            if provider.registry.external_rule(metric) is not None:
+                return await provider.external_values(namespace, metric, selector)
+        return await self.base.external_values(namespace, metric, selector)
+
+
+def _group_resource(text: str) -> tuple[str, str]:
+    group_resource = GroupResource.parse(text)
+    return group_resource.group, group_resource.resource
+
