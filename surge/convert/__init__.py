@@ -1,7 +1,12 @@
-"""`surge convert -f FILE`: HPAs and KEDA ScaledObjects as HorizontalAutoscalers.
+"""`surge convert -f FILE`: HPAs and KEDA ScaledObjects as HorizontalAutoscalers, and the rules of a
+prometheus-adapter config as MetricRules and ClusterMetricRules.
 
-Prints the HorizontalAutoscalers (YAML) on stdout, ready for `kubectl apply -f -`. FILE is YAML or JSON,
-one or more documents (empty ones skipped), a `List` of objects too. What carries over:
+Prints the objects (YAML) on stdout, ready for `kubectl apply -f -`. FILE is YAML or JSON, one or more
+documents (empty ones skipped), a `List` of objects too; or a prometheus-adapter config file (its only
+document), or the ConfigMap holding one in `data.config.yaml`, as the prometheus-adapter chart renders
+it: its rules become MetricRules and ClusterMetricRules (surge/convert/adapter_rules.py; what serves
+differently is one line each on stderr, docs/tenant-rules.md, "Moving rules out of the config file").
+What carries over of HPAs and ScaledObjects:
 
 - an HPA of autoscaling/v2 or v2beta2: its spec, with the settings of its `autoscaling.surge.dev/*`
   annotations as spec fields; of autoscaling/v2beta1 and v1: the same spec, as the API server converts
@@ -45,18 +50,25 @@ from typing import Any
 
 import yaml
 
+from surge.convert.adapter_config import configmap_config, is_adapter_config
+from surge.convert.adapter_rules import convert_config
 from surge.convert.horizontal_autoscaler import convert
 from surge.convert.problems import ConvertError, one_line
+from surge.convert.rule_names import Names
 from surge.convert.yamlio import MAX_VALUES, expand_lists, to_yaml, within
 
 NAME = "convert"
-HELP = "an autoscaling/v2 HPA or a KEDA ScaledObject as a HorizontalAutoscaler"
+HELP = "HPAs and KEDA ScaledObjects as HorizontalAutoscalers, prometheus-adapter rules as MetricRules"
 
 
 def register(subcommands: Any) -> None:
     p = subcommands.add_parser(NAME, help=HELP, description=__doc__.split("\n\n", 1)[0])
     p.add_argument(
-        "-f", "--filename", required=True, metavar="FILE", help="the HPAs or ScaledObjects (YAML or JSON)"
+        "-f",
+        "--filename",
+        required=True,
+        metavar="FILE",
+        help="the HPAs, ScaledObjects or prometheus-adapter config (YAML or JSON)",
     )
     p.set_defaults(run=_run)
 
@@ -64,7 +76,8 @@ def register(subcommands: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     try:
         with open(args.filename, encoding="utf-8") as file:
-            documents = expand_lists([d for d in yaml.safe_load_all(file) if d is not None])
+            text = file.read()
+        documents = expand_lists([d for d in yaml.safe_load_all(text) if d is not None])
     except OSError as err:
         print(f"surge convert: -f: cannot read {args.filename}: {err.strerror}", file=sys.stderr)
         return 2
@@ -89,17 +102,43 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    converted, problems = [], []
+    converted: list[dict[str, Any]] = []
+    notes: list[str] = []
+    problems: list[str] = []
+    names = Names()
     for i, document in enumerate(documents):
         try:
-            converted.append(convert(document))
+            objects, said = _converted(document, args.filename, text, len(documents) == 1, names)
         except ConvertError as err:
             problems.append(f"{_named(document, i)}: {err}" if len(documents) > 1 else str(err))
+        else:
+            converted += objects
+            notes += said
     if problems:
         print(f"surge convert: {one_line('; '.join(problems))}", file=sys.stderr)
         return 2
+    for note in notes:
+        print(f"surge convert: {one_line(note)}", file=sys.stderr)
     sys.stdout.write(to_yaml(converted))
     return 0
+
+
+def _converted(
+    document: Any, filename: str, text: str, alone: bool, names: Names
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The objects for one document, and what they serve differently (a config's rules only)."""
+    if is_adapter_config(document):
+        if not alone:
+            raise ConvertError("a prometheus-adapter config must be the only document of its file")
+        config = convert_config(text, filename, names)
+        return config.objects, config.notes
+    config_text = configmap_config(document)
+    if config_text is not None:
+        meta = document.get("metadata") or {}
+        where = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}".strip("/")
+        config = convert_config(config_text, f"{filename}: ConfigMap {where} data.config.yaml", names)
+        return config.objects, config.notes
+    return [convert(document)], []
 
 
 def _named(document: Any, index: int) -> str:

@@ -15,7 +15,9 @@ def convert(obj: Any) -> dict[str, Any]:
     """The HorizontalAutoscaler for one HPA or ScaledObject (keda.sh/v1alpha1), checked as the API server
     and the autoscaler check it; ConvertError names every problem."""
     if not isinstance(obj, dict):
-        raise ConvertError("not an object: want an autoscaling/v2 HPA or a keda.sh ScaledObject")
+        raise ConvertError(
+            "not an object: want an autoscaling/v2 HPA, a keda.sh ScaledObject or a prometheus-adapter config"
+        )
     kind, api_version = obj.get("kind"), obj.get("apiVersion")
     problems: list[str] = []
     if kind == "HorizontalPodAutoscaler" and api_version in HPA_VERSIONS:
@@ -26,7 +28,8 @@ def convert(obj: Any) -> dict[str, Any]:
         raise ConvertError(
             f"{short(api_version) if api_version else '<no apiVersion>'} "
             f"{short(kind) if kind else '<no kind>'}: want an autoscaling/v2 (v2beta2, v2beta1, v1) "
-            "HorizontalPodAutoscaler or a keda.sh/v1alpha1 ScaledObject"
+            "HorizontalPodAutoscaler, a keda.sh/v1alpha1 ScaledObject, or a prometheus-adapter config (the "
+            "file, or a ConfigMap holding it in data.config.yaml)"
         )
     if not problems:
         wide_quantities_as_strings(out["spec"], SPEC_SHAPE)
