@@ -516,9 +516,11 @@ def test_tls_data_that_does_not_load_is_invalid(ca: trustme.CA) -> None:
     secret = tls_secret(ca, ca.issue_cert("a.test"))
     for key, junk in (("ca.crt", b"not a certificate"), ("tls.key", ca.cert_pem.bytes())):
         settings = backend_settings(spec, {**secret, key: junk}, BASE)
+        descriptors = set(os.listdir("/proc/self/fd"))
         with pytest.raises(BackendRefused) as refused:
             backend_client(settings)
         assert refused.value.reason == "InvalidSpec"
+        assert set(os.listdir("/proc/self/fd")) == descriptors
 
 
 @pytest.mark.parametrize("verb", ["GET", "POST"])
