@@ -4,11 +4,11 @@ settings of the Prometheus client that calls it.
 A backend is written by a tenant (MetricBackend) or the platform team (ClusterMetricBackend), and the
 adapter calls it from inside the cluster with the credentials of a Secret. So nothing is taken on
 trust: the URL must be one the admin allows (`--allowed-backend-urls`, matched against the whole URL
-text, whose host part is then read by no parser but a strict one, so that the pattern and the client
-cannot disagree about where a request goes); headers are single header lines, never ones that change
-how the request is framed or routed, and `Authorization` only where the admin allows it
-(`--allowed-backend-headers`); the client never follows a redirect; and none of the adapter's own
-`--prometheus-*` credentials reach a tenant's URL.
+text, which must have a plain host and be written exactly as the client's parser reads it, so that the
+pattern and the client cannot disagree about where a request goes); headers are single header lines,
+never ones that change how the request is framed or routed, and `Authorization` only where the admin
+allows it (`--allowed-backend-headers`); the client never follows a redirect; and none of the adapter's
+own `--prometheus-*` credentials reach a tenant's URL.
 
 Refusals are `BackendRefused`, whose `reason` is the object's `Ready=False` reason.
 """
