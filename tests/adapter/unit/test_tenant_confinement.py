@@ -222,6 +222,7 @@ def test_a_series_query_that_cannot_be_confined_refuses_the_rule(series_query: s
         ('sum(<<.Series>>{<<.LabelMatchers>>,namespace="other"})', 'namespace="other"'),
         ('sum(<<.Series>>{<<.LabelMatchers>>}) + on() kube_node_info{namespace!="shop"}', "reads outside"),
         ("info(<<.Series>>{<<.LabelMatchers>>})", "info()"),
+        ("sum(<<.Series>>{<<.LabelMatchers>>} @ -1)", "an @ timestamp must be"),  # a panic of the parser
         ("sum(<<.Series>>{<<.LabelMatchers>>}", "not a PromQL query"),
         ("<<if .GroupBy>><<end>>", "empty query"),  # renders nothing for a sample with a group-by
         ("<<.Series>>{<<.LabelMatchers>>}" + " + x" * 70, "nested too deeply"),
@@ -234,6 +235,16 @@ def test_a_metrics_query_that_cannot_be_confined_refuses_the_rule(metrics_query:
     assert refused.value.reason == "InvalidQuery"
     assert refused.value.message.startswith("metricsQuery, rendered for a sample")
     assert why in refused.value.message
+
+
+def test_an_external_sample_has_a_namespace_only_for_a_namespaced_rule() -> None:
+    """As the registry renders it: a rule with `namespaced: false` gets no namespace in its data."""
+    metrics_query = 'sum(<<.Series>>{namespace="<<.LabelValuesByName.namespace>>"})'
+    overrides = {"namespace": {"resource": "namespace"}}
+    namespaced = rule(metrics_query=metrics_query, resources={"overrides": overrides})
+    assert confine_rule(namespaced, NS, MAPPER).metrics_query == namespaced.metrics_query
+    with pytest.raises(RuleRefused, match=r'sample external request: .*namespace="<no value>" reads outside'):
+        confine_rule(replace(namespaced, namespaced=False), NS, MAPPER)
 
 
 def test_every_default_rule_of_prometheus_adapter_can_be_a_tenant_rule() -> None:
