@@ -8,13 +8,16 @@ from __future__ import annotations
 import base64
 import dataclasses
 import os
+import re
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trustme
+import yaml
 from aiohttp import web
 from multidict import CIMultiDictProxy
 
@@ -88,6 +91,18 @@ def test_a_backend_as_the_docs_show_it() -> None:
         bearer_token_key="token",
         basic_auth=None,
         tls_keys=("ca.crt", "tls.crt", "tls.key"),
+    )
+
+
+def test_the_guides_example_is_taken() -> None:
+    guide = (Path(__file__).parents[3] / "docs" / "tenant-rules.md").read_text()
+    blocks = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", guide, re.S)]
+    [example] = [block for block in blocks if block["kind"] == "MetricBackend"]
+    spec = parse_backend(example, MIMIR)
+    assert (spec.url, spec.secret, spec.basic_auth) == (
+        "https://mimir.example.com/prometheus",
+        ("shop", "mimir-credentials"),
+        ("username", "password"),
     )
 
 
