@@ -60,7 +60,18 @@ RECORD_FIELDS = {
     "conditions",
     "owner",  # the replica that decided (and its bucket, with --leader-elect-buckets)
 }
-METRIC_FIELDS = {"type", "name", "value", "target", "ratio", "readiness", "proposal", "forecast", "query"}
+METRIC_FIELDS = {
+    "type",
+    "name",
+    "value",
+    "target",
+    "ratio",
+    "readiness",
+    "proposal",
+    "forecast",
+    "query",
+    "absent",
+}
 
 
 async def get(daemon: AutoscalerDaemon, path: str) -> tuple[int, Any]:
