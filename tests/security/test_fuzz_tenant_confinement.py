@@ -11,13 +11,20 @@ properties:
 * a rule `confine_rule` accepts, rendered for any request, yields a query `confine_query` refuses or
   confines;
 * a confined rule's association never maps a label to a cluster-scoped resource, save the label
-  `namespace` to the namespaces.
+  `namespace` to the namespaces;
+* the real Prometheus parses what is confined, and takes a confined series query as /api/v1/series'
+  match[] (a small sample: it runs a Prometheus).
 `make fuzz` runs 100,000 examples per campaign (SURGE_FUZZ=1); the default suite runs a small sample.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from urllib.parse import urlencode
 
 import promql_parser as pp
 import pytest
@@ -30,7 +37,9 @@ from adapter.naming.query import custom_query_data, external_query_data, render_
 from adapter.naming.resources import BUILTIN_RESOURCES, StaticResourceMapper
 from adapter.tenancy.confinement import RuleRefused, confine_query, confine_rule
 from shared.promql.confine import QueryRefused, confine_tenant, quote
+from sim.prometheus import PrometheusProcess
 from tests.adapter.unit.requirements import req
+from tests.security.test_fuzz_promql import prometheus_parse_error
 from tests.shared.test_confine import selectors
 
 SMALL_SAMPLE = settings(max_examples=300)  # the default suite's share; `make fuzz` runs the marked ones
@@ -331,3 +340,52 @@ def test_fuzz_associations(template: str, labels: list[str]) -> None:
 @given(template=RESOURCE_TEMPLATES, labels=st.lists(LABELS, max_size=8))
 def test_associations_sample(template: str, labels: list[str]) -> None:
     check_association(template, labels)
+
+
+# -- the real Prometheus: what is confined parses, a confined series query is a series selector ---------
+
+
+@pytest.fixture(scope="module")
+def prometheus_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Prometheus that scrapes nothing: the judge of what it parses."""
+    sd = tmp_path_factory.mktemp("prometheus") / "sd.json"
+    sd.write_text("[]")
+    with PrometheusProcess(sd) as process:
+        yield process.url
+
+
+def series_error(url: str, match: str) -> str | None:
+    """What Prometheus' /api/v1/series says is wrong with `match` as match[], None when it takes it."""
+    try:
+        with urllib.request.urlopen(
+            f"{url}/api/v1/series?{urlencode({'match[]': match})}", timeout=10
+        ) as answer:
+            body = json.load(answer)
+    except urllib.error.HTTPError as refused:
+        body = json.load(refused)
+    return None if body.get("status") == "success" else str(body.get("error"))
+
+
+@settings(max_examples=50)
+@given(case=tenant_queries())
+def test_prometheus_parses_confined_queries_sample(prometheus_url: str, case: tuple[str, str]) -> None:
+    query, namespace = case
+    try:
+        confined = confine_tenant(query, namespace)
+    except QueryRefused:
+        return
+    assert prometheus_parse_error(prometheus_url, confined) is None, confined
+
+
+@settings(max_examples=50)
+@given(data=st.data(), namespace=NAMESPACES)
+def test_prometheus_takes_confined_series_queries_sample(
+    prometheus_url: str, data: st.DataObject, namespace: str
+) -> None:
+    series_query = data.draw(selector(namespace))
+    spec = {"seriesQuery": series_query, "metricsQuery": "x", "resources": {"template": "<<.Resource>>"}}
+    try:
+        rule = confine_rule(parse_config(yaml.safe_dump({"rules": [spec]})).rules[0], namespace, MAPPER)
+    except RuleRefused:
+        return
+    assert series_error(prometheus_url, rule.series_query) is None, rule.series_query
