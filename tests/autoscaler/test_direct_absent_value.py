@@ -44,6 +44,7 @@ from tests.autoscaler.harness import (
     install_crd,
     replicas_of,
     running_controller,
+    until_rescale_recorded,
 )
 from tests.autoscaler.helpers import until
 from tests.fixtures.apiserver import KubectlRunner
@@ -248,6 +249,8 @@ async def test_the_daemon_scales_a_never_created_queue_from_its_absent_value(
         async with running_controller(kubeconfig, None, flags=flags) as controller:
             # 0 messages over an AverageValue of 10: one replica, the floor.
             await until(lambda: replicas_of(kube, "worker", ns), 1, within=30)
+            # The status, the event and the record come after the scale write.
+            await until_rescale_recorded(kube, f"{hzas}/worker", "worker", 1, ns)
             assert await active("worker") == ("True", "ValidMetricFound")
             worker = await kube.get(f"{hzas}/worker")
             (current,) = worker["status"]["currentMetrics"]
