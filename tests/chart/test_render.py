@@ -757,10 +757,13 @@ def test_autoscaler_buckets(render) -> None:
     assert options.lease is not None and options.lease_buckets == 1  # one leader, as before
 
 
-def test_the_crd_is_the_manifests_crd(chart) -> None:
-    (crd,) = chart.crds
-    assert crd["filename"] == "surge/crds/horizontalautoscaler.yaml"
-    assert crd["data"] == (REPO / "manifests" / "crd-horizontalautoscaler.yaml").read_text()
+def test_the_crds_are_the_manifests_crds(chart) -> None:
+    # The chart's crds/ file -> the manifests/ file it copies byte for byte.
+    copies = {"horizontalautoscaler.yaml": "crd-horizontalautoscaler.yaml",
+              "metricrules.yaml": "crd-metricrules.yaml"}
+    assert {crd["filename"]: crd["data"] for crd in chart.crds} == {
+        f"surge/crds/{name}": (REPO / "manifests" / source).read_text() for name, source in copies.items()
+    }
 
 
 def test_notes_name_the_apis_served(render) -> None:
