@@ -98,6 +98,7 @@ def _cli(path: Path) -> subprocess.CompletedProcess[str]:
         pytest.raises(SystemExit) as exit,
     ):
         surge_main(["convert", "-f", str(path)])
+    assert isinstance(exit.value.code, int)
     return subprocess.CompletedProcess([], exit.value.code, stdout.getvalue(), stderr.getvalue())
 
 
