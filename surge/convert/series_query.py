@@ -2,26 +2,26 @@
 by pattern): the one series name it names, and the one namespace it pins, if any.
 
 A seriesQuery is a series selector (`name{label="v",...}` or `{__name__=~"...",...}`), what Prometheus'
-/api/v1/series takes. One that does not parse as a selector names and pins nothing here.
+/api/v1/series takes. One that does not parse as a selector names and pins nothing here, nor one beyond
+the limits of shared/promql/confine.py (checked first: the parser crashes the process on some deep
+nestings, and a rule beyond them would not be served as a MetricRule anyway).
 """
 
 from __future__ import annotations
 
 import promql_parser as pp
 
-from shared.promql.confine import NAMESPACE_LABEL
-from shared.stopping import STOPPING
+from shared.promql.confine import NAMESPACE_LABEL, QueryRefused, check
 
 _EQUAL = str(pp.MatchOp.Equal)
 
 
 def _selector(series_query: str) -> pp.VectorSelector | None:
     try:
-        expr = pp.parse(series_query)
-    except STOPPING:
-        raise
-    except BaseException:  # a refusal, or a panic of the Rust parser: a query of no known shape
+        check(series_query)
+    except QueryRefused:
         return None
+    expr = pp.parse(series_query)  # parses: `check` did
     return expr if isinstance(expr, pp.VectorSelector) else None
 
 

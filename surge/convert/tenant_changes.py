@@ -16,9 +16,10 @@ from collections.abc import Iterator
 import promql_parser as pp
 
 from adapter.config import DiscoveryRule
+from adapter.naming.errors import QueryBuildError
 from adapter.naming.query import custom_query_data, external_query_data, render_query
 from adapter.naming.resources import BUILTIN_RESOURCES, ResourceMapper
-from shared.promql.confine import NAMESPACE_LABEL, render
+from shared.promql.confine import NAMESPACE_LABEL, QueryRefused, check, render
 from surge.convert.series_query import series_name
 
 _EQUAL = str(pp.MatchOp.Equal)
@@ -54,9 +55,10 @@ def changes(rule: DiscoveryRule, external: bool, namespace: str, mapper: Resourc
     return out
 
 
-def _sample_query(rule: DiscoveryRule, external: bool, namespace: str) -> pp.Expr:
-    """The rule's metricsQuery rendered for a request of `namespace`. The adapter has rendered, confined
-    and so parsed it already (adapter/tenancy/confinement.py) before it accepts the rule."""
+def _sample_query(rule: DiscoveryRule, external: bool, namespace: str) -> pp.Expr | None:
+    """The rule's metricsQuery rendered for a request of `namespace`, parsed. The adapter accepts the
+    rule only when such a query renders and confines (adapter/tenancy/confinement.py); still checked
+    before it is parsed, as the parser needs (shared/promql/confine.py)."""
     series = series_name(rule.series_query) or _SAMPLE_SERIES
     scope = (NAMESPACE_LABEL, namespace)
     data = (
@@ -64,7 +66,12 @@ def _sample_query(rule: DiscoveryRule, external: bool, namespace: str) -> pp.Exp
         if external
         else custom_query_data(series, (), scope, _SAMPLE_OBJECT_LABEL, ("sample",))
     )
-    return pp.parse(render_query(rule.metrics_query, data))
+    try:
+        query = render_query(rule.metrics_query, data)
+        check(query)
+    except (QueryBuildError, QueryRefused):  # of data other than the adapter's sample: nothing to tell
+        return None
+    return pp.parse(query)
 
 
 def _selectors(expr: object) -> Iterator[pp.VectorSelector]:

@@ -400,3 +400,13 @@ def test_a_configmap_of_a_refused_config_and_a_config_among_objects_are_one_line
         "HorizontalPodAutoscaler, a keda.sh/v1alpha1 ScaledObject, or a prometheus-adapter config (the "
         "file, or a ConfigMap holding it in data.config.yaml)\n"
     )
+
+
+def test_a_series_query_the_parser_cannot_take_safely_pins_nothing(tmp_path: Path) -> None:
+    # Nested deeper than promql-parser's recursion survives (a crash, not an exception): checked first.
+    deep = "-" * 9000 + 'x{namespace="shop"}'
+    config = f"rules:\n- seriesQuery: '{deep}'\n  metricsQuery: 'sum(<<.Series>>)'\n"
+    result = _convert(tmp_path, config)
+    assert (result.returncode, result.stderr) == (0, "")
+    (obj,) = _check_round_trip(config, result.stdout)
+    assert (obj["kind"], obj["metadata"]) == ("ClusterMetricRule", {"name": "custom-rule"})
