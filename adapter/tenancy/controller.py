@@ -41,6 +41,7 @@ from adapter.registry import RuleId
 from adapter.seriesshapes import SeriesShapes
 from adapter.server.provider import MetricQueries, PrometheusMetricsProvider
 from adapter.server.selfmetrics import AdapterMetrics
+from adapter.tenancy.absent import absent_series
 from adapter.tenancy.backends import (
     BackendRefused,
     BackendSpec,
@@ -347,7 +348,9 @@ class TenantRules:
             self._mapper,
             self._objects,
             regex_escape_values=self._regex_escape_values,
-            batch_namespace_queries=self._batch_namespace_queries,
+            # A MetricRule's reads are namespace-wide queries (no object names): a confined query is
+            # bounded in length (shared/promql/confine.py), and naming 300 pods would pass the bound.
+            batch_namespace_queries=bool(namespace) or self._batch_namespace_queries,
         )
         for rule in served:
             listing = self._listings.get(rule.tenant.key)
@@ -419,6 +422,8 @@ class TenantRules:
             self._listings[key] = _Listing(identity, None, Discovery(shapes.count), started, refusal)
         else:
             rule_id = scope.rule_ids[key]
+            if rule.tenant.absent_value is not None:
+                shapes = absent_series(rule.rule, shapes) or shapes
             await asyncio.to_thread(scope.registry.update, rule_id, shapes)
             metrics = tuple(sorted({metric for metric, _ in scope.registry.found_by(rule_id)}))
             self._listings[key] = _Listing(identity, shapes, Discovery(shapes.count, metrics), started)

@@ -73,7 +73,12 @@ def parse_rule(obj: Mapping[str, Any]) -> TenantRule:
     if kind not in ("custom", "external"):
         raise RuleRefused("InvalidSpec", f'spec.kind: {kind!r}: use "custom" or "external"')
     external = kind == "external"
-    rule = _discovery_rule({f: spec[f] for f in _RULE_FIELDS if f in spec}, external)
+    fields = {f: spec[f] for f in _RULE_FIELDS if f in spec}
+    if key.namespace and "resources" not in fields:
+        # A MetricRule's series are its namespace's: their `namespace` label names it, so a request's
+        # namespace matcher has a label to go to (without it an external rule's queries cannot be built).
+        fields["resources"] = {"overrides": {"namespace": {"resource": "namespace"}}}
+    rule = _discovery_rule(fields, external)
     return TenantRule(
         key=key,
         uid=str(meta.get("uid", "")),
