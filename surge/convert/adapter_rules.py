@@ -1,6 +1,7 @@
 """A prometheus-adapter config as MetricRule and ClusterMetricRule objects (metrics.surge.dev/v1alpha1): the
 rules of `rules` (kind custom) and `externalRules` (kind external), each copied field for field into one
-object's spec (docs/tenant-rules.md, "Moving rules out of the config file").
+object's spec, less what reads as unset (surge/convert/rule_spec.py; docs/tenant-rules.md, "Moving rules
+out of the config file"). A rule the CRDs would refuse (beyond their bounds, without a query) is refused.
 
 A rule whose seriesQuery pins one namespace (the equality matcher `namespace="x"`) becomes a MetricRule
 of namespace x, when the adapter would serve it as one (adapter/tenancy/confinement.py decides, with the
@@ -21,7 +22,9 @@ from adapter.naming.resources import BUILTIN_RESOURCES, StaticResourceMapper
 from adapter.tenancy.confinement import RuleRefused, confine_rule
 from surge.convert.adapter_config import WrittenRule, read_config
 from surge.convert.metadata import DNS_LABEL
+from surge.convert.problems import ConvertError
 from surge.convert.rule_names import Names, base_name, exposed_name
+from surge.convert.rule_spec import rule_spec, spec_problems
 from surge.convert.series_query import pinned_namespace
 from surge.convert.tenant_changes import changes
 
@@ -41,7 +44,8 @@ class ConvertedConfig:
 
 def convert_config(text: str, source: str, names: Names) -> ConvertedConfig:
     """The objects for the config `text` (`source` names it in messages); ConvertError when the adapter
-    would refuse the config. `names` are those taken by the objects converted before."""
+    would refuse the config, or the API server one of its objects (naming every such rule's problems).
+    `names` are those taken by the objects converted before."""
     config = read_config(text, source)
     out = ConvertedConfig()
     if config.has_resource_rules:
@@ -50,12 +54,15 @@ def convert_config(text: str, source: str, names: Names) -> ConvertedConfig:
             "form: left out, keep them in the config file"
         )
     seen: dict[tuple[str, str, bool, str, str], str] = {}  # the first rule exposing a metric in a scope
+    problems: list[str] = []
     for written in config.rules:
+        spec = rule_spec(written.fields, written.external)
+        problems += spec_problems(spec, written.where)
         namespace, refusal = _namespace(written)
         kind = METRIC_RULE if namespace else CLUSTER_METRIC_RULE
         name = names.take(kind, namespace or "", base_name(written))
-        obj = _object(kind, name, namespace, written)
-        out.objects.append(obj)
+        metadata = {"name": name, "namespace": namespace} if namespace else {"name": name}
+        out.objects.append({"apiVersion": API_VERSION, "kind": kind, "metadata": metadata, "spec": spec})
         shown = f"{written.where} ({kind} {namespace + '/' if namespace else ''}{name})"
         if refusal:
             out.notes.append(f"{shown}: pins namespace {refusal[0]} but stays cluster-wide: {refusal[1]}")
@@ -72,6 +79,8 @@ def convert_config(text: str, source: str, names: Names) -> ConvertedConfig:
                     "objects serve the older object's (the newer is Ready=False, reason Conflict)"
                 )
             seen.setdefault(key, written.where)
+    if problems:
+        raise ConvertError("; ".join(problems))
     return out
 
 
@@ -87,9 +96,3 @@ def _namespace(written: WrittenRule) -> tuple[str | None, tuple[str, str] | None
     except RuleRefused as err:
         return None, (namespace, f"the adapter would refuse it as a MetricRule: {err.message}")
     return namespace, None
-
-
-def _object(kind: str, name: str, namespace: str | None, written: WrittenRule) -> dict[str, Any]:
-    metadata = {"name": name, "namespace": namespace} if namespace else {"name": name}
-    spec = {"kind": "external" if written.external else "custom", **written.fields}
-    return {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata, "spec": spec}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,11 @@ from adapter.tenancy.rules import parse_rule
 from surge.__main__ import main as surge_main
 from surge.convert.metadata import DNS_LABEL
 from surge.convert.rule_names import Names, dns_label
+from tests.fixtures.apiserver import KubectlRunner
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "prometheus-adapter"
+CRD_FILE = REPO / "manifests" / "crd-metricrules.yaml"
 REAL_WORLD = REPO / "tests" / "data" / "chart-values" / "real-world"
 UPSTREAM: dict[str, dict[str, Any]] = yaml.safe_load((REAL_WORLD / "upstream.yaml").read_text())
 # Each real config as text: the files of tests/data/prometheus-adapter that are configs, and the
@@ -70,7 +73,7 @@ def _lines(stderr: str) -> list[str]:
     return [line.removeprefix("surge convert: ") for line in stderr.splitlines()]
 
 
-def _projection(rule: DiscoveryRule) -> tuple[Any, ...]:
+def _projection(rule: DiscoveryRule, external: bool) -> tuple[Any, ...]:
     """What a rule does, comparable: its regexes by pattern, its templates by text."""
     template = rule.association.template
     return (
@@ -81,14 +84,14 @@ def _projection(rule: DiscoveryRule) -> tuple[Any, ...]:
         rule.namer.matches.pattern,
         rule.namer.as_template,
         rule.metrics_query.text,
-        rule.namespaced,
+        rule.namespaced if external else None,  # the adapter reads it of external rules only
     )
 
 
 def _rules(config_text: str) -> list[tuple[bool, tuple[Any, ...]]]:
     config = parse_config(config_text)
-    return [(False, _projection(r)) for r in config.rules] + [
-        (True, _projection(r)) for r in config.external_rules
+    return [(False, _projection(r, False)) for r in config.rules] + [
+        (True, _projection(r, True)) for r in config.external_rules
     ]
 
 
@@ -112,7 +115,7 @@ def _check_round_trip(config_text: str, printed: str) -> list[dict[str, Any]]:
         assert len(obj["metadata"]["name"]) <= 63 and DNS_LABEL.fullmatch(obj["metadata"]["name"])
     original = _rules(config_text)
     assert _rules(_as_config(objects)) == original
-    assert [(r.external, _projection(r.rule)) for r in map(parse_rule, objects)] == original
+    assert [(r.external, _projection(r.rule, r.external)) for r in map(parse_rule, objects)] == original
     keys = [(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objects]
     assert len(set(keys)) == len(keys)
     return objects
@@ -403,10 +406,90 @@ def test_a_configmap_of_a_refused_config_and_a_config_among_objects_are_one_line
 
 
 def test_a_series_query_the_parser_cannot_take_safely_pins_nothing(tmp_path: Path) -> None:
-    # Nested deeper than promql-parser's recursion survives (a crash, not an exception): checked first.
-    deep = "-" * 9000 + 'x{namespace="shop"}'
+    # Nested deeper than confine's limit (the parser takes seconds on 4,000 `-`, and crashes the process
+    # on twice as many): never parsed, so it pins nothing.
+    deep = "-" * 4000 + 'x{namespace="shop"}'
     config = f"rules:\n- seriesQuery: '{deep}'\n  metricsQuery: 'sum(<<.Series>>)'\n"
     result = _convert(tmp_path, config)
     assert (result.returncode, result.stderr) == (0, "")
     (obj,) = _check_round_trip(config, result.stdout)
     assert (obj["kind"], obj["metadata"]) == ("ClusterMetricRule", {"name": "custom-rule"})
+    # Twice as deep: the CRD's bound refuses it, and the rule is not parsed on the way.
+    result = _convert(tmp_path, config.replace(deep, "-" * 9000 + 'x{namespace="shop"}'))
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == "surge convert: rules[0].seriesQuery: longer than 4096 characters (9019)\n"
+
+
+UNSET = """\
+rules:
+- seriesQuery: 'orders{namespace!=""}'
+  seriesFilters: [{is: "", isNot: "_created$"}]
+  resources: {template: "", namespaced: false, overrides: {namespace: {resource: namespace, group: ""}}}
+  name: {matches: "", as: ""}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+externalRules:
+- seriesQuery: 'queue_depth{namespace!=""}'
+  resources: {namespaced: false}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>})'
+"""
+
+
+def test_what_reads_as_unset_is_left_out_as_the_crd_wants(tmp_path: Path) -> None:
+    result = _convert(tmp_path, UNSET)
+    assert (result.returncode, result.stderr) == (0, "")
+    custom, external = _check_round_trip(UNSET, result.stdout)
+    assert custom["spec"] == {
+        "kind": "custom",
+        "seriesQuery": 'orders{namespace!=""}',
+        "seriesFilters": [{"isNot": "_created$"}],
+        "resources": {"overrides": {"namespace": {"resource": "namespace"}}},  # namespaced: custom ignores it
+        "name": {},
+        "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+    }
+    assert external["spec"]["resources"] == {"namespaced": False}
+
+
+def test_a_rule_the_crd_refuses_is_named_in_one_line(tmp_path: Path) -> None:
+    filters = "".join(f"\n  - isNot: 'x{i}'" for i in range(21))
+    config = (
+        f"rules:\n- seriesQuery: 'up'\n  seriesFilters:{filters}\n  metricsQuery: 'sum(up)'\n"
+        f"- seriesQuery: 'up'\n  name: {{as: '{'a' * 1025}'}}\n"
+    )
+    result = _convert(tmp_path, config)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        "surge convert: rules[0].seriesFilters: more than 20 (21); rules[1].metricsQuery: required by a "
+        "MetricRule or ClusterMetricRule; rules[1].name.as: longer than 1024 characters (1025)\n"
+    )
+
+
+def test_the_api_server_accepts_every_object_printed(kubectl: KubectlRunner) -> None:
+    """One dry-run create of everything the tests above print, through the real kubectl and the
+    metrics.surge.dev CRDs (schema, CEL rules, strict field validation) on the simulated API server."""
+    printed = []
+    texts = [text for name, text in REAL_CONFIGS.items() if name not in REFUSED] + [PINNED, CHANGED, UNSET]
+    with tempfile.TemporaryDirectory() as directory:
+        for text in texts:
+            result = _convert(Path(directory), text)
+            assert result.returncode == 0, result.stderr
+            printed.append(result.stdout)
+    documents = [d for text in printed for d in yaml.safe_load_all(text) if d is not None]
+    kubectl("apply", "-f", str(CRD_FILE))
+    namespaces = sorted({d["metadata"]["namespace"] for d in documents if "namespace" in d["metadata"]})
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=yaml.safe_dump_all(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in namespaces
+        ),
+    )
+    result = kubectl(
+        "create", "--dry-run=server", "-o", "name", "-f", "-", input="---\n".join(printed), check=False
+    )
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    kinds = {"MetricRule": "metricrule", "ClusterMetricRule": "clustermetricrule"}
+    assert result.stdout.splitlines() == [
+        f"{kinds[d['kind']]}.metrics.surge.dev/{d['metadata']['name']}" for d in documents
+    ]
+    assert {d["kind"] for d in documents} == set(kinds)
