@@ -134,8 +134,9 @@ def _converted(
         return config.objects, config.notes
     config_text = configmap_config(document)
     if config_text is not None:
-        meta = document.get("metadata") or {}
-        where = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}".strip("/")
+        meta = document.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        where = "/".join(str(meta[key]) for key in ("namespace", "name") if meta.get(key)) or "(no name)"
         config = convert_config(config_text, f"{filename}: ConfigMap {where} data.config.yaml", names)
         return config.objects, config.notes
     return [convert(document)], []

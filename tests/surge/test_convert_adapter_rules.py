@@ -394,6 +394,9 @@ def test_a_configmap_of_a_refused_config_and_a_config_among_objects_are_one_line
         f"surge convert: {path}: ConfigMap monitoring/adapter data.config.yaml:3: rules[0].metricsQuery: "
         "unknown field .Nope (available: GroupBy, GroupBySlice, LabelMatchers, LabelValuesByName, Series)\n"
     )
+    configmap["metadata"] = "not a map"
+    path.write_text(yaml.safe_dump(configmap))
+    assert _cli(path).stderr.startswith(f"surge convert: {path}: ConfigMap (no name) data.config.yaml:3: ")
     path.write_text("rules: []\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n")
     result = _cli(path)
     assert (result.returncode, result.stdout) == (2, "")
