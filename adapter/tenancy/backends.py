@@ -240,6 +240,15 @@ def parse_backend(obj: Mapping[str, Any], options: TenantOptions) -> BackendSpec
     if not isinstance(default, bool):
         raise _invalid("spec.default must be true or false")
     headers = _headers(spec.get("headers"), options)
+    if options.namespace_header and kind == "MetricBackend":
+        pinned = options.namespace_header
+        if any(name.lower() == pinned.lower() for name, _ in headers):
+            raise BackendRefused(
+                "BackendRefused",
+                f"spec.headers: {pinned} is the adapter's to set to the namespace "
+                "(--backend-namespace-header)",
+            )
+        headers = (*headers, (pinned, namespace))
     authorization_header = any(name.lower() == "authorization" for name, _ in headers)
     auth = _auth(kind, namespace, spec.get("auth"), authorization_header)
     return BackendSpec(

@@ -4,7 +4,10 @@ Off by default: `--tenant-rules` turns the watch of the four kinds on. What a te
 call is the admin's: `--allowed-backend-urls` (RE2 patterns, each matching a whole URL; none by default,
 so that no object can point the adapter at the API server or a cloud metadata address) and
 `--allowed-backend-headers` (header names a backend may set beyond the plain ones; `Authorization` and
-the hop-by-hop headers are refused unless named here).
+the hop-by-hop headers are refused unless named here). With `--backend-namespace-header` (for example
+`X-Scope-OrgID`) the adapter itself sets that header on a MetricBackend's requests to the backend's
+namespace, and the backend may not set it: on a multi-tenant Cortex, Mimir or Thanos URL a team reads its
+own tenant only, whatever its object says.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ class TenantOptions:
     enabled: bool = False
     allowed_backend_urls: tuple[str, ...] = ()  # RE2 patterns, each matched against the whole URL
     allowed_backend_headers: frozenset[str] = frozenset()  # lower-case header names
+    namespace_header: str = ""  # set to a MetricBackend's namespace on its requests ("": none)
     max_rules_per_namespace: int = DEFAULT_MAX_RULES_PER_NAMESPACE
     max_series_per_rule: int = DEFAULT_MAX_SERIES_PER_RULE
 
@@ -61,6 +65,13 @@ def add_tenant_flags(parser: argparse.ArgumentParser) -> None:
         "repeatable)",
     )
     group.add_argument(
+        "--backend-namespace-header",
+        default="",
+        metavar="NAME",
+        help="a header the adapter sets to a MetricBackend's namespace on its requests, which the backend "
+        "may not set itself (e.g. X-Scope-OrgID: one tenant per namespace on Cortex, Mimir or Thanos)",
+    )
+    group.add_argument(
         "--max-rules-per-namespace",
         type=integer(1),
         default=DEFAULT_MAX_RULES_PER_NAMESPACE,
@@ -83,10 +94,14 @@ def tenant_options_from_namespace(ns: argparse.Namespace) -> TenantOptions:
         except re2.error as err:
             raise ValueError(f"--allowed-backend-urls: {pattern!r}: {err}") from None
     headers = frozenset(name.lower() for arg in ns.allowed_backend_headers for name in _list(arg))
+    namespace_header = ns.backend_namespace_header
+    if namespace_header and re2.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", namespace_header) is None:
+        raise ValueError(f"--backend-namespace-header: {namespace_header!r} is not a header name")
     return TenantOptions(
         enabled=ns.tenant_rules,
         allowed_backend_urls=tuple(patterns),
         allowed_backend_headers=headers,
+        namespace_header=namespace_header,
         max_rules_per_namespace=ns.max_rules_per_namespace,
         max_series_per_rule=ns.max_series_per_rule,
     )

@@ -22,6 +22,7 @@ TENANT: dict[str, Any] = {
     "enabled": True,
     "allowedBackendUrls": [r"https://mimir\.monitoring\.svc(:[0-9]+)?/.*", r"https://[a-z-]+\.example\.com/.*"],
     "allowedBackendHeaders": ["Authorization"],
+    "namespaceHeader": "X-Scope-OrgID",
     "maxRulesPerNamespace": 20,
     "maxSeriesPerRule": 2000000,
 }
@@ -58,6 +59,7 @@ def test_enabled_renders_the_flags_and_the_rbac(render) -> None:
     assert tenants.enabled
     assert tenants.allowed_backend_urls == tuple(TENANT["allowedBackendUrls"])
     assert tenants.allowed_backend_headers == frozenset({"authorization"})
+    assert tenants.namespace_header == "X-Scope-OrgID"
     assert (tenants.max_rules_per_namespace, tenants.max_series_per_rule) == (20, 2_000_000)
     assert tenants.url_allowed("https://mimir.monitoring.svc:8080/prometheus")
     assert not tenants.url_allowed("https://kubernetes.default.svc/api")

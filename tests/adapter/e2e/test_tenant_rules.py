@@ -157,7 +157,7 @@ async def status_of(kube: KubeClient, obj: Obj) -> Obj:
 
 
 def ready(status: Obj) -> tuple[str, str]:
-    condition = next((c for c in status.get("conditions", []) if c["type"] == "Ready"), {})
+    condition: Obj = next((c for c in status.get("conditions", []) if c["type"] == "Ready"), {})
     return condition.get("status", ""), condition.get("reason", "")
 
 

@@ -564,3 +564,21 @@ async def test_a_redirect_is_refused_and_its_target_sees_nothing(verb: str) -> N
             finally:
                 await following.close()
     assert [path for path, _ in target.requests] == ["/api/v1/series"]
+
+
+PINNED = TenantOptions(allowed_backend_urls=(".*",), namespace_header="X-Scope-OrgID")
+
+
+def test_the_namespace_header_is_the_adapters_a_metric_backend_reads_its_own_tenant_only() -> None:
+    spec = parse_backend(backend({"url": "https://mimir.example.com/prometheus"}), PINNED)
+    assert ("X-Scope-OrgID", "shop") in spec.headers
+    # Naming another team's tenant, in any spelling of the header, is refused.
+    for name in ("X-Scope-OrgID", "x-scope-orgid"):
+        err = refusal(with_headers({name: "web"}), PINNED)
+        assert err.reason == "BackendRefused" and "--backend-namespace-header" in str(err)
+
+
+def test_a_cluster_backend_sets_the_namespace_header_as_the_platform_writes_it() -> None:
+    spec = {"url": "https://thanos.example.com", "headers": {"X-Scope-OrgID": "platform"}}
+    obj = backend(spec, "ClusterMetricBackend", "")
+    assert parse_backend(obj, PINNED).headers == (("X-Scope-OrgID", "platform"),)
