@@ -67,9 +67,7 @@ def convert_config(text: str, source: str, names: Names) -> ConvertedConfig:
         if refusal:
             out.notes.append(f"{shown}: pins namespace {refusal[0]} but stays cluster-wide: {refusal[1]}")
         if namespace:
-            out.notes += [
-                f"{shown}: {change}" for change in changes(written.rule, written.external, namespace, MAPPER)
-            ]
+            out.notes += [f"{shown}: {change}" for change in changes(written.rule, spec, namespace, MAPPER)]
         metric = exposed_name(written)
         if metric:
             key = (kind, namespace or "", written.external, metric, repr(written.fields.get("resources")))

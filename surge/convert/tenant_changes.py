@@ -2,6 +2,8 @@
 namespace (docs/tenant-rules.md, "Confined"; adapter/tenancy/confinement.py): one sentence each, for the
 line `surge convert` prints about the rule.
 
+* Without `resources`, its series' `namespace` label names its namespace (the adapter's default for a
+  MetricRule; the config's rule mapped no label).
 * Its `resources.template` no longer maps a label to a cluster-scoped resource (`node` to nodes), nor one
   other than `namespace` to the namespaces.
 * An external rule of `resources.namespaced: false` was served to every namespace: now to its own only.
@@ -12,6 +14,7 @@ line `surge convert` prints about the rule.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import promql_parser as pp
 
@@ -27,9 +30,16 @@ _SAMPLE_SERIES = "series"  # when the seriesQuery names no one series
 _SAMPLE_OBJECT_LABEL = "pod"
 
 
-def changes(rule: DiscoveryRule, external: bool, namespace: str, mapper: ResourceMapper) -> list[str]:
-    """What `rule` (one the adapter accepts as a MetricRule of `namespace`) serves differently there."""
+def changes(rule: DiscoveryRule, spec: dict[str, Any], namespace: str, mapper: ResourceMapper) -> list[str]:
+    """What `rule` (one the adapter accepts as a MetricRule of `namespace`, of that `spec`) serves
+    differently there."""
+    external = spec["kind"] == "external"
     out = []
+    if "resources" not in spec:
+        out.append(
+            "has no resources: as a MetricRule, its series' label namespace names their namespace (the "
+            "config's rule mapped no label)"
+        )
     dropped = [
         f"{info.resource} (label {label})"
         for info in BUILTIN_RESOURCES

@@ -16,8 +16,11 @@ from typing import Any
 import helm_python
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from adapter.config import DiscoveryRule, default_config_yaml, parse_config
+from adapter.naming.resources import GroupResource
 from adapter.tenancy.rules import parse_rule
 from surge.__main__ import main as surge_main
 from surge.convert.metadata import DNS_LABEL
@@ -115,7 +118,16 @@ def _check_round_trip(config_text: str, printed: str) -> list[dict[str, Any]]:
         assert len(obj["metadata"]["name"]) <= 63 and DNS_LABEL.fullmatch(obj["metadata"]["name"])
     original = _rules(config_text)
     assert _rules(_as_config(objects)) == original
-    assert [(r.external, _projection(r.rule, r.external)) for r in map(parse_rule, objects)] == original
+    # The adapter's reader gives a MetricRule without resources the override namespace -> namespaces.
+    namespace_override = [("namespace", GroupResource("", "namespace"))]
+    read = [(r.external, _projection(r.rule, r.external)) for r in map(parse_rule, objects)]
+    defaulted = [
+        (external, (*rule[:2], namespace_override, *rule[3:]))
+        if obj["kind"] == "MetricRule" and "resources" not in obj["spec"]
+        else (external, rule)
+        for obj, (external, rule) in zip(objects, original, strict=True)
+    ]
+    assert read == defaulted
     keys = [(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objects]
     assert len(set(keys)) == len(keys)
     return objects
@@ -258,6 +270,8 @@ externalRules:
   metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>})'
 - seriesQuery: 'queue_depth{namespace="Jobs_1"}'
   metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>})'
+- seriesQuery: 'jobs_waiting{namespace="jobs"}'
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>})'
 resourceRules:
   cpu: {containerQuery: 'sum(x{<<.LabelMatchers>>})', nodeQuery: 'sum(y{<<.LabelMatchers>>})'}
   memory: {containerQuery: 'sum(x{<<.LabelMatchers>>})', nodeQuery: 'sum(y{<<.LabelMatchers>>})'}
@@ -277,6 +291,7 @@ def test_what_serves_differently_is_one_line_each(tmp_path: Path) -> None:
         None,
         "jobs",
         None,
+        "jobs",
     ]
     assert _lines(result.stderr) == [
         f"{tmp_path / 'config.yaml'}: {RESOURCE_RULES_LINE}: left out, keep them in the config file",
@@ -297,6 +312,8 @@ def test_what_serves_differently_is_one_line_each(tmp_path: Path) -> None:
         "false served it to every one",
         "externalRules[1] (ClusterMetricRule queue-depth): pins namespace 'Jobs_1' but stays cluster-wide: "
         "not a namespace name (lowercase RFC 1123 label)",
+        "externalRules[2] (MetricRule jobs/jobs-waiting): has no resources: as a MetricRule, its series' "
+        "label namespace names their namespace (the config's rule mapped no label)",
     ]
 
 
@@ -496,3 +513,63 @@ def test_the_api_server_accepts_every_object_printed(kubectl: KubectlRunner) -> 
         f"{kinds[d['kind']]}.metrics.surge.dev/{d['metadata']['name']}" for d in documents
     ]
     assert {d["kind"] for d in documents} == set(kinds)
+
+
+_SERIES = (
+    'orders{namespace="shop"}',
+    '{__name__="orders",namespace="web"}',
+    'orders{namespace!=""}',
+    'orders{namespace=~"shop"}',
+    'orders{namespace="Bad_ns"}',
+    'orders_total{namespace="shop"}',
+    "up{",
+)
+_RESOURCES = (
+    None,
+    {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
+    {"overrides": {"node": {"resource": "node"}}},
+    {"template": "<<.Resource>>"},
+    {"namespaced": False},
+    {"template": ""},
+)
+_NAMES = (None, {"matches": "^(.*)_total$"}, {"as": "orders_now"}, {"matches": "("}, {"matches": "^(a)(b)$"})
+_QUERIES = (
+    None,
+    "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+    "sum(<<.Series>>{<<.LabelMatchers>>}) * on() group_left max(kube_node_info)",
+    'sum(<<.Series>>{<<.LabelMatchers>>,namespace="kube-system"})',
+    "<<.Nope>>",
+)
+_FILTERS = (None, [{"isNot": "_created$"}], [{"is": "", "isNot": "_created$"}])
+
+
+@st.composite
+def _configs(draw: st.DrawFn) -> str:
+    sections: dict[str, list[dict[str, Any]]] = {"rules": [], "externalRules": []}
+    for _ in range(draw(st.integers(1, 4))):
+        rule = {
+            "seriesQuery": draw(st.sampled_from(_SERIES)),
+            "resources": draw(st.sampled_from(_RESOURCES)),
+            "name": draw(st.sampled_from(_NAMES)),
+            "metricsQuery": draw(st.sampled_from(_QUERIES)),
+            "seriesFilters": draw(st.sampled_from(_FILTERS)),
+        }
+        sections[draw(st.sampled_from(sorted(sections)))].append(
+            {k: v for k, v in rule.items() if v is not None}
+        )
+    return yaml.safe_dump(sections)
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(config=_configs())
+def test_any_config_converts_round_trip_or_is_refused_in_one_line(config: str, tmp_path: Path) -> None:
+    result = _convert(tmp_path, config)
+    assert result.returncode in (0, 2), result.stderr
+    _lines(result.stderr)
+    if result.returncode == 2:
+        assert result.stdout == "" and result.stderr.count("\n") == 1, result.stderr
+    else:
+        objects = _check_round_trip(config, result.stdout)
+        for obj in objects:
+            if obj["kind"] == "MetricRule":  # pinned, and served so by the adapter
+                assert f'namespace="{obj["metadata"]["namespace"]}"' in obj["spec"]["seriesQuery"]
