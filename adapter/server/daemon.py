@@ -23,6 +23,7 @@ from adapter.config import AdapterConfig, ConfigError, read_config_text
 from adapter.delegate.middleware import make_delegate_middleware
 from adapter.delegate.router import Router, build_router
 from adapter.discovery import Relister
+from adapter.explain.paths import MetricRead
 from adapter.flags import PROG, AdapterOptions
 from adapter.objects import ObjectCaches
 from adapter.prometheus import PrometheusClient, PrometheusSettings
@@ -37,6 +38,7 @@ from adapter.server.routes import MetricsProvider
 from adapter.server.rules import RulesBuilder, RulesHolder
 from adapter.server.selfmetrics import AdapterMetrics
 from adapter.tenancy.controller import TenantRules
+from adapter.tenancy.explain import TenantExplanation, explain_tenant
 from shared.kube import KubeClient, KubeConfigError, RestMapper, bearer_token, load_access, load_configuration
 from shared.kube.permissions import Permission, PermissionCheck
 from shared.kube.wait import until_available, wait_for_api_server
@@ -226,7 +228,11 @@ class AdapterDaemon:
         if delegates is not None:
             middlewares.append(make_delegate_middleware(delegates))
         explain = ExplainRoutes(
-            lambda: self.rules.current, prometheus, self.options.max_age, permissions=permissions.notes
+            lambda: self.rules.current,
+            prometheus,
+            self.options.max_age,
+            permissions=permissions.notes,
+            tenant=self._explain_tenant if self.tenants is not None else None,
         )
         dependencies = AppDependencies(self.rules, health, self.metrics, explain, self._metrics_provider)
         await self._serve(make_app(dependencies, middlewares))
@@ -311,6 +317,9 @@ class AdapterDaemon:
         tenant rules after them."""
         base = self.rules.current.provider
         return base if self.tenants is None else self.tenants.provider(base)
+
+    def _explain_tenant(self, path: str, read: MetricRead) -> TenantExplanation | None:
+        return None if self.tenants is None else explain_tenant(self.tenants, path, read)
 
     def _delegate_router(self) -> Router | None:
         """The --delegate-url servers' router (closed on stop); None without delegates."""

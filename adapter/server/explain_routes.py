@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import structlog
@@ -21,7 +22,7 @@ from aiohttp import ClientError, web
 
 from adapter.explain.explanation import Explanation, explain
 from adapter.explain.live import SharedDiscovery, with_result, with_usage
-from adapter.explain.paths import ExplainPathError, ResourceRead, parse_api_path
+from adapter.explain.paths import ExplainPathError, MetricRead, ResourceRead, parse_api_path
 from adapter.explain.render import as_json
 from adapter.explain.resource import ResourceExplanation, UsageOutcome, explain_resource
 from adapter.explain.results import QueryOutcome
@@ -45,6 +46,16 @@ log = structlog.get_logger(__name__)
 PATH = "/debug/explain"
 
 
+class TenantAnswer(Protocol):
+    """adapter/tenancy/explain.py's TenantExplanation."""
+
+    @property
+    def explanation(self) -> Explanation: ...
+
+    @property
+    def backend(self) -> PrometheusClient: ...
+
+
 @dataclass
 class ExplainRoutes:
     current: Callable[[], ServedRules]
@@ -53,6 +64,9 @@ class ExplainRoutes:
     clock: Clock = LOOP_CLOCK
     # What the API server refuses the adapter now (shared.kube.permissions), added to every explanation.
     permissions: Callable[[], list[str]] = list
+    # With tenant rules: the explanation of a read the config's rules do not serve, by the tenant rule
+    # that does (adapter/tenancy/explain.py), and the Prometheus its PromQL goes to; None: none does.
+    tenant: Callable[[str, MetricRead], TenantAnswer | None] | None = None
     _discover: SharedDiscovery = field(init=False)
 
     def __post_init__(self) -> None:
@@ -93,6 +107,12 @@ class ExplainRoutes:
             )
 
         explanation = explained(None)
+        tenant = self.tenant(path, read) if self.tenant is not None and not explanation.served else None
+        if tenant is not None:
+            refused = await _refused(access, path)
+            if refused is not None:
+                return replace(tenant.explanation, result=QueryOutcome(error=refused))
+            return await with_result(tenant.backend, tenant.explanation, read, mapper)
         # Its objects and value are the metric's read: only for a caller who may do that read.
         refused = await _refused(access, path) if explanation.served else None
         if refused is not None:

@@ -33,6 +33,7 @@ import aiohttp
 import structlog
 
 from adapter.config import DiscoveryRule
+from adapter.explain.explanation import Discovery as ExplainDiscovery
 from adapter.naming.resources import ResourceMapper
 from adapter.objects import ObjectCaches
 from adapter.prometheus import PrometheusClient, PrometheusError, PrometheusSettings
@@ -178,6 +179,26 @@ class TenantRules:
         """The provider of a request: `base` (the config's rules), then the tenant scopes as they are now."""
         return LayeredProvider(base, self.scopes, self._mapper)
 
+    def discovery_of(self, scope: Scope) -> ExplainDiscovery:
+        """The series each rule of `scope` last listed (adapter explain's form of them)."""
+        series = {}
+        for rule in scope.rules:
+            shapes = self._shapes_of(rule)
+            if shapes is not None:
+                series[scope.rule_ids[rule.tenant.key]] = shapes
+        return ExplainDiscovery(series, {})
+
+    def _shapes_of(self, rule: ServedRule) -> SeriesShapes | None:
+        """The series `rule` last listed, as it is planned now (None: not listed since it changed)."""
+        listing = self._listings.get(rule.tenant.key)
+        if listing is None or listing.identity != self._identity(rule):
+            return None
+        return listing.shapes
+
+    def client_of(self, rule: ServedRule) -> PrometheusClient:
+        """The Prometheus client of `rule`'s backend."""
+        return self._default[0] if rule.backend is None else self._backends[rule.backend].client
+
     def permissions(self) -> list[Permission]:
         """What the adapter asks of the API server for tenant rules (its readiness check lists them)."""
         why = "tenant rules (--tenant-rules)"
@@ -265,14 +286,24 @@ class TenantRules:
         kept = {scope.namespace: scope for scope in self.scopes.all()}
         built: dict[str, Scope] = {}
         signatures: dict[str, tuple[object, ...]] = {}
+        fed: dict[ObjectKey, _Listing | None] = {}  # what each new scope's rules were given
         for namespace, served in self._plan.scopes.items():
             signatures[namespace] = signature = _signature(served, self._backends)
             scope = kept.get(namespace)
             if scope is None or self._signatures.get(namespace) != signature:
-                scope = await self._build(namespace, served)
+                scope = await self._build(namespace, served, fed)
             built[namespace] = scope
         self.scopes = TenantScopes(built.pop("", None), built)
         self._signatures = signatures
+        # A listing that landed while the new scopes were built went to the scopes then served: give it
+        # to the new ones too (else it would wait for the next relist).
+        for scope in self.scopes.all():
+            for rule in scope.rules:
+                key = rule.tenant.key
+                if key in fed and self._listings.get(key) is not fed[key]:
+                    shapes = self._shapes_of(rule)
+                    if shapes is not None:
+                        await asyncio.to_thread(scope.registry.update, scope.rule_ids[key], shapes)
         served_keys = {s.tenant.key for rules_ in self._plan.scopes.values() for s in rules_}
         for key in list(self._listings):
             if key not in served_keys:
@@ -338,7 +369,10 @@ class TenantRules:
         data = {k: base64.b64decode(v) for k, v in (secret.get("data") or {}).items()}
         return data, str(secret.get("metadata", {}).get("resourceVersion", ""))
 
-    async def _build(self, namespace: str, served: tuple[ServedRule, ...]) -> Scope:
+    async def _build(
+        self, namespace: str, served: tuple[ServedRule, ...], fed: dict[ObjectKey, _Listing | None]
+    ) -> Scope:
+        """A scope of `served`, each rule given its last listing (recorded in `fed`)."""
         queries: dict[ObjectKey | None, MetricQueries] = {None: self._default[1]}
         queries.update({key: backend.queries for key, backend in self._backends.items()})
         scope = build_scope(
@@ -353,10 +387,10 @@ class TenantRules:
             batch_namespace_queries=bool(namespace) or self._batch_namespace_queries,
         )
         for rule in served:
-            listing = self._listings.get(rule.tenant.key)
-            if listing is None or listing.identity != self._identity(rule) or listing.shapes is None:
-                continue  # (listed once the loop sees it due)
-            await asyncio.to_thread(scope.registry.update, scope.rule_ids[rule.tenant.key], listing.shapes)
+            fed[rule.tenant.key] = self._listings.get(rule.tenant.key)
+            shapes = self._shapes_of(rule)
+            if shapes is not None:  # (else listed once the loop sees it due)
+                await asyncio.to_thread(scope.registry.update, scope.rule_ids[rule.tenant.key], shapes)
         return scope
 
     def _identity(self, rule: ServedRule) -> tuple[object, ...]:
@@ -387,7 +421,7 @@ class TenantRules:
 
     async def _list(self, namespace: str, rule: ServedRule) -> None:
         identity = self._identity(rule)
-        client = self._default[0] if rule.backend is None else self._backends[rule.backend].client
+        client = self.client_of(rule)
         limit = self._limits.setdefault(rule.backend, asyncio.Semaphore(BACKEND_CONCURRENCY))
         started = self._clock()
         key = rule.tenant.key

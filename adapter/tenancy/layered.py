@@ -27,13 +27,17 @@ class TenantScopes:
     cluster: Scope | None = None
     namespaces: Mapping[str, Scope] = field(default_factory=dict)
 
-    def layers(self, namespace: str) -> list[PrometheusMetricsProvider]:
-        """The tenant providers a request in `namespace` ("" : cluster scope) may be answered by, in order."""
-        layers = [self.cluster.provider] if self.cluster is not None else []
+    def scopes_for(self, namespace: str) -> list[Scope]:
+        """The scopes a request in `namespace` ("" : cluster scope) may be answered by, in order."""
+        scopes = [self.cluster] if self.cluster is not None else []
         scope = self.namespaces.get(namespace) if namespace else None
         if scope is not None:
-            layers.append(scope.provider)
-        return layers
+            scopes.append(scope)
+        return scopes
+
+    def layers(self, namespace: str) -> list[PrometheusMetricsProvider]:
+        """The tenant providers a request in `namespace` may be answered by, in order."""
+        return [scope.provider for scope in self.scopes_for(namespace)]
 
     def all(self) -> list[Scope]:
         return ([self.cluster] if self.cluster is not None else []) + list(self.namespaces.values())

@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import quote
 from typing import Any
 
 import pytest
@@ -206,6 +207,13 @@ async def test_a_teams_rule_is_served_in_its_namespace_only_within_2_s_and_gone_
     status = await wait_status(kube, orders, "Served")
     assert (status["series"], status["metric"], status["backend"]) == (1, "orders_queue", "--prometheus-url")
     assert status["observedGeneration"] == 1
+    # adapter explain names the rule, its backend and the PromQL as sent, and runs it there.
+    code, explained = await tenant_adapter.get(f"/debug/explain?path={quote(shop_1)}")
+    assert code == 200, explained
+    text = json.dumps(explained)
+    assert "served by MetricRule shop/orders" in text and "backend: --prometheus-url" in text
+    assert 'namespace="shop"' in explained["promql"] and "web" not in explained["promql"]
+    assert '"5"' in json.dumps(explained["result"]), explained["result"]
     await delete(kube, orders)
     assert await wait_code(tenant_adapter, shop_1, 404) < 2.0
 
