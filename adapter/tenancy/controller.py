@@ -443,26 +443,37 @@ class TenantRules:
                 self._poke()
                 return
         self._backend_errors.pop(rule.backend, None)
-        scope = self.scopes.namespaces.get(namespace) if namespace else self.scopes.cluster
-        if scope is None or key not in scope.rule_ids or self._identity(rule) != identity:
+        if self._identity(rule) != identity:
             return  # re-planned meanwhile: the new plan lists it again
+        refusal = None
+        fed = shapes
         if shapes.count > self.options.max_series_per_rule:
             refusal = Refusal(
                 "LimitExceeded",
                 f"its series query matches {shapes.count} series; --max-series-per-rule allows "
                 f"{self.options.max_series_per_rule}",
             )
-            await asyncio.to_thread(scope.registry.update, scope.rule_ids[key], SeriesShapes.of([]))
-            self._listings[key] = _Listing(identity, None, Discovery(shapes.count), started, refusal)
-        else:
-            rule_id = scope.rule_ids[key]
-            if rule.tenant.absent_value is not None:
-                shapes = absent_series(rule.rule, shapes) or shapes
-            await asyncio.to_thread(scope.registry.update, rule_id, shapes)
-            metrics = tuple(sorted({metric for metric, _ in scope.registry.found_by(rule_id)}))
-            self._listings[key] = _Listing(identity, shapes, Discovery(shapes.count, metrics), started)
+            fed = SeriesShapes(shapes.count, ())  # (its previous entries go)
+        elif rule.tenant.absent_value is not None:
+            fed = absent_series(rule.rule, shapes) or shapes
+        listing = _Listing(identity, fed, Discovery(shapes.count), started, refusal)
+        # Kept first, so that a scope built from now on is given it; then given to the scope served, and
+        # again if a rebuild replaced that scope meanwhile.
+        self._listings[key] = listing
+        fed_to = None
+        while (scope := self._scope_of(namespace)) is not fed_to:
+            if scope is None or key not in scope.rule_ids:
+                return
+            await asyncio.to_thread(scope.registry.update, scope.rule_ids[key], fed)
+            fed_to = scope
+        if refusal is None and fed_to is not None:
+            found = fed_to.registry.found_by(fed_to.rule_ids[key])
+            listing.discovery = Discovery(shapes.count, tuple(sorted({metric for metric, _ in found})))
         self._statuses_due = True
         self._poke()
+
+    def _scope_of(self, namespace: str) -> Scope | None:
+        return self.scopes.namespaces.get(namespace) if namespace else self.scopes.cluster
 
     # ---- status
 

@@ -185,8 +185,8 @@ async def value(adapter: RunningAdapter, path: str) -> tuple[int, str | None]:
 async def wait_code(adapter: RunningAdapter, path: str, code: int, within: float = 10.0) -> float:
     """Seconds until `path` answers `code` (the test fails after `within`)."""
     started = time.monotonic()
-    while (await value(adapter, path))[0] != code:
-        assert time.monotonic() - started < within, f"{path} did not answer {code} within {within} s"
+    while (answer := await value(adapter, path))[0] != code:
+        assert time.monotonic() - started < within, f"{path} answered {answer}, not {code}, for {within} s"
         await asyncio.sleep(0.02)
     return time.monotonic() - started
 
