@@ -165,6 +165,7 @@ class TenantRules:
         self._wake = asyncio.Event()
         self._dirty = True
         self._plan = Plan()
+        self._parsed: dict[ObjectKey, tuple[tuple[str, int], TenantRule | Refusal]] = {}
         self._backends: dict[ObjectKey, _Backend] = {}
         self._backend_errors: dict[ObjectKey | None, str] = {}
         self._secrets_read_at = 0.0
@@ -274,12 +275,20 @@ class TenantRules:
 
     async def _rebuild(self) -> None:
         rules: dict[ObjectKey, TenantRule | Refusal] = {}
+        parsed: dict[ObjectKey, tuple[tuple[str, int], TenantRule | Refusal]] = {}
         for kind, obj in self._objects_of(RULE_KINDS):
             key = _key(kind, obj)
-            try:
-                rules[key] = parse_rule({**obj, "kind": kind})
-            except RuleRefused as err:
-                rules[key] = Refusal(err.reason, str(err))
+            stamp = (str(obj["metadata"].get("uid", "")), _generation(obj))
+            before = self._parsed.get(key)
+            if before is not None and before[0] == stamp:
+                rules[key] = before[1]  # (a spec is read once per generation, not on every change)
+            else:
+                try:
+                    rules[key] = parse_rule({**obj, "kind": kind})
+                except RuleRefused as err:
+                    rules[key] = Refusal(err.reason, str(err))
+            parsed[key] = (stamp, rules[key])
+        self._parsed = parsed
         entries = await self._plan_backends()
         self._plan = plan(rules, entries, self._confine, self.options.max_rules_per_namespace)
         self._secrets_read_at = self._clock()

@@ -111,6 +111,17 @@ EXPECTED: dict[str, list[tuple[str, float, float]]] = {
         (r"^connections closed by the adapter: ([\d,]+)", 1, 1e9),
         (r"^others served \(kept-alive\): \d+/\d+ \((\d+) unanswered\)", 0, 0),
     ],
+    # Tenant rules against the same rules in the config: every rule listed and read; a rule applied is
+    # served (and a deleted one gone) within seconds; reads of others go on while a backend hangs.
+    "bench_tenant_rules": [
+        (r"^tenant rules: every rule Ready ([\d.]+) s", 0.01, 120),
+        (r"^tenant rules: reads p50 ([\d.]+) ms", 0.01, 5_000),
+        (r"^config file: reads p50 ([\d.]+) ms", 0.01, 5_000),
+        (r"apply-to-served median ([\d.]+) s", 0.001, 10),
+        (r"delete-to-gone median ([\d.]+) s", 0.001, 10),
+        (r"^a hung backend \((\d+) reads waiting", 10, 10),
+        (r"^a hung backend .* other namespaces' reads p50 ([\d.]+) ms", 0.01, 5_000),
+    ],
 }
 
 
