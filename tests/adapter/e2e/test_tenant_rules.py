@@ -21,8 +21,8 @@ from urllib.parse import quote
 import pytest
 import yaml
 
-from shared.kube import KubeClient, Obj, load_access
-from sim.prometheus import PrometheusProcess
+from shared.kube import ApiError, KubeClient, Obj, load_access
+from sim.prometheus import PrometheusProcess, scalar
 from sim.workload.file_sd import PodTarget, target_groups
 from tests.adapter.e2e.conftest import RunningAdapter
 from tests.adapter.tenant_proxy import TenantProxy
@@ -347,3 +347,95 @@ async def test_conflicts_the_older_rule_and_the_platforms_rules_win(
     status = await wait_status(kube, shadowing, "Conflict")
     assert "config file" in status["conditions"][0]["message"]
     assert await value(tenant_adapter, f"{CUSTOM}/namespaces/shop/pods/shop-1/config_queue") == (200, "5")
+
+
+async def test_the_attack_table_through_the_daemon(
+    tenant_adapter: RunningAdapter, kube: KubeClient, prometheus_pair: tuple[PrometheusProcess, ...]
+) -> None:
+    """Each attack on another namespace's series is refused (its status says why) or confined (it reads
+    shop's series only)."""
+    series = "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
+    unless = f'{series} unless on() orders_queue{{namespace!="shop"}}'
+    absent = f'{series} * absent(up{{namespace="kube-system"}})'
+    refused = {
+        "matcher": ({**POD_RULE, "seriesQuery": 'orders_queue{namespace="web"}'}, "InvalidQuery"),
+        "regex": ({**POD_RULE, "seriesQuery": 'orders_queue{namespace=~"web|kube-.*"}'}, "InvalidQuery"),
+        "unless": ({**POD_RULE, "metricsQuery": unless}, "InvalidQuery"),
+        "absent": ({**POD_RULE, "metricsQuery": absent}, "InvalidQuery"),
+        "nodes": ({**POD_RULE, "resources": {"overrides": {"node": {"resource": "node"}}}}, "InvalidSpec"),
+        "other-backend": (
+            {**POD_RULE, "backendRef": {"kind": "MetricBackend", "name": "missing"}},
+            "BackendRefused",
+        ),
+    }
+
+    def external(metric: str, query: str) -> dict[str, Any]:
+        spec = {"kind": "external", "seriesQuery": "orders_queue", "metricsQuery": query}
+        return {**spec, "name": {"as": metric}}
+
+    confined = {
+        # Rewriting the label: the data is still shop's own (5), served to shop only.
+        "relabel": external("relabelled", 'label_replace(sum(orders_queue), "namespace", "web", "", "")'),
+        # Every series by name: shop's only.
+        "everything": external("everything", 'count({__name__=~".+"})'),
+        # Offsets and subqueries: confined inside.
+        "subquery": external("subquery", "max_over_time(sum(orders_queue)[1m:1s] offset 1s)"),
+    }
+    for name, (spec, _) in refused.items():
+        await create(kube, rule(name, "shop", **spec))
+    for name, spec in confined.items():
+        await create(kube, rule(name, "shop", **spec))
+    for name, (_, reason) in refused.items():
+        status = await wait_status(kube, rule(name, "shop"), reason)
+        assert status["lastError"] and status["series"] == 0, (name, status)
+    for name in confined:
+        await wait_status(kube, rule(name, "shop"), "Served")
+    assert await value(tenant_adapter, f"{EXTERNAL}/namespaces/shop/relabelled") == (200, "5")
+    assert await value(tenant_adapter, f"{EXTERNAL}/namespaces/shop/subquery") == (200, "5")
+    assert (await value(tenant_adapter, f"{EXTERNAL}/namespaces/web/relabelled"))[0] == 404
+    platform = prometheus_pair[0]
+    shop_only = scalar(await platform.query('count({__name__=~".+",namespace="shop"})'))
+    everything = scalar(await platform.query('count({__name__=~".+"})'))
+    code, counted = await value(tenant_adapter, f"{EXTERNAL}/namespaces/shop/everything")
+    assert code == 200 and counted is not None
+    assert float(counted) == shop_only < everything
+    # What the API server refuses never reaches the adapter: a 1 MiB query, a header with a line break.
+    for obj in (
+        rule("huge", "shop", **{**POD_RULE, "metricsQuery": "x" * (1 << 20)}),
+        {
+            "apiVersion": "metrics.surge.dev/v1alpha1",
+            "kind": "MetricBackend",
+            "metadata": {"name": "injected", "namespace": "shop"},
+            "spec": {"url": "http://127.0.0.1:1", "headers": {"X-Scope-OrgID": "shop\r\nX-Org: web"}},
+        },
+    ):
+        with pytest.raises(ApiError) as refused_by_api:
+            await create(kube, obj)
+        assert refused_by_api.value.code == 422
+    # An Authorization header the admin did not allow, and the API server's own address.
+    backends: list[tuple[str, dict[str, Any]]] = [
+        ("authorization", {"url": "http://127.0.0.1:1", "headers": {"Authorization": "Bearer stolen"}}),
+        ("apiserver", {"url": kube.access.base_url}),
+    ]
+    for name, spec in backends:
+        backend = {
+            "apiVersion": "metrics.surge.dev/v1alpha1",
+            "kind": "MetricBackend",
+            "metadata": {"name": name, "namespace": "shop"},
+            "spec": spec,
+        }
+        await create(kube, backend)
+        await wait_status(kube, backend, "BackendRefused")
+
+
+async def test_the_newest_rules_beyond_the_namespace_limit_are_refused(
+    tenant_adapter: RunningAdapter, kube: KubeClient
+) -> None:
+    limit = tenant_adapter.daemon.options.tenants.max_rules_per_namespace
+    names = [f"rule-{i:03d}" for i in range(limit + 5)]  # (created in order: names break same-second ties)
+    for name in names:
+        await create(kube, rule(name, "shop", **{**POD_RULE, "name": {"as": name.replace("-", "_")}}))
+    for name in names[limit:]:
+        status = await wait_status(kube, rule(name, "shop"), "LimitExceeded")
+        assert "--max-rules-per-namespace" in status["lastError"]
+    await wait_status(kube, rule(names[limit - 1], "shop"), "Served")
