@@ -21,7 +21,7 @@ from aiohttp import web
 
 from adapter.config import AdapterConfig, ConfigError, read_config_text
 from adapter.delegate.middleware import make_delegate_middleware
-from adapter.delegate.router import Router, build_router
+from adapter.delegate.router import Router, SurgeRegistry, build_router
 from adapter.discovery import Relister
 from adapter.explain.paths import MetricRead
 from adapter.flags import PROG, AdapterOptions
@@ -39,6 +39,7 @@ from adapter.server.rules import RulesBuilder, RulesHolder
 from adapter.server.selfmetrics import AdapterMetrics
 from adapter.tenancy.controller import TenantRules
 from adapter.tenancy.explain import TenantExplanation, explain_tenant
+from adapter.tenancy.layered import ServedMetrics
 from shared.kube import KubeClient, KubeConfigError, RestMapper, bearer_token, load_access, load_configuration
 from shared.kube.permissions import Permission, PermissionCheck
 from shared.kube.wait import until_available, wait_for_api_server
@@ -326,9 +327,12 @@ class AdapterDaemon:
         if not self.options.delegates.delegates:
             return None
         try:
-            router = build_router(
-                self.options.delegates, lambda: self.rules.current.registry, self.metrics.registry, PROG
-            )
+            served: Callable[[], SurgeRegistry] = lambda: self.rules.current.registry  # noqa: E731
+            if self.tenants is not None:
+                tenants = self.tenants
+                metrics = ServedMetrics(lambda: self.rules.current.registry, lambda: tenants.scopes)
+                served = lambda: metrics  # noqa: E731
+            router = build_router(self.options.delegates, served, self.metrics.registry, PROG)
         except (OSError, ssl.SSLError, ValueError) as err:
             raise StartupError(f"invalid delegate connection settings: {err}") from err
         self._closers.append(router.close)

@@ -9,11 +9,12 @@ namespace's scope: it is looked up by the request's namespace.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from adapter.naming.resources import GroupResource, ResourceMapper
+from adapter.registry import CustomMetricInfo, SeriesRegistry
 from adapter.server.bodies import CustomValue, ExternalValue
 from adapter.server.provider import PrometheusMetricsProvider
 from adapter.server.routes import CustomRequest
@@ -80,6 +81,42 @@ class LayeredProvider:
             if provider.registry.external_rule(metric) is not None:
                 return await provider.external_values(namespace, metric, selector)
         return await self.base.external_values(namespace, metric, selector)
+
+
+class ServedMetrics:
+    """Every metric Surge serves, the config's and the tenant scopes', for the delegate router
+    (adapter/delegate/router.py's SurgeRegistry), so that a tenant's metric is never forwarded to a
+    delegate. The merged lists are made again only when one of the registries' lists changed (each
+    registry swaps in a new list on every update): the router asks on every request."""
+
+    def __init__(self, base: Callable[[], SeriesRegistry], tenants: Callable[[], TenantScopes]) -> None:
+        self._base = base
+        self._tenants = tenants
+        self._custom: tuple[list[list[CustomMetricInfo]], list[CustomMetricInfo]] = ([], [])
+        self._external: tuple[list[list[str]], list[str]] = ([], [])
+
+    @property
+    def mapper(self) -> ResourceMapper:
+        return self._base().mapper
+
+    def _registries(self) -> list[SeriesRegistry]:
+        return [self._base(), *(scope.registry for scope in self._tenants().all())]
+
+    def custom_metrics(self) -> Sequence[CustomMetricInfo]:
+        parts = [registry.custom_metrics() for registry in self._registries()]
+        if not _same(parts, self._custom[0]):
+            self._custom = (parts, list(dict.fromkeys(info for part in parts for info in part)))
+        return self._custom[1]
+
+    def external_metrics(self) -> Sequence[str]:
+        parts = [registry.external_metrics() for registry in self._registries()]
+        if not _same(parts, self._external[0]):
+            self._external = (parts, sorted({name for part in parts for name in part}))
+        return self._external[1]
+
+
+def _same(parts: Sequence[object], before: Sequence[object]) -> bool:
+    return len(parts) == len(before) and all(a is b for a, b in zip(parts, before, strict=True))
 
 
 def _group_resource(text: str) -> tuple[str, str]:
