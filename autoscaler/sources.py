@@ -8,11 +8,15 @@ direct PromQL metrics are the CRD's
 `external.query` fields, and an HPA's `autoscaling.surge.dev/queries` annotation: a JSON object from
 metric name (`surge-promql:<name>`) to query. Likewise `autoscaling.surge.dev/fallback` holds the CRD's
 `spec.fallback` object and `autoscaling.surge.dev/activation-thresholds` a JSON object from External or
-Object metric name to its activation threshold (a quantity).
+Object metric name to its activation threshold (a quantity), and `autoscaling.surge.dev/cooldown` an object
+with the CRD's `cooldownPeriodSeconds` and `initialCooldownPeriodSeconds`.
 
-The pause annotations are the same on both: `autoscaling.surge.dev/paused: "true"` stops acting on the
-target, `autoscaling.surge.dev/paused-replicas: "N"` scales it to N and holds it there (the latter wins when
-both are set, as in KEDA).
+The pause and direction annotations are the same on both, read as KEDA 2.18 reads its own
+(apis/keda/v1alpha1/scaledobject_types.go): booleans in Go's strconv.ParseBool spellings (core/parsebool.py),
+and any other value counts as true (KEDA's getBoolAnnotation); the condition messages say so.
+`autoscaling.surge.dev/paused` stops acting on the target, `autoscaling.surge.dev/paused-replicas: "N"`
+scales it to N and holds it there (the latter wins when both are set, NeedToBePausedByAnnotation).
+`paused-scale-in`, `paused-scale-out` and `force-activation` are core/overrides.py's.
 """
 
 from __future__ import annotations
@@ -24,19 +28,25 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from autoscaler.core.kube_json import (
     burst_from_json,
+    cooldown_from_json,
     fallback_from_json,
     hpa_from_json,
     milli,
     predictive_from_json,
     schedules_from_json,
 )
+from autoscaler.core.parsebool import parse_bool
 from autoscaler.core.types import (
     EXTERNAL,
+    FORCE_ACTIVATION_ANNOTATION,
     HPA,
     OBJECT,
     PAUSED_ANNOTATION,
     PAUSED_REPLICAS_ANNOTATION,
+    PAUSED_SCALE_IN_ANNOTATION,
+    PAUSED_SCALE_OUT_ANNOTATION,
     MetricSpec,
+    Overrides,
     Pause,
 )
 from autoscaler.core.validation import Violation, metric_source_violations, spec_violations
@@ -53,6 +63,7 @@ QUERIES_ANNOTATION = "autoscaling.surge.dev/queries"
 BURST_ANNOTATION = "autoscaling.surge.dev/burst"
 FALLBACK_ANNOTATION = "autoscaling.surge.dev/fallback"
 ACTIVATION_ANNOTATION = "autoscaling.surge.dev/activation-thresholds"
+COOLDOWN_ANNOTATION = "autoscaling.surge.dev/cooldown"
 
 
 @dataclass(frozen=True)
@@ -91,7 +102,7 @@ class Source:
         pause = _pause(obj)
         if isinstance(pause, Violation):
             return hpa, (*spec_violations(hpa.spec, scale_to_zero=scale_to_zero), pause)
-        hpa = replace(hpa, spec=replace(hpa.spec, pause=pause))
+        hpa = replace(hpa, spec=replace(hpa.spec, pause=pause, overrides=_overrides(obj)))
         if not self.settings_in_annotations:
             return hpa, spec_violations(hpa.spec, scale_to_zero=scale_to_zero)
         schedules = _annotation(obj, SCHEDULES_ANNOTATION, schedules_from_json)
@@ -100,8 +111,9 @@ class Source:
         burst = _annotation(obj, BURST_ANNOTATION, burst_from_json)
         fallback = _annotation(obj, FALLBACK_ANNOTATION, fallback_from_json)
         activation = _annotation(obj, ACTIVATION_ANNOTATION, _thresholds_from_json)
+        cooldown = _annotation(obj, COOLDOWN_ANNOTATION, cooldown_from_json)
         # Ignoring an unreadable annotation would silently drop a floor or a forecast: refuse the autoscaler.
-        read = (schedules, predictive, queries, burst, fallback, activation)
+        read = (schedules, predictive, queries, burst, fallback, activation, cooldown)
         unreadable = tuple(v for v in read if isinstance(v, Violation))
         queries_where = _annotation_field(QUERIES_ANNOTATION)
         if unreadable:
@@ -112,6 +124,7 @@ class Source:
         assert not isinstance(schedules, Violation) and not isinstance(predictive, Violation)
         assert not isinstance(queries, Violation) and not isinstance(burst, Violation)
         assert not isinstance(fallback, Violation) and not isinstance(activation, Violation)
+        assert not isinstance(cooldown, Violation)
         metrics, unused = _with_queries(hpa.spec.metrics, queries)
         metrics, unthresholded = _with_thresholds(metrics, activation)
         hpa = replace(
@@ -123,6 +136,7 @@ class Source:
                 metrics=metrics,
                 burst=burst,
                 fallback=fallback,
+                cooldown=cooldown,
             ),
         )
         activation_where = _annotation_field(ACTIVATION_ANNOTATION)
@@ -138,6 +152,7 @@ class Source:
                 queries_where=queries_where,
                 burst_where=_annotation_field(BURST_ANNOTATION),
                 fallback_where=_annotation_field(FALLBACK_ANNOTATION),
+                cooldown_where=_annotation_field(COOLDOWN_ANNOTATION),
             )
             + tuple(Violation(f"{at}[{name}]", f"no {kind} has this name") for at, name, kind in unnamed)
         )
@@ -191,11 +206,27 @@ def _pause(obj: Obj) -> Pause | Violation | None:
             return Violation(where, f"not a replica count (0 or more): {replicas!r}")
         return Pause(int(replicas))
     paused = annotations.get(PAUSED_ANNOTATION)
-    if paused is None or paused.strip().lower() == "false":
+    if paused is None:
         return None
-    if paused.strip().lower() != "true":
-        return Violation(_annotation_field(PAUSED_ANNOTATION), f'not "true" or "false": {paused!r}')
-    return Pause()
+    value = parse_bool(paused)
+    if value is False:
+        return None
+    return Pause(note="" if value else f" ({paused!r} is not a boolean: paused, as KEDA does)")
+
+
+def _overrides(obj: Obj) -> Overrides:
+    """The direction annotations (both sources): ParseBool, any other value read as true, as in KEDA."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    flags: list[bool] = []
+    notes: list[str] = []
+    for name in (PAUSED_SCALE_IN_ANNOTATION, PAUSED_SCALE_OUT_ANNOTATION, FORCE_ACTIVATION_ANNOTATION):
+        text = annotations.get(name)
+        value = False if text is None else parse_bool(text)
+        if value is None:
+            notes.append(f"{name}: {text!r} is not a boolean: read as true, as KEDA does")
+        flags.append(value is not False)
+    scale_in, scale_out, force = flags
+    return Overrides(scale_in, scale_out, force, tuple(notes))
 
 
 def _thresholds_from_json(items: Any, where: str) -> dict[str, int]:

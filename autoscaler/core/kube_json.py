@@ -29,6 +29,7 @@ from autoscaler.core.types import (
     Container,
     ContainerUsage,
     ControllerConfig,
+    Cooldown,
     CrossVersionObjectReference,
     ExternalMetricAnswer,
     Fallback,
@@ -317,6 +318,26 @@ def fallback_from_json(item: Any, where: str) -> Fallback | None:
     )
 
 
+def cooldown_from_json(item: Any, where: str) -> Cooldown | None:
+    """``spec.cooldownPeriodSeconds`` and ``spec.initialCooldownPeriodSeconds`` (or the cooldown annotation's
+    JSON object with the same two fields); None is none. An initial cooldown needs a cooldown: without one the
+    step to zero is the scale-down stabilization's, which an initial cooldown would silently change."""
+    if item is None:
+        return None
+    if not isinstance(item, Mapping):
+        raise ValueError(f"{where}: not a cooldown object: {item!r}")
+    initial = (
+        0
+        if item.get("initialCooldownPeriodSeconds") is None
+        else _typed(item, "initialCooldownPeriodSeconds", int, where)
+    )
+    if item.get("cooldownPeriodSeconds") is None:
+        if initial:
+            raise ValueError(f"{where}.cooldownPeriodSeconds: required with initialCooldownPeriodSeconds")
+        return None
+    return Cooldown(_typed(item, "cooldownPeriodSeconds", int, where), initial)
+
+
 def hpa_spec_from_json(obj: Json, where: str = "spec") -> HPASpec:
     behavior = obj.get("behavior")
     return HPASpec(
@@ -338,6 +359,7 @@ def hpa_spec_from_json(obj: Json, where: str = "spec") -> HPASpec:
         predictive=predictive_from_json(obj.get("predictive"), f"{where}.predictive"),
         burst=burst_from_json(obj.get("burst"), f"{where}.burst"),
         fallback=fallback_from_json(obj.get("fallback"), f"{where}.fallback"),
+        cooldown=cooldown_from_json(obj, where),
     )
 
 
@@ -380,6 +402,7 @@ def hpa_status_from_json(obj: Json | None, where: str = "status") -> HPAStatus:
         return HPAStatus()
     metrics = obj.get("currentMetrics")
     last_scale = obj.get("lastScaleTime")
+    last_active = obj.get("lastActiveTime")
     return HPAStatus(
         current_replicas=obj.get("currentReplicas", 0),
         desired_replicas=obj.get("desiredReplicas", 0),
@@ -402,18 +425,21 @@ def hpa_status_from_json(obj: Json | None, where: str = "status") -> HPAStatus:
             for i, c in enumerate(obj.get("conditions") or ())
         ),
         observed_generation=obj.get("observedGeneration"),
+        last_active_time=None if last_active is None else parse_time(last_active, f"{where}.lastActiveTime"),
     )
 
 
 def hpa_from_json(obj: Json) -> HPA:
     """A HorizontalPodAutoscaler (autoscaling/v2) or an object with the same spec and status."""
     metadata = _get(obj, "metadata", "")
+    created = metadata.get("creationTimestamp")
     return HPA(
         namespace=metadata.get("namespace", ""),
         name=_get(metadata, "name", "metadata"),
         spec=hpa_spec_from_json(_get(obj, "spec", "")),
         status=hpa_status_from_json(obj.get("status")),
         generation=metadata.get("generation", 0),
+        created=None if created is None else parse_time(created, "metadata.creationTimestamp"),
     )
 
 
@@ -725,6 +751,8 @@ def hpa_status_to_json(status: HPAStatus) -> dict[str, Any]:
         out["observedGeneration"] = status.observed_generation
     if status.last_scale_time is not None:
         out["lastScaleTime"] = format_time(status.last_scale_time)
+    if status.last_active_time is not None:
+        out["lastActiveTime"] = format_time(status.last_active_time)
     out["currentReplicas"] = status.current_replicas
     out["desiredReplicas"] = status.desired_replicas
     if status.current_metrics:

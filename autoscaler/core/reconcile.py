@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from autoscaler.core.activation import is_active, uses_activation
 from autoscaler.core.conditions import has_true_condition, remove_condition, set_condition
+from autoscaler.core.cooldown import floor, step_to_zero
 from autoscaler.core.defaults import DEFAULT_SCALE_UP, with_defaults
 from autoscaler.core.fallback import fallback_replicas
 from autoscaler.core.metric_compute import MetricsResult, compute_replicas_for_metrics
@@ -29,12 +30,14 @@ from autoscaler.core.normalization import (
     stabilize_recommendation_with_behaviors,
     store_scale_event,
 )
+from autoscaler.core.overrides import overrides_condition, with_overrides
 from autoscaler.core.predictive import needed_replicas
 from autoscaler.core.replica_calculator import CalcContext
 from autoscaler.core.schedules import describe, schedule_state
 from autoscaler.core.types import (
     ABLE_TO_SCALE,
     EXTERNAL,
+    FORCE_ACTIVATION_ANNOTATION,
     HPA,
     OBJECT,
     PAUSED_ANNOTATION,
@@ -135,6 +138,8 @@ class Decision:
     ``floor_schedule`` is the active schedule whose minReplicas is the floor (above spec.minReplicas), and
     ``next_schedule_change`` when a schedule's window next opens or may close: reconcile then.
     ``burst`` is what a burst check (core/burst.py) saw; None for decide's own decisions.
+    ``cooldown`` says why the step to zero waits ("held at 1: cooldown, last active 212 s ago, 300 s"), or
+    that it is taken.
     """
 
     desired_replicas: int
@@ -153,6 +158,7 @@ class Decision:
     floor_schedule: Schedule | None = None
     next_schedule_change: datetime | None = None
     burst: BurstTrace | None = None
+    cooldown: str = ""  # what the cooldown stage (core/cooldown.py) did: held the target, or took it to 0
     _before_rescale: _BeforeRescale | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -182,6 +188,7 @@ class Decision:
             current_metrics=b.statuses,
             conditions=conditions,
             observed_generation=b.observed_generation,
+            last_active_time=b.hpa.status.last_active_time,
         )
         event = Event(
             "Warning", "FailedRescale", f"New size: {b.desired_replicas}; reason: {b.reason}; error: {error}"
@@ -278,6 +285,7 @@ def _status_equal(a: HPAStatus, b: HPAStatus) -> bool:
         and (a.current_metrics or ()) == (b.current_metrics or ())
         and a.conditions == b.conditions
         and a.observed_generation == b.observed_generation
+        and a.last_active_time == b.last_active_time
     )
 
 
@@ -303,6 +311,7 @@ def _metrics_failed(
         current_metrics=statuses,
         conditions=conditions,
         observed_generation=observed_generation,
+        last_active_time=hpa.status.last_active_time,
     )
     return Decision(
         desired_replicas=current,
@@ -366,8 +375,11 @@ def _fallback(
 
 
 def _activation_condition(
-    conditions: tuple[Condition, ...], active: bool | None, now: datetime
+    conditions: tuple[Condition, ...], active: bool | None, forced: bool, now: datetime
 ) -> tuple[Condition, ...]:
+    if forced:
+        message = f"activation is forced by the annotation {FORCE_ACTIVATION_ANNOTATION}: at least 1 replica"
+        return set_condition(conditions, ACTIVE, "True", "ActivationForced", message, now)
     if active is None:
         message = "a metric with an activation threshold could not be read"
         return set_condition(conditions, ACTIVE, "Unknown", "ActivationUnknown", message, now)
@@ -407,7 +419,7 @@ def _paused(
     metric. Status keeps its metrics and says why nothing scales (ScalingActive False, ScalingPaused)."""
     target = current if pause.replicas is None else pause.replicas
     if pause.replicas is None:
-        message = f"scaling is paused by the annotation {PAUSED_ANNOTATION}"
+        message = f"scaling is paused by the annotation {PAUSED_ANNOTATION}{pause.note}"
     else:
         message = f"scaling is paused at {target} replicas by the annotation {PAUSED_REPLICAS_ANNOTATION}"
     conditions = set_condition(conditions, SCALING_ACTIVE, "False", SCALING_PAUSED, message, now)
@@ -438,6 +450,7 @@ def _paused(
         current_metrics=hpa.status.current_metrics,
         conditions=conditions,
         observed_generation=observed_generation,
+        last_active_time=hpa.status.last_active_time,
     )
     return Decision(
         desired_replicas=target,
@@ -469,7 +482,7 @@ def decide(snapshot: Snapshot) -> Decision:
     """One reconcile pass of one HPA: see the module docstring and docs/algorithm.md."""
     hpa, scale, now, config = snapshot.hpa, snapshot.scale, snapshot.now, snapshot.config
     gates = config.features
-    spec = with_defaults(hpa.spec)
+    spec = with_defaults(with_overrides(hpa.spec))
     original = hpa.status
     events: list[Event] = []
     observed_generation = hpa.generation if gates.hpa_generation else None
@@ -482,6 +495,7 @@ def decide(snapshot: Snapshot) -> Decision:
         "the HPA controller was able to get the target's current scale",
         now,
     )
+    conditions = overrides_condition(conditions, spec.overrides, now)
     current = scale.spec_replicas
     history = snapshot.history
     if spec.burst is None and history.burst is not None:
@@ -506,12 +520,18 @@ def decide(snapshot: Snapshot) -> Decision:
     computations: tuple[MetricComputation, ...] = ()
     error_label = "none"
     trace: Trace | None = None
+    active: bool | None = None  # a metric above its activation threshold (or activation forced)
+    last_active_time = original.last_active_time
+    cooldown_said = ""
 
     scaled_to_zero = gates.hpa_scale_to_zero and has_true_condition(conditions, SCALED_TO_ZERO)
     has_object_or_external = any(m.type in (OBJECT, EXTERNAL) for m in spec.metrics)
     # Activation thresholds (activation.py) decide between zero and the metrics' count themselves; the
     # spec's own minimum counts (an open schedule's floor then lifts the target off zero).
-    activation = gates.hpa_scale_to_zero and spec.min_replicas == 0 and uses_activation(spec.metrics)
+    forced = spec.overrides.force_activation
+    activation = (
+        gates.hpa_scale_to_zero and spec.min_replicas == 0 and (forced or uses_activation(spec.metrics))
+    )
     if spec.pause is not None:
         return _paused(
             hpa, spec.pause, current, conditions, history, recommendations, now, observed_generation
@@ -639,12 +659,15 @@ def decide(snapshot: Snapshot) -> Decision:
                 # The pods the forecast needs (spec.predictive): a floor whatever the tolerance band says.
                 desired, rescale_metric = forecast
             if activation:
-                active = is_active(spec.metrics, snapshot.metric_answers)
-                conditions = _activation_condition(conditions, active, now)
+                active = True if forced else is_active(spec.metrics, snapshot.metric_answers)
+                conditions = _activation_condition(conditions, active, forced, now)
                 if active is False:
                     desired = 0
                 elif active and desired < 1:
                     desired, rescale_metric = 1, result.metric_name
+            else:
+                active = forced or desired >= 1
+            desired = floor(spec.cooldown, spec.min_replicas, current, desired)
             raised_by: Schedule | None = None
             if floor_schedule is not None and desired < min_replicas:
                 # The schedule's floor is the proposal: stabilization records it, so when the window closes
@@ -772,6 +795,18 @@ def decide(snapshot: Snapshot) -> Decision:
                 ),
                 result.readiness,
             )
+            cooled = step_to_zero(
+                spec.cooldown,
+                current if min_replicas == 0 else 0,  # a floor above zero: no step to zero to take
+                active,
+                original.last_active_time,
+                hpa.created,
+                spec.overrides.scale_in_paused,
+                now,
+            )
+            last_active_time, cooldown_said = cooled.last_active_time, cooled.said
+            if cooled.to_zero:
+                desired, reason = 0, cooled.said
 
             if current == 0 and min_replicas != 0 and scaled_to_zero and desired < min_replicas:
                 desired = min_replicas
@@ -831,6 +866,7 @@ def decide(snapshot: Snapshot) -> Decision:
         current_metrics=statuses,
         conditions=conditions,
         observed_generation=observed_generation,
+        last_active_time=last_active_time,
     )
     return Decision(
         desired_replicas=desired,
@@ -848,6 +884,7 @@ def decide(snapshot: Snapshot) -> Decision:
         trace=trace,
         floor_schedule=floor_schedule,
         next_schedule_change=schedules.next_change,
+        cooldown=cooldown_said,
         _before_rescale=before if rescale else None,
     )
 

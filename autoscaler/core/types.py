@@ -34,6 +34,9 @@ SCALED_TO_ZERO = "ScaledToZero"
 # The pause annotations (both sources): stop acting, or scale to a count and hold it.
 PAUSED_ANNOTATION = "autoscaling.surge.dev/paused"
 PAUSED_REPLICAS_ANNOTATION = "autoscaling.surge.dev/paused-replicas"
+PAUSED_SCALE_IN_ANNOTATION = "autoscaling.surge.dev/paused-scale-in"
+PAUSED_SCALE_OUT_ANNOTATION = "autoscaling.surge.dev/paused-scale-out"
+FORCE_ACTIVATION_ANNOTATION = "autoscaling.surge.dev/force-activation"
 
 
 # --- controller configuration -------------------------------------------------------------------
@@ -325,6 +328,26 @@ class Pause:
     target to `replicas` and hold it there."""
 
     replicas: int | None = None
+    note: str = ""  # why a value that is not a boolean pauses (KEDA: any such value pauses)
+
+
+@dataclass(frozen=True, slots=True)
+class Overrides:
+    """The direction annotations (Surge's own, KEDA 2.18's semantics, core/overrides.py): no scale down, no
+    scale up, or the target counts as active. `notes` say which values were not booleans (read as true)."""
+
+    scale_in_paused: bool = False
+    scale_out_paused: bool = False
+    force_activation: bool = False
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Cooldown:
+    """KEDA's cooldownPeriod and initialCooldownPeriod (Surge's own, core/cooldown.py), in seconds."""
+
+    period_seconds: int
+    initial_period_seconds: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,6 +362,8 @@ class HPASpec:
     burst: Burst | None = None  # Surge's own: spec.burst, or the burst annotation
     fallback: Fallback | None = None  # Surge's own: spec.fallback, or the fallback annotation
     pause: Pause | None = None  # Surge's own: the pause annotations
+    overrides: Overrides = field(default_factory=Overrides)  # Surge's own: the direction annotations
+    cooldown: Cooldown | None = None  # Surge's own: spec.cooldownPeriodSeconds, or the cooldown annotation
 
 
 # --- HPA status ---------------------------------------------------------------------------------
@@ -389,6 +414,8 @@ class HPAStatus:
     current_metrics: tuple[MetricStatus, ...] | None = None
     conditions: tuple[Condition, ...] = ()
     observed_generation: int | None = None
+    # Surge's own (core/cooldown.py): the last reconcile that found the target active.
+    last_active_time: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,6 +425,7 @@ class HPA:
     spec: HPASpec
     status: HPAStatus = field(default_factory=HPAStatus)
     generation: int = 0
+    created: datetime | None = None  # metadata.creationTimestamp
 
     @property
     def key(self) -> str:

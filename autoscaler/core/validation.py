@@ -16,6 +16,7 @@ least the horizon (a season's forecast reads the samples a season back) and the 
 longest season.
 So are `fallback` (fallback.py: a threshold of at least 1, replicas from 0 to maxReplicas, one of KEDA's
 behaviors) and activation thresholds (activation.py: Object and External metrics only, not negative).
+So are `cooldownPeriodSeconds` and `initialCooldownPeriodSeconds` (cooldown.py): not negative.
 So is `burst` (burst.py): a window of 1 to MAX_BURST_WINDOW_SECONDS - 1 seconds and a threshold above 1.
 Direct PromQL metrics (an External metric named `surge-promql:<name>` with Surge's own `query`): the
 query is set exactly when the name has the prefix, and no metric selector beside it; `absentValue` (what
@@ -43,6 +44,7 @@ from autoscaler.core.types import (
     PODS,
     RESOURCE,
     Burst,
+    Cooldown,
     Fallback,
     HPASpec,
     MetricIdentifier,
@@ -295,6 +297,17 @@ def _activation_violations(metrics: Sequence[MetricSpec], where: str) -> list[Vi
     return out
 
 
+def _cooldown_violations(cooldown: Cooldown, where: str) -> list[Violation]:
+    return [
+        Violation(f"{where}.{name}", "must be greater than or equal to 0")
+        for name, seconds in (
+            ("cooldownPeriodSeconds", cooldown.period_seconds),
+            ("initialCooldownPeriodSeconds", cooldown.initial_period_seconds),
+        )
+        if seconds < 0
+    ]
+
+
 def spec_violations(
     spec: HPASpec,
     *,
@@ -305,6 +318,7 @@ def spec_violations(
     queries_where: str = "",
     burst_where: str = "",
     fallback_where: str = "",
+    cooldown_where: str = "",
 ) -> tuple[Violation, ...]:
     """Every rule `spec` breaks, in field order; empty when the API would accept it.
 
@@ -313,7 +327,8 @@ def spec_violations(
     ``schedules_where`` is where the schedules were written (``<where>.schedules`` unless given: an HPA
     carries them in an annotation); ``predictive_where`` likewise for ``predictive``, and
     ``queries_where`` for the queries of direct metrics (``<metric>.external.query`` unless given), and
-    ``burst_where`` for ``burst``, ``fallback_where`` for ``fallback``.
+    ``burst_where`` for ``burst``, ``fallback_where`` for ``fallback``, ``cooldown_where`` for the two
+    cooldown fields (``<where>`` unless given).
     """
     out: list[Violation] = []
     _non_empty(spec.scale_target_ref.kind, f"{where}.scaleTargetRef.kind", out)
@@ -346,6 +361,8 @@ def spec_violations(
     out += _activation_violations(spec.metrics, where)
     if spec.fallback is not None:
         out += _fallback_violations(spec.fallback, spec.max_replicas, fallback_where or f"{where}.fallback")
+    if spec.cooldown is not None:
+        out += _cooldown_violations(spec.cooldown, cooldown_where or where)
     if spec.burst is not None:
         out += _burst_violations(spec.burst, burst_where or f"{where}.burst")
         if not any(m.type in (PODS, OBJECT, EXTERNAL) and not m.query for m in spec.metrics):

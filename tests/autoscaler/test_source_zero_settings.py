@@ -54,7 +54,6 @@ def test_the_pause_annotations_on_both_sources(
 @pytest.mark.parametrize(
     ("annotation", "value", "problem"),
     [
-        (PAUSED_ANNOTATION, "yes", 'not "true" or "false": \'yes\''),
         (PAUSED_REPLICAS_ANNOTATION, "-1", "not a replica count (0 or more): '-1'"),
     ],
 )
