@@ -46,13 +46,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from surge.convert.adapter_config import configmap_config, is_adapter_config
 from surge.convert.adapter_rules import convert_config
-from surge.convert.horizontal_autoscaler import convert
+from surge.convert.horizontal_autoscaler import convert, converted, source_name
+from surge.convert.inputs import Source, is_bulk, sources
 from surge.convert.problems import ConvertError, one_line
 from surge.convert.rule_names import Names
 from surge.convert.yamlio import MAX_VALUES, expand_lists, to_yaml, within
@@ -68,78 +70,132 @@ def register(subcommands: Any) -> None:
         "--filename",
         required=True,
         metavar="FILE",
-        help="the HPAs, ScaledObjects or prometheus-adapter config (YAML or JSON)",
+        help="the HPAs, ScaledObjects or prometheus-adapter config (YAML or JSON): a file, a directory (its "
+        "*.yaml, *.yml and *.json files) or - (standard input)",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse to print anything when any object would behave differently from its source",
+    )
+    p.add_argument(
+        "--prometheus-url",
+        metavar="URL",
+        help="the autoscaler's --prometheus-url: a prometheus trigger whose serverAddress is this one (and "
+        "sends no headers) runs where it did, without a line",
     )
     p.set_defaults(run=_run)
 
 
-def _run(args: argparse.Namespace) -> int:
+@dataclass
+class Outcome:
+    """What became of one input object (or one unreadable file)."""
+
+    name: str
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)  # lines, each whole
+    reminders: list[str] = field(default_factory=list)
+    refusal: str | None = None
+
+
+def _documents(source: Source) -> list[Any]:
+    """The documents of a source; ConvertError says why there are none to convert."""
+    if source.text is None:
+        raise ConvertError(source.problem)
     try:
-        with open(args.filename, encoding="utf-8") as file:
-            text = file.read()
-        documents = expand_lists([d for d in yaml.safe_load_all(text) if d is not None])
-    except OSError as err:
-        print(f"surge convert: -f: cannot read {args.filename}: {err.strerror}", file=sys.stderr)
-        return 2
-    except UnicodeDecodeError:
-        print(f"surge convert: -f: {args.filename} is not UTF-8 text", file=sys.stderr)
-        return 2
+        documents = expand_lists([d for d in yaml.safe_load_all(source.text) if d is not None])
     except yaml.YAMLError as err:
-        print(f"surge convert: -f: {args.filename} is not YAML: {one_line(str(err))}", file=sys.stderr)
-        return 2
-    except (RecursionError, ConvertError) as err:
+        raise ConvertError(f"{source.name} is not YAML: {one_line(str(err))}") from None
+    except RecursionError:
         # PyYAML recurses once per nesting level: a hostile file can nest deeper than the stack.
-        problem = "nested too deeply" if isinstance(err, RecursionError) else str(err)
-        print(f"surge convert: -f: {args.filename}: {problem}", file=sys.stderr)
-        return 2
+        raise ConvertError(f"{source.name}: nested too deeply") from None
+    except ConvertError as err:
+        raise ConvertError(f"{source.name}: {err}") from None
     if not documents:
-        print(f"surge convert: -f: {args.filename} holds no object", file=sys.stderr)
-        return 2
+        raise ConvertError(f"{source.name} holds no object")
     if not within(documents, MAX_VALUES):
+        raise ConvertError(f"{source.name}: more than {MAX_VALUES} values once its YAML aliases are expanded")
+    return documents
+
+
+def _outcomes(source: Source, names: Names, prometheus_url: str | None) -> list[Outcome]:
+    try:
+        documents = _documents(source)
+    except ConvertError as err:
+        return [Outcome(f"file {source.name}", refusal=f"-f: {err}")]
+    outcomes = []
+    for i, document in enumerate(documents):
+        name = source_name(document) if isinstance(document, dict) else f"object {i + 1} of {source.name}"
+        try:
+            outcome = _converted(document, source, len(documents) == 1, names, prometheus_url)
+        except ConvertError as err:
+            reason = f"{_named(document, i)}: {err}" if len(documents) > 1 else str(err)
+            outcome = Outcome(name, refusal=reason)
+        outcome.name = name
+        outcomes.append(outcome)
+    return outcomes
+
+
+def _run(args: argparse.Namespace) -> int:
+    names = Names()
+    outcomes = [o for s in sources(args.filename) for o in _outcomes(s, names, args.prometheus_url)]
+    bulk = is_bulk(args.filename)
+    if not outcomes:
+        print(f"surge convert: -f: {args.filename} holds no *.yaml, *.yml or *.json file", file=sys.stderr)
+        return 2
+    refused = [o for o in outcomes if o.refusal is not None]
+    if refused and not bulk:
+        # One file: all or nothing, in one line.
+        print(f"surge convert: {one_line('; '.join(str(o.refusal) for o in refused))}", file=sys.stderr)
+        return 2
+    kept = [o for o in outcomes if o.refusal is None]
+    for outcome in kept:
+        for line in outcome.changes + outcome.reminders:
+            print(line, file=sys.stderr)
+    changed = sum(len(o.changes) for o in kept)
+    if bulk:
+        _table(outcomes)
+    if args.strict and changed:
         print(
-            f"surge convert: -f: {args.filename}: more than {MAX_VALUES} values once its YAML aliases are "
-            "expanded",
+            f"surge convert: --strict: {changed} change(s) of behaviour (above); nothing printed",
             file=sys.stderr,
         )
         return 2
-    converted: list[dict[str, Any]] = []
-    notes: list[str] = []
-    problems: list[str] = []
-    names = Names()
-    for i, document in enumerate(documents):
-        try:
-            objects, said = _converted(document, args.filename, text, len(documents) == 1, names)
-        except ConvertError as err:
-            problems.append(f"{_named(document, i)}: {err}" if len(documents) > 1 else str(err))
+    sys.stdout.write(to_yaml([obj for o in kept for obj in o.objects]))
+    return 2 if refused else 0
+
+
+def _table(outcomes: list[Outcome]) -> None:
+    """One row per object: converted, converted with N changes, or refused and why."""
+    width = max(len(o.name) for o in outcomes)
+    print(f"{'OBJECT':<{width}}  RESULT", file=sys.stderr)
+    for o in outcomes:
+        if o.refusal is not None:
+            result = f"refused ({one_line(o.refusal)})"
+        elif o.changes:
+            result = f"converted, {len(o.changes)} warning{'s' if len(o.changes) > 1 else ''}"
         else:
-            converted += objects
-            notes += said
-    if problems:
-        print(f"surge convert: {one_line('; '.join(problems))}", file=sys.stderr)
-        return 2
-    for note in notes:
-        print(f"surge convert: {one_line(note)}", file=sys.stderr)
-    sys.stdout.write(to_yaml(converted))
-    return 0
+            result = "converted"
+        print(f"{o.name:<{width}}  {result}", file=sys.stderr)
 
 
 def _converted(
-    document: Any, filename: str, text: str, alone: bool, names: Names
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """The objects for one document, and what they serve differently (a config's rules only)."""
+    document: Any, source: Source, alone: bool, names: Names, prometheus_url: str | None
+) -> Outcome:
+    """The objects for one document, and what they serve differently."""
+    text = str(source.text)
     if is_adapter_config(document):
         if not alone:
             raise ConvertError("a prometheus-adapter config must be the only document of its file")
-        config = convert_config(text, filename, names)
-        return config.objects, config.notes
+        config = convert_config(text, source.name, names)
+        return Outcome("", config.objects, [f"surge convert: {one_line(n)}" for n in config.notes])
     config_text = configmap_config(document)
     if config_text is not None:
-        meta = document.get("metadata")
-        meta = meta if isinstance(meta, dict) else {}
-        where = "/".join(str(meta[key]) for key in ("namespace", "name") if meta.get(key)) or "(no name)"
-        config = convert_config(config_text, f"{filename}: ConfigMap {where} data.config.yaml", names)
-        return config.objects, config.notes
-    return [convert(document)], []
+        where = source_name(document).removeprefix("ConfigMap ")
+        config = convert_config(config_text, f"{source.name}: ConfigMap {where} data.config.yaml", names)
+        return Outcome("", config.objects, [f"surge convert: {one_line(n)}" for n in config.notes])
+    conversion = converted(document, prometheus_url)
+    return Outcome("", [conversion.object], conversion.changes, conversion.reminders)
 
 
 def _named(document: Any, index: int) -> str:
@@ -147,3 +203,6 @@ def _named(document: Any, index: int) -> str:
     name = meta.get("name") if isinstance(meta, dict) else None
     kind = document.get("kind") if isinstance(document, dict) else None
     return f"object {index + 1} ({kind or '?'} {name})" if isinstance(name, str) else f"object {index + 1}"
+
+
+__all__ = ["ConvertError", "convert", "converted", "to_yaml"]

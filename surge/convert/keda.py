@@ -4,26 +4,24 @@ what carries over and what is dropped."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from autoscaler.core.schedules import check_cron, first_fire_after, time_zone
-from autoscaler.core.types import (
-    DIRECT_METRIC_PREFIX,
-    FALLBACK_BEHAVIORS,
-    PAUSED_ANNOTATION,
-    PAUSED_REPLICAS_ANNOTATION,
-    Schedule,
-)
+from autoscaler.core.types import DIRECT_METRIC_PREFIX, FALLBACK_BEHAVIORS, Schedule
+from surge.convert.keda_annotations import scaling_annotations
+from surge.convert.keda_prometheus import absent_value, confinement_change, connection_changes
 from surge.convert.metadata import autoscaler_object, checked_annotations
 from surge.convert.problems import ConvertError, collect, one_line, short
 from surge.convert.schema import MAX_INT32, MAX_QUANTITY_LENGTH, TIME_ZONE_PATTERN
 
-KEDA_PAUSED = "autoscaling.keda.sh/paused"
-KEDA_PAUSED_REPLICAS = "autoscaling.keda.sh/paused-replicas"
 KEDA_MAX_REPLICAS = 100  # KEDA's maxReplicaCount default
+KEDA_COOLDOWN_SECONDS = 300  # KEDA's cooldownPeriod default
+HPA_SCALE_DOWN_WINDOW_SECONDS = 300  # autoscaling/v2's default scale-down stabilization window
 MAX_STABILIZATION_WINDOW_SECONDS = 3600  # autoscaling/v2's bound, the CRD's too
 # The fields of a ScaledObject's spec and of its triggers (KEDA v2); anything else is misplaced.
 SCALED_OBJECT_FIELDS = frozenset(
@@ -79,6 +77,15 @@ DST_SLACK = timedelta(hours=1)
 QUANTITY = re.compile(r"([0-9]+(\.[0-9]*)?|\.[0-9]+)([munkMGTPE]|[KMGTPE]i|[eE][+-]?[0-9]+)?")
 
 
+@dataclass
+class Context:
+    """What a conversion reads besides the object, and the change lines it writes."""
+
+    namespace: str | None  # the object's
+    prometheus_url: str | None  # the autoscaler's, when the user gave it
+    changes: list[str] = dataclasses.field(default_factory=list)
+
+
 def _count(value: Any, where: str, minimum: int = 0) -> int:
     if (
         isinstance(value, bool)
@@ -123,7 +130,13 @@ def _target(metric_type: Any, value: str, where: str) -> dict[str, Any]:
 
 
 def _prometheus(
-    trigger: dict[str, Any], meta: dict[str, Any], index: int, where: str, to_zero: bool, taken: set[str]
+    trigger: dict[str, Any],
+    meta: dict[str, Any],
+    index: int,
+    where: str,
+    to_zero: bool,
+    taken: set[str],
+    context: Context,
 ) -> dict[str, Any]:
     missing = [field for field in ("query", "threshold") if meta.get(field) in (None, "")]
     if missing:
@@ -132,8 +145,15 @@ def _prometheus(
         )
     if not isinstance(meta["query"], str):
         raise ConvertError(f"{where}.metadata.query: not a string: {short(meta['query'])}")
+    name = _metric_name(trigger, meta, index, taken)
+    absent = absent_value(meta, where)
+    short_name = name.removeprefix(DIRECT_METRIC_PREFIX)
+    context.changes += connection_changes(
+        trigger, meta, where, context.namespace, short_name, absent, context.prometheus_url
+    )
+    context.changes += confinement_change(meta["query"].strip(), where, context.namespace)
     external: dict[str, Any] = {
-        "metric": {"name": _metric_name(trigger, meta, index, taken)},
+        "metric": {"name": name},
         "query": meta["query"].strip(),
         "target": _target(
             trigger.get("metricType") or "AverageValue",
@@ -148,6 +168,8 @@ def _prometheus(
         )
     elif to_zero:
         external["activationThreshold"] = "0"  # KEDA's default: active above zero
+    if absent is not None:
+        external["absentValue"] = absent
     return {"type": "External", "external": external}
 
 
@@ -285,7 +307,7 @@ def _type_name(kind: Any) -> str:
     return kind if isinstance(kind, str) and kind else short(kind) if kind else "<no type>"
 
 
-def from_scaled_object(obj: dict[str, Any], problems: list[str]) -> dict[str, Any]:
+def from_scaled_object(obj: dict[str, Any], problems: list[str], context: Context) -> dict[str, Any]:
     annotations = checked_annotations(obj, problems)
     spec = obj.get("spec")
     if not isinstance(spec, dict):
@@ -330,7 +352,7 @@ def from_scaled_object(obj: dict[str, Any], problems: list[str]) -> dict[str, An
     for i, trigger, meta in triggers:
         where = f"spec.triggers[{i}]"
         if trigger["type"] == "prometheus":
-            made = collect(problems, _prometheus, trigger, meta, i, where, to_zero, taken)
+            made = collect(problems, _prometheus, trigger, meta, i, where, to_zero, taken, context)
         elif trigger["type"] == "cron":
             made = collect(problems, cron_schedule, meta, where)
         else:
@@ -378,35 +400,67 @@ def from_scaled_object(obj: dict[str, Any], problems: list[str]) -> dict[str, An
     if metrics:
         out["metrics"] = metrics
     behavior = dict(behavior or {})
-    cooldown = spec.get("cooldownPeriod")
-    scale_down = behavior.get("scaleDown")
-    if cooldown is not None:
-        cooldown = collect(problems, _count, cooldown, "spec.cooldownPeriod")
-    # KEDA's cooldownPeriod paces only the step to zero: without zero it has nothing to pace.
-    window_set = isinstance(scale_down, dict) and "stabilizationWindowSeconds" in scale_down
-    free = scale_down is None or (isinstance(scale_down, dict) and not window_set)
-    if to_zero and cooldown is not None and free:
-        if cooldown > MAX_STABILIZATION_WINDOW_SECONDS:
-            problems.append(
-                f"spec.cooldownPeriod {cooldown}: Surge waits for the scale-down stabilization window, "
-                f"at most {MAX_STABILIZATION_WINDOW_SECONDS} s, before scaling to zero"
+    if to_zero:
+        _cooldown(spec, behavior, problems, context.changes)
+    if spec.get("initialCooldownPeriod") not in (None, 0, "0"):
+        initial = collect(problems, _count, spec["initialCooldownPeriod"], "spec.initialCooldownPeriod")
+        if initial and to_zero:
+            context.changes.append(
+                f"initialCooldownPeriod {initial} s: dropped; KEDA keeps the target off zero for that long "
+                "after the object is created, Surge may scale it to zero at once"
             )
-        behavior["scaleDown"] = {**(scale_down or {}), "stabilizationWindowSeconds": cooldown}
+    if advanced.get("restoreToOriginalReplicaCount") is True:
+        context.changes.append(
+            "restoreToOriginalReplicaCount: dropped; KEDA scales the target back to its replica count of "
+            "before when the ScaledObject is deleted, Surge leaves it as it is when the "
+            "HorizontalAutoscaler is"
+        )
     if behavior:
         out["behavior"] = behavior
     if schedules:
         out["schedules"] = schedules
     if spec.get("fallback") is not None:
         out["fallback"] = collect(problems, _fallback, spec["fallback"])
-    surge_annotations = {
-        ours: annotations[theirs]
-        for theirs, ours in (
-            (KEDA_PAUSED, PAUSED_ANNOTATION),
-            (KEDA_PAUSED_REPLICAS, PAUSED_REPLICAS_ANNOTATION),
-        )
-        if theirs in annotations
-    }
+    surge_annotations = scaling_annotations(annotations, context.changes)
     return autoscaler_object(obj, out, surge_annotations, problems)
+
+
+def _cooldown(
+    spec: dict[str, Any], behavior: dict[str, Any], problems: list[str], changes: list[str]
+) -> None:
+    """KEDA's cooldownPeriod (the wait after the last active reading before the step to zero) as the
+    scale-down stabilization window, which Surge waits before the step to zero, unless the behavior sets
+    one; a change line where that paces something differently than KEDA does."""
+    given = spec.get("cooldownPeriod")
+    cooldown = (
+        KEDA_COOLDOWN_SECONDS if given is None else collect(problems, _count, given, "spec.cooldownPeriod")
+    )
+    if cooldown is None:
+        return
+    scale_down = behavior.get("scaleDown")
+    window = scale_down.get("stabilizationWindowSeconds") if isinstance(scale_down, dict) else None
+    if window is not None:
+        if window != cooldown:
+            changes.append(
+                f"cooldownPeriod {cooldown} s: KEDA steps to zero {cooldown} s after the last active "
+                f"reading; Surge does after the behavior's scale-down stabilization window, {window} s"
+            )
+        return
+    if cooldown > MAX_STABILIZATION_WINDOW_SECONDS:
+        problems.append(
+            f"spec.cooldownPeriod {cooldown}: Surge waits for the scale-down stabilization window, "
+            f"at most {MAX_STABILIZATION_WINDOW_SECONDS} s, before scaling to zero"
+        )
+        return
+    if given is None:
+        return  # KEDA's default is the window's: the same 300 s before the step to zero and the others
+    behavior["scaleDown"] = {**(scale_down or {}), "stabilizationWindowSeconds": cooldown}
+    if cooldown != HPA_SCALE_DOWN_WINDOW_SECONDS:
+        changes.append(
+            f"cooldownPeriod {cooldown} s: written as the scale-down stabilization window, so it also "
+            f"paces the steps down between 1 and maxReplicas, which KEDA's HPA holds for "
+            f"{HPA_SCALE_DOWN_WINDOW_SECONDS} s"
+        )
 
 
 def _fallback(fallback: Any) -> dict[str, Any]:

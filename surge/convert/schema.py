@@ -82,6 +82,7 @@ SPEC_SHAPE: dict[str, Any] = {
                 "target": _TARGET,
                 "activationThreshold": QUANTITY_FIELD,
                 "query": STRING,
+                "absentValue": QUANTITY_FIELD,
             },
         }
     ],
