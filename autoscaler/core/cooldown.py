@@ -61,13 +61,14 @@ def step_to_zero(
         age, initial = _seconds(now - created), cooldown.initial_period_seconds
         held = f"held at {current}: initial cooldown, created {age} s ago, {initial} s"
         return CooldownOutcome(False, last, held)
-    if last is not None and now <= last + timedelta(seconds=cooldown.period_seconds):
+    period = cooldown.period_seconds or 0  # None: refused by validation.py, never decided on
+    if last is not None and now <= last + timedelta(seconds=period):
         idle = _seconds(now - last)
-        held = f"held at {current}: cooldown, last active {idle} s ago, {cooldown.period_seconds} s"
+        held = f"held at {current}: cooldown, last active {idle} s ago, {period} s"
         return CooldownOutcome(False, last, held)
     if last is None:
         return CooldownOutcome(True, last, "no metric active since creation: cooldown over")
-    idle, period = _seconds(now - last), cooldown.period_seconds
+    idle = _seconds(now - last)
     return CooldownOutcome(True, last, f"cooldown over, last active {idle} s ago, {period} s")
 
 

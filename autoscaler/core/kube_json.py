@@ -320,8 +320,8 @@ def fallback_from_json(item: Any, where: str) -> Fallback | None:
 
 def cooldown_from_json(item: Any, where: str) -> Cooldown | None:
     """``spec.cooldownPeriodSeconds`` and ``spec.initialCooldownPeriodSeconds`` (or the cooldown annotation's
-    JSON object with the same two fields); None is none. An initial cooldown needs a cooldown: without one the
-    step to zero is the scale-down stabilization's, which an initial cooldown would silently change."""
+    JSON object with the same two fields); None is none. An initial cooldown alone is kept for validation.py
+    to refuse."""
     if item is None:
         return None
     if not isinstance(item, Mapping):
@@ -332,9 +332,7 @@ def cooldown_from_json(item: Any, where: str) -> Cooldown | None:
         else _typed(item, "initialCooldownPeriodSeconds", int, where)
     )
     if item.get("cooldownPeriodSeconds") is None:
-        if initial:
-            raise ValueError(f"{where}.cooldownPeriodSeconds: required with initialCooldownPeriodSeconds")
-        return None
+        return Cooldown(None, initial) if initial else None
     return Cooldown(_typed(item, "cooldownPeriodSeconds", int, where), initial)
 
 

@@ -344,9 +344,10 @@ class Overrides:
 
 @dataclass(frozen=True, slots=True)
 class Cooldown:
-    """KEDA's cooldownPeriod and initialCooldownPeriod (Surge's own, core/cooldown.py), in seconds."""
+    """KEDA's cooldownPeriod and initialCooldownPeriod (Surge's own, core/cooldown.py), in seconds. A
+    `period_seconds` of None (an initial cooldown alone) is a spec the API refuses (validation.py)."""
 
-    period_seconds: int
+    period_seconds: int | None
     initial_period_seconds: int = 0
 
 

@@ -297,15 +297,22 @@ def _activation_violations(metrics: Sequence[MetricSpec], where: str) -> list[Vi
     return out
 
 
+COOLDOWN_MISSING = "initialCooldownPeriodSeconds needs cooldownPeriodSeconds"
+
+
 def _cooldown_violations(cooldown: Cooldown, where: str) -> list[Violation]:
-    return [
+    # Without a cooldown the step to zero is the scale-down stabilization's: an initial one alone is refused.
+    out = [
         Violation(f"{where}.{name}", "must be greater than or equal to 0")
         for name, seconds in (
             ("cooldownPeriodSeconds", cooldown.period_seconds),
             ("initialCooldownPeriodSeconds", cooldown.initial_period_seconds),
         )
-        if seconds < 0
+        if seconds is not None and seconds < 0
     ]
+    if cooldown.period_seconds is None:
+        out.append(Violation(f"{where}.cooldownPeriodSeconds", COOLDOWN_MISSING))
+    return out
 
 
 def spec_violations(

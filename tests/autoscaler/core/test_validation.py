@@ -366,6 +366,11 @@ WHOLE_SPEC_CEL_CASES = [
         "spec.fallback.replicas",
         "fallback replicas must be less than or equal to maxReplicas",
     ),
+    (
+        {**VALID, "initialCooldownPeriodSeconds": 60},
+        "spec.cooldownPeriodSeconds",
+        "initialCooldownPeriodSeconds needs cooldownPeriodSeconds",
+    ),
 ]
 
 
