@@ -21,8 +21,6 @@ from surge.convert.schema import MAX_INT32, MAX_QUANTITY_LENGTH, TIME_ZONE_PATTE
 
 KEDA_MAX_REPLICAS = 100  # KEDA's maxReplicaCount default
 KEDA_COOLDOWN_SECONDS = 300  # KEDA's cooldownPeriod default
-HPA_SCALE_DOWN_WINDOW_SECONDS = 300  # autoscaling/v2's default scale-down stabilization window
-MAX_STABILIZATION_WINDOW_SECONDS = 3600  # autoscaling/v2's bound, the CRD's too
 # The fields of a ScaledObject's spec and of its triggers (KEDA v2); anything else is misplaced.
 SCALED_OBJECT_FIELDS = frozenset(
     {
@@ -151,7 +149,7 @@ def _prometheus(
     context.changes += connection_changes(
         trigger, meta, where, context.namespace, short_name, absent, context.prometheus_url
     )
-    context.changes += confinement_change(meta["query"].strip(), where, context.namespace)
+    context.changes += confinement_change(meta, where, context.namespace)
     external: dict[str, Any] = {
         "metric": {"name": name},
         "query": meta["query"].strip(),
@@ -399,16 +397,9 @@ def from_scaled_object(obj: dict[str, Any], problems: list[str], context: Contex
         )
     if metrics:
         out["metrics"] = metrics
-    behavior = dict(behavior or {})
+    # Without zero KEDA has no step to zero to pace, and ignores both.
     if to_zero:
-        _cooldown(spec, behavior, problems, context.changes)
-    if spec.get("initialCooldownPeriod") not in (None, 0, "0"):
-        initial = collect(problems, _count, spec["initialCooldownPeriod"], "spec.initialCooldownPeriod")
-        if initial and to_zero:
-            context.changes.append(
-                f"initialCooldownPeriod {initial} s: dropped; KEDA keeps the target off zero for that long "
-                "after the object is created, Surge may scale it to zero at once"
-            )
+        out.update(_cooldown(spec, problems))
     if advanced.get("restoreToOriginalReplicaCount") is True:
         context.changes.append(
             "restoreToOriginalReplicaCount: dropped; KEDA scales the target back to its replica count of "
@@ -416,7 +407,7 @@ def from_scaled_object(obj: dict[str, Any], problems: list[str], context: Contex
             "HorizontalAutoscaler is"
         )
     if behavior:
-        out["behavior"] = behavior
+        out["behavior"] = dict(behavior)
     if schedules:
         out["schedules"] = schedules
     if spec.get("fallback") is not None:
@@ -425,42 +416,19 @@ def from_scaled_object(obj: dict[str, Any], problems: list[str], context: Contex
     return autoscaler_object(obj, out, surge_annotations, problems)
 
 
-def _cooldown(
-    spec: dict[str, Any], behavior: dict[str, Any], problems: list[str], changes: list[str]
-) -> None:
-    """KEDA's cooldownPeriod (the wait after the last active reading before the step to zero) as the
-    scale-down stabilization window, which Surge waits before the step to zero, unless the behavior sets
-    one; a change line where that paces something differently than KEDA does."""
-    given = spec.get("cooldownPeriod")
-    cooldown = (
-        KEDA_COOLDOWN_SECONDS if given is None else collect(problems, _count, given, "spec.cooldownPeriod")
-    )
-    if cooldown is None:
-        return
-    scale_down = behavior.get("scaleDown")
-    window = scale_down.get("stabilizationWindowSeconds") if isinstance(scale_down, dict) else None
-    if window is not None:
-        if window != cooldown:
-            changes.append(
-                f"cooldownPeriod {cooldown} s: KEDA steps to zero {cooldown} s after the last active "
-                f"reading; Surge does after the behavior's scale-down stabilization window, {window} s"
-            )
-        return
-    if cooldown > MAX_STABILIZATION_WINDOW_SECONDS:
-        problems.append(
-            f"spec.cooldownPeriod {cooldown}: Surge waits for the scale-down stabilization window, "
-            f"at most {MAX_STABILIZATION_WINDOW_SECONDS} s, before scaling to zero"
+def _cooldown(spec: dict[str, Any], problems: list[str]) -> dict[str, int]:
+    """KEDA's cooldownPeriod (default 300 s) and initialCooldownPeriod as the fields of the same meaning:
+    the step to zero waits that long after the last active reading, and after creation; the steps between
+    1 and maxReplicas follow the behavior, as under KEDA's HPA."""
+    out = {
+        "cooldownPeriodSeconds": collect(
+            problems, _count, spec.get("cooldownPeriod", KEDA_COOLDOWN_SECONDS), "spec.cooldownPeriod"
         )
-        return
-    if given is None:
-        return  # KEDA's default is the window's: the same 300 s before the step to zero and the others
-    behavior["scaleDown"] = {**(scale_down or {}), "stabilizationWindowSeconds": cooldown}
-    if cooldown != HPA_SCALE_DOWN_WINDOW_SECONDS:
-        changes.append(
-            f"cooldownPeriod {cooldown} s: written as the scale-down stabilization window, so it also "
-            f"paces the steps down between 1 and maxReplicas, which KEDA's HPA holds for "
-            f"{HPA_SCALE_DOWN_WINDOW_SECONDS} s"
-        )
+    }
+    initial = spec.get("initialCooldownPeriod")
+    if initial is not None:
+        out["initialCooldownPeriodSeconds"] = collect(problems, _count, initial, "spec.initialCooldownPeriod")
+    return out
 
 
 def _fallback(fallback: Any) -> dict[str, Any]:

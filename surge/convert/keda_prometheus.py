@@ -86,7 +86,8 @@ def connection_changes(
             f"{where} namespace: KEDA asks {address or 'Prometheus'} for namespace {short(thanos)}'s "
             f"series; Surge confines the query to {_namespace(object_namespace)} instead"
         )
-    if address and _same_server(address, prometheus_url) and not headers and not auth:
+    # Without a serverAddress KEDA has no server to keep (its scaler refuses the trigger).
+    if (not address or _same_server(address, prometheus_url)) and not headers and not auth:
         return changes
     runs_on = (
         f"the autoscaler's --prometheus-url {prometheus_url}"
@@ -155,6 +156,11 @@ def _selectors(expr: Any) -> list[pp.VectorSelector]:
     return []
 
 
+def _printed(selector: pp.VectorSelector) -> str:
+    text = render(selector)
+    return text.removesuffix("{}") if selector.name else text
+
+
 def _parsed(query: str) -> Any:
     try:
         check(query)
@@ -165,13 +171,13 @@ def _parsed(query: str) -> Any:
 
 def _first_selector(query: str) -> str | None:
     found = _selectors(_parsed(query))
-    return render(found[0]) if found else None
+    return _printed(found[0]) if found else None
 
 
 def unconfined_selectors(query: str) -> list[str]:
     """The series selectors of `query` without a `namespace` matcher, as PromQL (each once)."""
     found = [
-        render(vs)
+        _printed(vs)
         for vs in _selectors(_parsed(query))
         if not any(m.name == NAMESPACE_LABEL for m in vs.matchers.matchers)
     ]
@@ -186,9 +192,12 @@ def _metadata(name: str, namespace: str | None) -> dict[str, str]:
     return {"name": name, "namespace": namespace} if namespace else {"name": name}
 
 
-def confinement_change(query: str, where: str, object_namespace: str | None) -> list[str]:
-    """The line saying which selectors the confinement narrows to the object's namespace."""
-    selectors = unconfined_selectors(query)
+def confinement_change(meta: dict[str, Any], where: str, object_namespace: str | None) -> list[str]:
+    """The line saying which selectors the confinement narrows to the object's namespace; none when the
+    Thanos `namespace` parameter names that namespace (prom-label-proxy confines KEDA's query the same)."""
+    if object_namespace and meta.get("namespace") == object_namespace:
+        return []
+    selectors = unconfined_selectors(meta["query"].strip())
     if not selectors:
         return []
     return [

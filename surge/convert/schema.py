@@ -57,6 +57,8 @@ SPEC_SHAPE: dict[str, Any] = {
     "minReplicas": INT32,
     "maxReplicas": INT32,
     "syncPeriodSeconds": INT32,
+    "cooldownPeriodSeconds": INT32,
+    "initialCooldownPeriodSeconds": INT32,
     "metrics": [
         {
             REQUIRED: ("type",),

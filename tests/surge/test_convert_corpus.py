@@ -42,7 +42,6 @@ REFUSED: dict[str, str | tuple[str, ...]] = {
     "cpu-only-to-zero.yaml": "cpu and memory triggers cannot scale to zero",
     "cron-above-max.yaml": "minReplicas of a schedule must be less than or equal to maxReplicas",
     "empty.yaml": "holds no object",
-    "long-cooldown-to-zero.yaml": "spec.cooldownPeriod 7200",
     "misplaced.yaml": "belongs in spec.advanced.horizontalPodAutoscalerConfig.behavior",
     "not-yaml.yaml": "is not YAML",
     "query-other-namespace.yaml": 'namespace="frontend"',
