@@ -57,7 +57,7 @@ from autoscaler.promql.direct import DirectMetrics
 from autoscaler.reasons import reason_of
 from autoscaler.scale import ScaleError, read_scale, scale_path, update_replicas
 from autoscaler.sharding import Sharding
-from autoscaler.sources import Source
+from autoscaler.sources import LAST_ACTIVE_ANNOTATION, Source
 from autoscaler.telemetry import Telemetry
 from autoscaler.workqueue import (
     ItemExponentialBackoff,
@@ -371,11 +371,11 @@ class Controller:
 
     def _autoscaler_updated(self, old: Obj, new: Obj) -> None:
         # Our own status writes change nothing the decision depends on; a new generation (spec edit) or
-        # changed annotations (sync period) does.
+        # changed annotations (sync period) does, but for the last-active-time we write ourselves.
         old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
         if (
             old_meta.get("generation") != new_meta.get("generation")
-            or old_meta.get("annotations") != new_meta.get("annotations")
+            or _own_annotations_dropped(old_meta) != _own_annotations_dropped(new_meta)
         ) and self._owns(object_key(new)):
             self.queue.add(object_key(new))
 
@@ -1179,14 +1179,21 @@ class Controller:
 
     async def _write_status(self, key: Key, obj: Obj, decision: Decision, fence: WriteFence | None) -> None:
         new_status = hpa_status_to_json(decision.status)
+        if self.source.settings_in_annotations:
+            # An HPA's status has no such field: the annotation keeps it (sources.py).
+            last_active = new_status.pop("lastActiveTime", None)
+            await self._write_last_active(key, obj, last_active, fence)
         if self.source.printable_status:
             spec = obj.get("spec") or {}
             new_status["reference"] = printing.reference(spec)
             new_status["targets"] = printing.targets(spec, new_status)
         # A merge patch with explicit nulls for vanished fields: no resourceVersion, so no 409 with the
         # spec edits of users.
-        patch_status: Obj = dict.fromkeys((obj.get("status") or {}).keys() - new_status.keys())
+        old_status = obj.get("status") or {}
+        patch_status: Obj = dict.fromkeys(old_status.keys() - new_status.keys())
         patch_status.update(new_status)
+        if all(old_status.get(name) == value for name, value in patch_status.items()):
+            return  # only the last-active-time changed, and it is an annotation here
         try:
             written = await self._client.request(
                 "PATCH",
@@ -1202,6 +1209,26 @@ class Controller:
             log.warning("status not written", key=_key_str(key), error=err.message)
             await self._events.record(obj, "Warning", "FailedUpdateStatus", err.message, fence)
 
+    async def _write_last_active(
+        self, key: Key, obj: Obj, last_active: str | None, fence: WriteFence | None
+    ) -> None:
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        if annotations.get(LAST_ACTIVE_ANNOTATION) == last_active:
+            return
+        try:
+            written = await self._client.request(
+                "PATCH",
+                self.source.object_path(key[0], key[1]),
+                body={"metadata": {"annotations": {LAST_ACTIVE_ANNOTATION: last_active}}},
+                content_type="application/merge-patch+json",
+                fence=fence,
+            )
+            self.autoscalers.write_through(written)
+        except WriteDropped:
+            return
+        except ApiError as err:
+            log.warning("last active time not written", key=_key_str(key), error=err.message)
+
     def _log_decision(
         self,
         key: Key,
@@ -1213,6 +1240,12 @@ class Controller:
         if not _decision_logger.isEnabledFor(logging.INFO):
             return  # building the record costs more than the decision itself
         log.info("decision", key=_key_str(key), **decision_fields(decision, reason, decided_at, answers))
+
+
+def _own_annotations_dropped(meta: Obj) -> dict[str, str]:
+    annotations = dict(meta.get("annotations") or {})
+    annotations.pop(LAST_ACTIVE_ANNOTATION, None)
+    return annotations
 
 
 def object_key(obj: Obj) -> Key:

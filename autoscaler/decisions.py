@@ -79,6 +79,9 @@ class DecisionRecord:
     in_burst: bool = False  # in burst after the decision
     # Per effective metric, whether it read its absentValue (its query returned no series); () when none did.
     absent: tuple[bool, ...] = ()
+    # What the cooldown stage did (core/cooldown.py): "held at 1: cooldown, last active 212 s ago, 300 s".
+    # Its seconds move on every reconcile: whether it said anything is the outcome, the newest words are kept.
+    cooldown: str = ""
 
     def same_outcome(self, other: DecisionRecord) -> bool:
         return (
@@ -92,6 +95,7 @@ class DecisionRecord:
             and self.schedule == other.schedule
             and self.burst == other.burst
             and self.in_burst == other.in_burst
+            and bool(self.cooldown) == bool(other.cooldown)
             and _said(self.conditions) == _said(other.conditions)
         )
 
@@ -164,6 +168,7 @@ class DecisionRecords:
             burst=decision.burst,
             in_burst=decision.history.burst is not None,
             absent=_absent(answers),
+            cooldown=decision.cooldown,
         )
         target = self._targets.get(key)
         if target is None:
@@ -182,6 +187,7 @@ class DecisionRecords:
             newest.last_scale_time = record.last_scale_time
             newest.predictions = record.predictions
             newest.absent = record.absent
+            newest.cooldown = record.cooldown
             return
         target.older = self._retire(key, newest, target.older)
         target.newest = record
@@ -372,7 +378,7 @@ def _burst_json(seen: BurstTrace | None) -> dict[str, Any] | None:
 def record_json(
     key: Key, record: DecisionRecord, render_query: QueryRenderer | None = None
 ) -> dict[str, Any]:
-    return {
+    out = {
         "target": f"{key[0]}/{key[1]}",
         "time": instant(record.time),
         "currentReplicas": record.current,
@@ -395,3 +401,6 @@ def record_json(
             for c in record.conditions
         ],
     }
+    if record.cooldown:
+        out["cooldown"] = record.cooldown
+    return out

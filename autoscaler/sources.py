@@ -17,6 +17,10 @@ and any other value counts as true (KEDA's getBoolAnnotation); the condition mes
 `autoscaling.surge.dev/paused` stops acting on the target, `autoscaling.surge.dev/paused-replicas: "N"`
 scales it to N and holds it there (the latter wins when both are set, NeedToBePausedByAnnotation).
 `paused-scale-in`, `paused-scale-out` and `force-activation` are core/overrides.py's.
+
+An HPA's status has no field for the CRD's `status.lastActiveTime` (core/cooldown.py): the daemon keeps it
+in the annotation `autoscaling.surge.dev/last-active-time` (RFC 3339), so a restart or another replica
+taking over keeps the cooldown's clock.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from autoscaler.core.kube_json import (
@@ -32,6 +37,7 @@ from autoscaler.core.kube_json import (
     fallback_from_json,
     hpa_from_json,
     milli,
+    parse_time,
     predictive_from_json,
     schedules_from_json,
 )
@@ -64,6 +70,7 @@ BURST_ANNOTATION = "autoscaling.surge.dev/burst"
 FALLBACK_ANNOTATION = "autoscaling.surge.dev/fallback"
 ACTIVATION_ANNOTATION = "autoscaling.surge.dev/activation-thresholds"
 COOLDOWN_ANNOTATION = "autoscaling.surge.dev/cooldown"
+LAST_ACTIVE_ANNOTATION = "autoscaling.surge.dev/last-active-time"
 
 
 @dataclass(frozen=True)
@@ -125,10 +132,12 @@ class Source:
         assert not isinstance(queries, Violation) and not isinstance(burst, Violation)
         assert not isinstance(fallback, Violation) and not isinstance(activation, Violation)
         assert not isinstance(cooldown, Violation)
+        status = replace(hpa.status, last_active_time=_last_active(obj))
         metrics, unused = _with_queries(hpa.spec.metrics, queries)
         metrics, unthresholded = _with_thresholds(metrics, activation)
         hpa = replace(
             hpa,
+            status=status,
             spec=replace(
                 hpa.spec,
                 schedules=schedules,
@@ -227,6 +236,16 @@ def _overrides(obj: Obj) -> Overrides:
         flags.append(value is not False)
     scale_in, scale_out, force = flags
     return Overrides(scale_in, scale_out, force, tuple(notes))
+
+
+def _last_active(obj: Obj) -> datetime | None:
+    """The last-active-time annotation; None when absent or not a time (as if never active, like KEDA's
+    nil lastActiveTime: only the initial cooldown holds the step to zero)."""
+    text = ((obj.get("metadata") or {}).get("annotations") or {}).get(LAST_ACTIVE_ANNOTATION)
+    try:
+        return None if text is None else parse_time(text, _annotation_field(LAST_ACTIVE_ANNOTATION))
+    except ValueError:
+        return None
 
 
 def _thresholds_from_json(items: Any, where: str) -> dict[str, int]:

@@ -282,6 +282,9 @@ def _derivation(record: Record) -> list[str]:
         lines.append(f"stabilization  {_stabilization_line(stabilization)}")
     if limits is not None:
         lines.append(f"limits         {_limits_line(limits)}")
+    if record.get("cooldown"):
+        # The step to zero under spec.cooldownPeriodSeconds (autoscaler/core/cooldown.py): held, or taken.
+        lines.append(f"cooldown       {record['cooldown']}")
     lines.append(f"result         {record['desiredReplicas']} desired, {record['currentReplicas']} current")
     return lines
 
