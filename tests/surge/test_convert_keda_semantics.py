@@ -1,0 +1,369 @@
+"""`surge convert` keeps every KEDA semantic it can express, and says, one stderr line each named after the
+object, what it changes (docs/convert.md): the boolean annotations read as KEDA's strconv.ParseBool,
+cooldownPeriod and initialCooldownPeriod as fields, ignoreNullValues as absentValue, where a query runs
+(serverAddress, customHeaders, authenticationRef, the Thanos namespace parameter) and which namespaces it
+reads; `--strict` refuses on any such line; `-f DIR` and `-f -` convert many objects and report each in a
+table. The converted cooldown and pause are replayed through `surge simulate`'s decide() and scale when
+KEDA would."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from surge.__main__ import main as surge_main
+from surge.convert import ConvertError, converted
+from surge.convert.keda_annotations import parse_bool
+from surge.simulate.profiles import load_profile
+from surge.simulate.replay import SCALE, Workload, replay
+from surge.simulate.series_csv import read_series_csv
+from tests.fixtures.apiserver import KubectlRunner
+
+REPO = Path(__file__).resolve().parents[2]
+KEDA = REPO / "tests" / "data" / "keda"
+HPA = REPO / "tests" / "data" / "hpa"
+RULES_CRD = REPO / "manifests" / "crd-metricrules.yaml"
+PROMETHEUS = "http://prometheus-operated.monitoring.svc:9090"  # the corpus' serverAddress
+START = 1_770_000_000
+
+
+def _load(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((KEDA / f"{name}.yaml").read_text())
+    return loaded
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """`surge convert ARGS` through the CLI's entry point, in this process."""
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with (
+        contextlib.redirect_stdout(stdout),
+        contextlib.redirect_stderr(stderr),
+        pytest.raises(SystemExit) as exit,
+    ):
+        surge_main(["convert", *args])
+    assert isinstance(exit.value.code, int)
+    return subprocess.CompletedProcess([], exit.value.code, stdout.getvalue(), stderr.getvalue())
+
+
+def _scaled_object(annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    """A ScaledObject of one prometheus trigger on the autoscaler's own Prometheus, confined already."""
+    trigger = {
+        "type": "prometheus",
+        "metadata": {
+            "serverAddress": PROMETHEUS,
+            "query": 'sum(queue_depth{namespace="shop"})',
+            "threshold": "10",
+        },
+    }
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"name": "orders", "namespace": "shop", "annotations": annotations or {}},
+        "spec": {"scaleTargetRef": {"name": "orders"}, "triggers": [trigger], **spec},
+    }
+
+
+# --- ParseBool and the annotations -----------------------------------------------------------------
+
+
+def test_parse_bool_takes_exactly_what_go_strconv_parsebool_takes() -> None:
+    for text in ("1", "t", "T", "TRUE", "true", "True"):
+        assert parse_bool(text) is True
+    for text in ("0", "f", "F", "FALSE", "false", "False"):
+        assert parse_bool(text) is False
+    for text in ("yes", "no", "tRUE", " true", "true ", "", "2", "on"):
+        assert parse_bool(text) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "paused", "line"),
+    [("0", False, False), ("false", False, False), ("1", True, False), ("True", True, False)]
+    + [("yes", True, True), ("paused", True, True)],
+)
+def test_keda_paused_is_read_with_parsebool_and_anything_else_pauses_with_a_line(
+    value: str, paused: bool, line: bool
+) -> None:
+    for prefix in ("autoscaling.keda.sh/", "autoscaling.surge.dev/"):
+        result = converted(_scaled_object({prefix + "paused": value}, minReplicaCount=1), PROMETHEUS)
+        annotations = result.object["metadata"].get("annotations", {})
+        assert annotations == ({"autoscaling.surge.dev/paused": "true"} if paused else {})
+        assert len(result.changes) == int(line)
+        if line:
+            assert result.changes[0].startswith(f"ScaledObject shop/orders: paused: {prefix}paused ")
+            assert "not a boolean" in result.changes[0]
+
+
+def test_scale_in_scale_out_and_force_activation_become_surges_annotations() -> None:
+    keda = {
+        "autoscaling.keda.sh/paused-scale-in": "t",
+        "autoscaling.keda.sh/paused-scale-out": "0",
+        "autoscaling.keda.sh/force-activation": "TRUE",
+        "autoscaling.keda.sh/paused-replicas": "3",
+    }
+    result = converted(_scaled_object(keda, minReplicaCount=1), PROMETHEUS)
+    assert result.object["metadata"]["annotations"] == {
+        "autoscaling.surge.dev/paused-scale-in": "true",
+        "autoscaling.surge.dev/force-activation": "true",
+        "autoscaling.surge.dev/paused-replicas": "3",
+    }
+    assert result.changes == []
+
+
+def test_kedas_annotation_wins_over_surges_own() -> None:
+    both = {"autoscaling.keda.sh/paused": "false", "autoscaling.surge.dev/paused": "true"}
+    result = converted(_scaled_object(both, minReplicaCount=1), PROMETHEUS)
+    assert "annotations" not in result.object["metadata"]
+
+
+# --- cooldownPeriod ------------------------------------------------------------------------------------
+
+
+def test_cooldown_periods_become_fields_at_zero_and_leave_the_behavior_alone() -> None:
+    spec = converted(_load("cooldown-to-zero")).object["spec"]
+    assert (spec["cooldownPeriodSeconds"], spec["initialCooldownPeriodSeconds"]) == (60, 600)
+    assert "scaleDown" not in spec["behavior"]  # the steps between 1 and N: the HPA's defaults, as KEDA's
+    default = converted(_scaled_object(minReplicaCount=0), PROMETHEUS).object["spec"]
+    assert default["cooldownPeriodSeconds"] == 300 and "initialCooldownPeriodSeconds" not in default
+
+
+def test_without_zero_the_cooldowns_are_ignored_as_keda_ignores_them() -> None:
+    result = converted(
+        _scaled_object(minReplicaCount=1, cooldownPeriod=30, initialCooldownPeriod=90), PROMETHEUS
+    )
+    assert "cooldownPeriodSeconds" not in result.object["spec"]
+    assert "initialCooldownPeriodSeconds" not in result.object["spec"]
+    assert result.changes == []
+
+
+def _steps(series: list[tuple[int, int]], spec_file: Path, tmp_path: Path) -> list[tuple[float, int]]:
+    csv = tmp_path / "queue.csv"
+    csv.write_text("timestamp,value\n" + "".join(f"{START + t},{v}\n" for t, v in series))
+    result = replay(read_series_csv(csv), load_profile(spec_file), Workload(10, 10, 0))
+    return [(row.time, row.desired) for row in result.rows if row.event == SCALE]
+
+
+def test_the_converted_cooldown_steps_to_zero_when_keda_would(tmp_path: Path) -> None:
+    so = _load("cooldown-to-zero")
+    del so["spec"]["initialCooldownPeriod"]  # the replay has no creation time to count it from
+    out = tmp_path / "email-sender.yaml"
+    out.write_text(yaml.safe_dump(converted(so).object))
+    # The outbox: empty, 900 messages from 60 s, 50 from 300 s, empty from 400 s (5 s samples).
+    series = [(t, 0 if t < 60 else 900 if t < 300 else 50 if t < 400 else 0) for t in range(0, 901, 5)]
+    steps = _steps(series, out, tmp_path)
+    # KEDA polls every pollingInterval (15 s); the last active poll is 390 s; it steps to zero at the
+    # first poll strictly after lastActiveTime + cooldownPeriod (60 s): 465 s, from wherever its HPA
+    # stands (9, held by the HPA's 300 s stabilization since 300 s).
+    last_active = max(t for t, v in series if v > 0 and t % 15 == 0)
+    assert last_active == 390
+    assert steps[-1] == (465.0, 0) and steps[-2][1] == 9
+    assert steps[-1][0] - last_active == 75  # the cooldown, rounded up to the next poll
+
+
+def test_a_paused_zero_object_scales_and_a_paused_yes_one_does_not(tmp_path: Path) -> None:
+    series = [(t, 0 if t < 60 or t >= 300 else 900) for t in range(0, 601, 5)]
+    scaled = {}
+    for name in ("paused-zero", "paused-not-boolean"):
+        so = _load(name)
+        so["spec"]["minReplicaCount"] = 0
+        out = tmp_path / f"{name}.yaml"
+        out.write_text(yaml.safe_dump(converted(so).object))
+        scaled[name] = _steps(series, out, tmp_path)
+    # "0" is false to KEDA: the worker scales up; paused-scale-in "1" then holds it there, as in KEDA.
+    assert scaled["paused-zero"][0] == (60.0, 4) and all(d >= 4 for _, d in scaled["paused-zero"])
+    assert scaled["paused-not-boolean"] == []
+
+
+# --- ignoreNullValues ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "absent"), [(None, "0"), ("true", "0"), ("1", "0"), ("false", None)])
+def test_ignore_null_values_true_by_default_reads_no_series_as_zero(
+    value: str | None, absent: str | None
+) -> None:
+    so = _scaled_object(minReplicaCount=1)
+    if value is not None:
+        so["spec"]["triggers"][0]["metadata"]["ignoreNullValues"] = value
+    external = converted(so, PROMETHEUS).object["spec"]["metrics"][0]["external"]
+    assert external.get("absentValue") == absent
+
+
+def test_ignore_null_values_that_is_no_boolean_is_refused() -> None:
+    so = _scaled_object(minReplicaCount=1)
+    so["spec"]["triggers"][0]["metadata"]["ignoreNullValues"] = "sometimes"
+    with pytest.raises(ConvertError, match=r"ignoreNullValues: 'sometimes': not a boolean"):
+        converted(so, PROMETHEUS)
+
+
+def test_ignore_null_values_false_from_the_corpus_keeps_the_failure() -> None:
+    (metric,) = converted(_load("ignore-null-values-false"), PROMETHEUS).object["spec"]["metrics"]
+    assert "absentValue" not in metric["external"]
+
+
+# --- where the query runs, and what it reads --------------------------------------------------------
+
+
+def _yaml_objects(line: str) -> list[dict[str, Any]]:
+    """The one-line YAML objects a line gives to paste."""
+    found = re.search(r"\(--tenant-rules\) (\{.*\}) and (\{.*\}), and read it", line)
+    assert found, line
+    return [yaml.safe_load(found.group(1)), yaml.safe_load(found.group(2))]
+
+
+def test_the_autoscalers_own_prometheus_says_nothing_and_another_says_what_to_create() -> None:
+    assert converted(_scaled_object(minReplicaCount=1), PROMETHEUS).changes == []
+    assert converted(_scaled_object(minReplicaCount=1), PROMETHEUS + "/").changes == []
+    unknown = converted(_scaled_object(minReplicaCount=1))  # no --prometheus-url: cannot tell
+    (line,) = unknown.changes
+    assert line.startswith("ScaledObject shop/orders: spec.triggers[0] serverAddress: KEDA sends the query")
+    backend, rule = _yaml_objects(line)
+    assert backend["spec"] == {"url": PROMETHEUS}
+    assert rule["spec"]["metricsQuery"] == 'sum(queue_depth{namespace="shop"})'
+    assert rule["spec"]["seriesQuery"] == 'queue_depth{namespace="shop"}'
+    assert rule["spec"]["backendRef"] == {"kind": "MetricBackend", "name": backend["metadata"]["name"]}
+
+
+def test_thanos_headers_and_auth_name_the_backend_the_secret_and_nothing_about_the_namespace() -> None:
+    changes = converted(_load("thanos-custom-headers"), PROMETHEUS).changes
+    server, auth, dropped = changes  # the Thanos namespace parameter is the object's: confined the same
+    backend, rule = _yaml_objects(server)
+    assert backend["metadata"] == {"name": "ledger-rps", "namespace": "payments"}
+    assert backend["spec"] == {
+        "url": "https://thanos-querier.openshift-monitoring.svc:9092",
+        "headers": {"X-Scope-OrgID": "payments", "X-Request-Source": "keda"},
+    }
+    assert rule["spec"]["name"] == {"as": "ledger_rps"} and rule["spec"]["absentValue"] == "0"
+    assert "TriggerAuthentication 'thanos-basic-auth'" in auth and "spec.auth" in auth
+    assert dropped.endswith(
+        "spec.triggers[0] authModes: dropped (the autoscaler's own connection settings apply)"
+    )
+
+
+def test_the_pasted_backend_and_rule_are_accepted_by_the_api_server(kubectl: KubectlRunner) -> None:
+    (server, *_) = converted(_load("thanos-custom-headers"), PROMETHEUS).changes
+    kubectl("apply", "-f", str(RULES_CRD))
+    kubectl("create", "namespace", "payments")
+    printed = yaml.safe_dump_all(_yaml_objects(server))
+    result = kubectl("create", "--dry-run=server", "-o", "name", "-f", "-", input=printed, check=False)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert result.stdout.split() == [
+        "metricbackend.metrics.surge.dev/ledger-rps",
+        "metricrule.metrics.surge.dev/ledger-rps",
+    ]
+
+
+def test_a_thanos_namespace_other_than_the_objects_is_a_line() -> None:
+    so = _scaled_object(minReplicaCount=1)
+    so["spec"]["triggers"][0]["metadata"]["namespace"] = "payments"
+    (line,) = converted(so, PROMETHEUS).changes
+    assert "namespace 'payments''s series; Surge confines the query to namespace 'shop'" in line
+
+
+def test_selectors_without_a_namespace_matcher_are_named_with_the_operators_exemption() -> None:
+    so = _scaled_object(minReplicaCount=1)
+    so["spec"]["triggers"][0]["metadata"]["query"] = (
+        'sum(rate(http_requests_total{job="api"}[2m])) / sum(up{job="api"}) + sum(x{namespace="shop"})'
+    )
+    (line,) = converted(so, PROMETHEUS).changes
+    assert line.startswith(
+        'ScaledObject shop/orders: spec.triggers[0] query: http_requests_total{job="api"}, up{job="api"} '
+        "read every namespace on KEDA; Surge confines them to namespace 'shop'."
+    )
+    assert "--cluster-wide-query-namespace=shop" in line
+
+
+def test_several_triggers_without_a_formula_say_nothing() -> None:
+    so = _scaled_object(minReplicaCount=1)
+    so["spec"]["triggers"].append(copy.deepcopy(so["spec"]["triggers"][0]) | {"name": "second"})
+    result = converted(so, PROMETHEUS)
+    assert len(result.object["spec"]["metrics"]) == 2 and result.changes == []
+
+
+def test_scaling_modifiers_are_refused_until_the_crd_has_a_formula() -> None:
+    result = _cli("-f", str(KEDA / "scaling-modifiers.yaml"))
+    assert result.returncode == 2 and result.stdout == ""
+    assert "spec.advanced.scalingModifiers" in result.stderr
+
+
+# --- the CLI: lines, --strict, the HPA reminder, bulk -----------------------------------------------
+
+
+def test_strict_refuses_on_any_change_and_prints_nothing(tmp_path: Path) -> None:
+    path = KEDA / "cooldown-to-zero.yaml"  # its serverAddress is PROMETHEUS: no change without --strict
+    strict = _cli("-f", str(path), "--prometheus-url", PROMETHEUS, "--strict")
+    plain = _cli("-f", str(path), "--prometheus-url", PROMETHEUS)
+    assert (strict.returncode, strict.stdout, strict.stderr) == (0, plain.stdout, "")
+    result = _cli("-f", str(KEDA / "paused-not-boolean.yaml"), "--prometheus-url", PROMETHEUS, "--strict")
+    assert (result.returncode, result.stdout) == (2, "")
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("ScaledObject analytics/report-builder: paused: ")
+    assert lines[1] == "surge convert: --strict: 1 change(s) of behaviour (above); nothing printed"
+
+
+def test_an_hpa_is_printed_with_the_command_that_deletes_it() -> None:
+    result = _cli("-f", str(HPA / "v2-cpu-memory-behavior.yaml"))
+    assert result.returncode == 0
+    (line,) = result.stderr.splitlines()
+    hpa = yaml.safe_load((HPA / "v2-cpu-memory-behavior.yaml").read_text())
+    namespace, name = hpa["metadata"].get("namespace"), hpa["metadata"]["name"]
+    assert line.startswith(
+        f"HorizontalPodAutoscaler {namespace + '/' if namespace else ''}{name}: delete the HPA"
+    )
+    assert line.endswith(f"kubectl delete hpa{' -n ' + namespace if namespace else ''} {name}")
+
+
+def _table(stderr: str) -> dict[str, str]:
+    lines = stderr.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("OBJECT "))
+    return dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in lines[start + 1 :])
+
+
+def test_a_directory_converts_each_file_reports_each_object_and_prints_the_converted(tmp_path: Path) -> None:
+    for name in ("paused-zero.yaml", "unknown-triggers.yaml", "list.yaml", "cooldown-to-zero.yaml"):
+        (tmp_path / name).write_text((KEDA / name).read_text())
+    (tmp_path / "notes.txt").write_text("not read")
+    result = _cli("-f", str(tmp_path), "--prometheus-url", PROMETHEUS)
+    assert result.returncode == 2  # one refused
+    table = _table(result.stderr)
+    refused = [name for name, outcome in table.items() if outcome.startswith("refused (")]
+    assert refused and all("cannot express these triggers" in table[name] for name in refused)
+    assert table["ScaledObject billing/invoice-renderer"] == "converted"
+    assert table["ScaledObject notify/email-sender"] == "converted"
+    printed = [d for d in yaml.safe_load_all(result.stdout) if d]
+    assert len(printed) == len(table) - len(refused)
+    assert {"invoice-renderer", "email-sender"} <= {d["metadata"]["name"] for d in printed}
+
+
+def test_stdin_takes_a_list_and_a_multi_document_stream_as_kubectl_prints_them() -> None:
+    paused, headers = _load("paused-not-boolean"), _load("thanos-custom-headers")
+    as_list = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [paused, headers]})
+    stream = yaml.safe_dump_all([paused, headers])
+    for text in (as_list, stream):
+        result = subprocess.run(
+            [sys.executable, "-m", "surge", "convert", "-f", "-", "--prometheus-url", PROMETHEUS],
+            input=text,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        assert _table(result.stderr) == {
+            "ScaledObject analytics/report-builder": "converted, 1 warning",
+            "ScaledObject payments/ledger-api": "converted, 3 warnings",
+        }
+        names = [d["metadata"]["name"] for d in yaml.safe_load_all(result.stdout)]
+        assert names == ["report-builder", "ledger-api"]
+
+
+def test_an_empty_directory_is_an_error(tmp_path: Path) -> None:
+    result = _cli("-f", str(tmp_path))
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == f"surge convert: -f: {tmp_path} holds no *.yaml, *.yml or *.json file\n"
