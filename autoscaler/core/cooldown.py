@@ -38,33 +38,34 @@ def floor(cooldown: Cooldown | None, min_replicas: int | None, current: int, pro
 
 def step_to_zero(
     cooldown: Cooldown | None,
-    current: int,
+    replicas: int,
     active: bool | None,
     last_active_time: datetime | None,
     created: datetime | None,
     scale_in_paused: bool,
     now: datetime,
 ) -> CooldownOutcome:
-    """The cooldown stage. `active`: a metric above its activation threshold (or activation forced);
+    """The cooldown stage. `replicas`: the count the HPA's steps (floored at one) leave, from which the
+    stage may step to zero. `active`: a metric above its activation threshold (or activation forced);
     None when that is not known (a failed read), which neither refreshes lastActiveTime nor steps to zero.
     KEDA steps to zero once lastActiveTime + cooldownPeriod is *before* now, so the instant itself holds.
     Without a cooldown nothing changes, lastActiveTime included."""
     if cooldown is None:
         return CooldownOutcome(False, last_active_time)
     last = now if active else last_active_time
-    if current < 1 or active is not False:
+    if replicas < 1 or active is not False:
         return CooldownOutcome(False, last)
     if scale_in_paused:
-        held = f"held at {current}: scale-in paused by {PAUSED_SCALE_IN_ANNOTATION}"
+        held = f"held at {replicas}: scale-in paused by {PAUSED_SCALE_IN_ANNOTATION}"
         return CooldownOutcome(False, last, held)
     if created is not None and now <= created + timedelta(seconds=cooldown.initial_period_seconds):
         age, initial = _seconds(now - created), cooldown.initial_period_seconds
-        held = f"held at {current}: initial cooldown, created {age} s ago, {initial} s"
+        held = f"held at {replicas}: initial cooldown, created {age} s ago, {initial} s"
         return CooldownOutcome(False, last, held)
     period = cooldown.period_seconds or 0  # None: refused by validation.py, never decided on
     if last is not None and now <= last + timedelta(seconds=period):
         idle = _seconds(now - last)
-        held = f"held at {current}: cooldown, last active {idle} s ago, {period} s"
+        held = f"held at {replicas}: cooldown, last active {idle} s ago, {period} s"
         return CooldownOutcome(False, last, held)
     if last is None:
         return CooldownOutcome(True, last, "no metric active since creation: cooldown over")

@@ -797,7 +797,7 @@ def decide(snapshot: Snapshot) -> Decision:
             )
             cooled = step_to_zero(
                 spec.cooldown,
-                current if min_replicas == 0 else 0,  # a floor above zero: no step to zero to take
+                desired if min_replicas == 0 else 0,  # the HPA's count; a floor above zero: no step to take
                 active,
                 original.last_active_time,
                 hpa.created,
