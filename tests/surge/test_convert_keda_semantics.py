@@ -86,8 +86,14 @@ def test_parse_bool_takes_exactly_what_go_strconv_parsebool_takes() -> None:
 
 @pytest.mark.parametrize(
     ("value", "paused", "line"),
-    [("0", False, False), ("false", False, False), ("1", True, False), ("True", True, False)]
-    + [("yes", True, True), ("paused", True, True)],
+    [
+        ("0", False, False),
+        ("false", False, False),
+        ("1", True, False),
+        ("True", True, False),
+        ("yes", True, True),
+        ("paused", True, True),
+    ],
 )
 def test_keda_paused_is_read_with_parsebool_and_anything_else_pauses_with_a_line(
     value: str, paused: bool, line: bool
