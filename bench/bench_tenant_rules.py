@@ -4,8 +4,10 @@ config file.
     .venv/bin/python bench/bench_tenant_rules.py                 # 1,000 rules, 200 namespaces
     .venv/bin/python bench/bench_tenant_rules.py --smoke
 
-One real Prometheus scrapes one pod per namespace, each exposing `queue_<r>` for each of its rules (and
-`extra_<r>` series that no rule reads yet, for the apply-to-served runs). The adapter runs as deployed
+One real Prometheus scrapes one pod per namespace (every second, or every namespaces/200 seconds: one
+exposition server answers them all, and a scrape that times out marks its series stale), each exposing
+`queue_<r>` for each of its rules (and `extra_<r>` series that no rule reads yet, for the apply-to-served
+runs). The adapter runs as deployed
 (`python -m adapter`, HTTPS, delegated authentication and authorization against the simulated API server).
 The 3 backends: the adapter's `--prometheus-url`, and two ClusterMetricBackends naming the same Prometheus
 (each a client and a query cache of its own); rules take them in turn. It prints:
@@ -411,7 +413,7 @@ async def run(args: argparse.Namespace) -> None:
         pods = [PodTarget(namespace_of(i), "p-0") for i in range(args.namespaces)]
         sd_file.write_text(json.dumps(target_groups(address, pods)))
         with (
-            PrometheusProcess(sd_file, interval_seconds=1.0) as prometheus,
+            PrometheusProcess(sd_file, interval_seconds=max(1.0, args.namespaces / 200)) as prometheus,
             ServerThread(ApiServer()) as apiserver,
         ):
             await prometheus.wait_for_data(f"count(queue_0) == {args.namespaces}", 120)
