@@ -41,13 +41,14 @@ operand twice), so it is bounded by the tree size. The lexer is a hand-written s
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 
 MAX_LENGTH = 1024
 MAX_DEPTH = 32
-# Recursive descent frames allowed: each parenthesis level may climb through every precedence level once.
-MAX_RECURSION = MAX_DEPTH * 8
+# Recursive descent allowed: each level of parentheses may pass a ternary branch and climb through every
+# precedence level (|| && == + * ** unary ??) once; unparenthesised chains (- - -x, 2**2**2) share the budget.
+MAX_RECURSION = (MAX_DEPTH + 1) * 10
 
 FUNCTIONS = frozenset({"min", "max", "abs", "ceil", "floor", "round"})
 # expr keywords and literals that are not part of the subset; they can never be input names.
@@ -209,9 +210,9 @@ def _scan_number(text: str, start: int) -> int:
     return i
 
 
-def tokenize(text: str) -> list[Token]:
-    """The tokens of ``text``; any character outside the subset is refused where it stands."""
-    tokens: list[Token] = []
+def tokenize(text: str) -> Iterator[Token]:
+    """The tokens of ``text``, lazily (so the first offending token is the one reported); any character
+    outside the subset is refused where it stands."""
     i = 0
     while i < len(text):
         c = text[i]
@@ -219,7 +220,7 @@ def tokenize(text: str) -> list[Token]:
             i += 1
         elif (c.isascii() and c.isdigit()) or (c == "." and i + 1 < len(text) and text[i + 1].isdigit()):
             end = _scan_number(text, i)
-            tokens.append(Token("num", text[i:end], i))
+            yield (Token("num", text[i:end], i))
             i = end
         elif _is_name_start(c):
             end = i + 1
@@ -227,30 +228,31 @@ def tokenize(text: str) -> list[Token]:
                 end += 1
             word = text[i:end]
             if word in WORD_OPERATORS:
-                tokens.append(Token("op", word, i))
+                yield (Token("op", word, i))
             else:
-                tokens.append(Token("name", word, i))
+                yield (Token("name", word, i))
             i = end
         elif text[i : i + 2] in TWO_CHAR:
-            tokens.append(Token("op", text[i : i + 2], i))
+            yield (Token("op", text[i : i + 2], i))
             i += 2
         elif c in ONE_CHAR:
-            tokens.append(Token("op", c, i))
+            yield (Token("op", c, i))
             i += 1
         else:
             raise FormulaError("unsupported character", c, i)
-    tokens.append(Token("end", "", len(text)))
-    return tokens
+    yield Token("end", "", len(text))
 
 
-def _check_limits(tokens: list[Token]) -> None:
+def _check_limits(text: str) -> None:
+    if len(text) > MAX_LENGTH:
+        raise FormulaError(f"formula longer than {MAX_LENGTH} characters", text[MAX_LENGTH], MAX_LENGTH)
     depth = 0
-    for token in tokens:
-        if token.text == "(":
+    for pos, c in enumerate(text):  # the subset has no strings, so every "(" opens a group
+        if c == "(":
             depth += 1
             if depth > MAX_DEPTH:
-                raise FormulaError(f"parentheses nested deeper than {MAX_DEPTH}", token.text, token.pos)
-        elif token.text == ")":
+                raise FormulaError(f"parentheses nested deeper than {MAX_DEPTH}", c, pos)
+        elif c == ")":
             depth -= 1
 
 
@@ -277,26 +279,25 @@ class _Parser:
     """expr-lang's precedence climbing (parser.go parseExpression/parsePrimary/parseConditional), restricted
     to the subset."""
 
-    def __init__(self, tokens: list[Token], known: Collection[str] | None) -> None:
+    def __init__(self, tokens: Iterator[Token], known: Collection[str] | None) -> None:
         self.tokens = tokens
-        self.at = 0
+        self.current = next(tokens)
         self.known = known
         self.names: set[str] = set()
         self.recursion = 0
 
-    @property
-    def current(self) -> Token:
-        return self.tokens[self.at]
-
     def advance(self) -> Token:
-        token = self.tokens[self.at]
-        self.at += 1
+        token = self.current
+        if token.kind != "end":
+            self.current = next(self.tokens)
         return token
 
     def expect(self, text: str) -> Token:
         token = self.current
+        if token.kind == "end":
+            raise FormulaError(f"expected {text!r} before the end of the formula", "", token.pos)
         if token.kind != "op" or token.text != text:
-            raise FormulaError(f"expected {text!r}, found", token.text or "end of formula", token.pos)
+            raise FormulaError(f"expected {text!r}, found", token.text, token.pos)
         return self.advance()
 
     def unexpected(self, token: Token) -> FormulaError:
@@ -465,11 +466,8 @@ def _step_type(step: Step, left: str, right: str) -> str:
 
 def parse_formula(text: str, known: Collection[str] | None = None) -> Formula:
     """Parse and type-check ``text``; with ``known``, an input name outside it is refused."""
-    if len(text) > MAX_LENGTH:
-        raise FormulaError(f"formula longer than {MAX_LENGTH} characters", text[MAX_LENGTH], MAX_LENGTH)
-    tokens = tokenize(text)
-    _check_limits(tokens)
-    parser = _Parser(tokens, known)
+    _check_limits(text)
+    parser = _Parser(tokenize(text), known)
     tree = parser.expression(0)
     if parser.current.kind != "end":
         raise parser.unexpected(parser.current)
