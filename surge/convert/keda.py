@@ -21,6 +21,8 @@ from surge.convert.schema import MAX_INT32, MAX_QUANTITY_LENGTH, TIME_ZONE_PATTE
 
 KEDA_MAX_REPLICAS = 100  # KEDA's maxReplicaCount default
 KEDA_COOLDOWN_SECONDS = 300  # KEDA's cooldownPeriod default
+KEDA_POLLING_SECONDS = 30  # KEDA's pollingInterval default
+HPA_SYNC_SECONDS = 15  # kube-controller-manager's HPA period, and the autoscaler's --sync-period default
 # The fields of a ScaledObject's spec and of its triggers (KEDA v2); anything else is misplaced.
 SCALED_OBJECT_FIELDS = frozenset(
     {
@@ -395,6 +397,7 @@ def from_scaled_object(obj: dict[str, Any], problems: list[str], context: Contex
         out["syncPeriodSeconds"] = collect(
             problems, _count, spec["pollingInterval"], "spec.pollingInterval", 1
         )
+    context.changes += _polling_changes(out.get("syncPeriodSeconds"), to_zero)
     if metrics:
         out["metrics"] = metrics
     # Without zero KEDA has no step to zero to pace, and ignores both.
@@ -414,6 +417,26 @@ def from_scaled_object(obj: dict[str, Any], problems: list[str], context: Contex
         out["fallback"] = collect(problems, _fallback, spec["fallback"])
     surge_annotations = scaling_annotations(annotations, context.changes)
     return autoscaler_object(obj, out, surge_annotations, problems)
+
+
+def _polling_changes(period: int | None, to_zero: bool) -> list[str]:
+    """KEDA polls activity every pollingInterval (default 30 s) and its HPA decides between 1 and
+    maxReplicas every 15 s (kube-controller-manager's period); Surge decides everything every
+    syncPeriodSeconds (the autoscaler's --sync-period, 15 s, when unset)."""
+    if period is None:
+        if not to_zero:
+            return []
+        return [
+            f"pollingInterval: KEDA checks activity every {KEDA_POLLING_SECONDS} s (its default); Surge "
+            f"every syncPeriodSeconds, unset: the autoscaler's --sync-period ({HPA_SYNC_SECONDS} s by "
+            "default)"
+        ]
+    if period == HPA_SYNC_SECONDS:
+        return []
+    return [
+        f"pollingInterval {period} s: written as syncPeriodSeconds, which paces every decision; KEDA's HPA "
+        f"decides between 1 and maxReplicas every {HPA_SYNC_SECONDS} s"
+    ]
 
 
 def _cooldown(spec: dict[str, Any], problems: list[str]) -> dict[str, int]:

@@ -150,6 +150,22 @@ def test_without_zero_the_cooldowns_are_ignored_as_keda_ignores_them() -> None:
     assert result.changes == []
 
 
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        ({"minReplicaCount": 1}, None),
+        ({"minReplicaCount": 1, "pollingInterval": 15}, None),
+        ({"minReplicaCount": 1, "pollingInterval": 60}, "pollingInterval 60 s: written as syncPeriodSeconds"),
+        ({"minReplicaCount": 0}, "pollingInterval: KEDA checks activity every 30 s (its default)"),
+    ],
+)
+def test_polling_interval_differences_are_said(spec: dict[str, Any], said: str | None) -> None:
+    changes = converted(_scaled_object(**spec), PROMETHEUS).changes
+    assert len(changes) == (0 if said is None else 1), changes
+    if said is not None:
+        assert changes[0].startswith(f"ScaledObject shop/orders: {said}")
+
+
 def _steps(series: list[tuple[int, int]], spec_file: Path, tmp_path: Path) -> list[tuple[float, int]]:
     csv = tmp_path / "queue.csv"
     csv.write_text("timestamp,value\n" + "".join(f"{START + t},{v}\n" for t, v in series))
