@@ -84,6 +84,7 @@ def load_profile(path: Path) -> Profile:
 
 def default_profile(profile: Profile) -> Profile:
     """The built-in HPA's settings for the same spec: no behavior (so no tolerance of its own either),
-    no forecasts (spec.predictive), no burst mode (spec.burst) and the controller's own 15 s period."""
-    spec = replace(profile.hpa.spec, behavior=None, predictive=None, burst=None)
+    no forecasts (spec.predictive), no burst mode (spec.burst), no cooldown (spec.cooldownPeriodSeconds) and
+    the controller's own 15 s period."""
+    spec = replace(profile.hpa.spec, behavior=None, predictive=None, burst=None, cooldown=None)
     return Profile(DEFAULT_PROFILE, replace(profile.hpa, spec=spec), sync_period(None))

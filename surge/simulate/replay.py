@@ -19,7 +19,8 @@ The model, per profile:
 - While the current sample is one of the series' `unread` ones, the metric read fails (MetricFetchError):
   a failed read as the daemon sees one with Prometheus down, for `spec.fallback`. A workload may start at
   zero replicas (`initial_replicas` 0): activation thresholds and scale to zero replay as the daemon runs
-  them.
+  them. The autoscaler is created as the timeline begins, and its status carries lastActiveTime, so
+  `cooldownPeriodSeconds` and `initialCooldownPeriodSeconds` hold the step to zero as in the daemon.
 - With `spec.predictive`, the history of each reconcile is the series up to it (sampled on a grid of the
   series' median spacing), and the autoscaler reads max(load, forecast) when the forecast is used, and
   the pods the forecast needs are a floor of its proposal (autoscaler.core.predictive); the forecasts of
@@ -354,7 +355,8 @@ def replay(
     period = timedelta(seconds=profile.sync_period)
     fleet = _Fleet(profile, workload, base)
     found = _forecasts(series, profile, forecast_method)
-    hpa, history = profile.hpa, History()
+    # Created as the timeline begins: spec.initialCooldownPeriodSeconds counts from there.
+    hpa, history = replace(profile.hpa, created=base + timedelta(seconds=start)), History()
     times, values, end = series.times, series.values, series.end
     first = bisect_left(times, start)  # the first sample the timeline sees
     load = values[max(0, first - 1)]
