@@ -18,23 +18,26 @@ What carries over of HPAs and ScaledObjects:
   deprecated `metadata.type`;
 - `cron`: schedules (`start` as the cron, the time to `end` as their duration, `desiredReplicas`);
 - `minReplicaCount` and `maxReplicaCount` (`idleReplicaCount: 0` means minReplicas 0), `pollingInterval` as
-  syncPeriodSeconds, `fallback`, `advanced.horizontalPodAutoscalerConfig.behavior`, and the pause
-  annotations (`autoscaling.keda.sh/paused(-replicas)` as `autoscaling.surge.dev/paused(-replicas)`);
-- `cooldownPeriod`, which KEDA applies only to the last step to zero, as the scale-down stabilization
-  window when the object scales to zero (unless the behavior sets one; Surge goes to zero after that
-  window, like any scale-down, so it also paces the steps above). Without scale to zero KEDA ignores it,
-  and so does the conversion.
+  syncPeriodSeconds, `fallback`, `advanced.horizontalPodAutoscalerConfig.behavior`, the scaling
+  annotations (`autoscaling.keda.sh/paused`, `paused-scale-in`, `paused-scale-out`, `force-activation`
+  read with Go's ParseBool, `paused-replicas`) as Surge's, and at zero `cooldownPeriod` (default 300) and
+  `initialCooldownPeriod` as `cooldownPeriodSeconds` and `initialCooldownPeriodSeconds`;
+- `ignoreNullValues` (KEDA's default true) as the direct metric's `absentValue: "0"`.
 
-Dropped, because Surge does the same on its own terms: the prometheus trigger's connection settings
-(`serverAddress`, `namespace`, `customHeaders`, `authModes`, `unsafeSsl`, `authenticationRef`: the autoscaler
-queries its own `--prometheus-url`, confined to the object's namespace), `ignoreNullValues`, `metricName`
-(deprecated; it names the metric when the trigger has no `name`), `useCachedMetrics`,
-`initialCooldownPeriod`, `advanced.restoreToOriginalReplicaCount` and KEDA's ownership annotations.
-With `minReplicaCount: 0` each Prometheus trigger gets KEDA's default activation threshold (0) unless it
-has one, so the target is at zero exactly when KEDA would put it there; a cron-only object at 0 gets a
-constant `vector(0)` metric, so that the schedules alone decide. No input value is pasted into PromQL:
-a trigger's query is kept as written (and checked as the autoscaler will, confined to the namespace), the
-constant is the only query the conversion writes.
+Whatever the HorizontalAutoscaler does differently from its source is one stderr line, starting with the
+source's kind, namespace and name (docs/convert.md has the table): the prometheus trigger's connection
+(`serverAddress`, `customHeaders`, `authenticationRef`, the Thanos `namespace`: the query runs on the
+autoscaler's `--prometheus-url`, and the line gives the MetricBackend and MetricRule that keep that server),
+selectors that the namespace confinement narrows, a pacing that differs. `--strict` makes any such line
+an error. An HPA gets a reminder to delete it, with its `kubectl delete hpa` command. With
+`minReplicaCount: 0` each Prometheus trigger gets KEDA's default activation threshold (0) unless it has
+one; a cron-only object at 0 gets a constant `vector(0)` metric, so that the schedules alone decide. No
+input value is pasted into PromQL: a trigger's query is kept as written (and checked as the autoscaler
+will, confined to the namespace), the constant is the only query the conversion writes.
+
+`-f DIR` (its *.yaml, *.yml and *.json files) and `-f -` (stdin) convert each object on its own: the
+converted are printed, a table on stderr says what became of each, exit 2 if any was refused. One file is
+all or nothing.
 
 Every converted object is checked as the API server and the autoscaler check it (the CRD's fields and
 types, then the autoscaler's own rules, `autoscaler/core/validation.py`), so what is printed is accepted.

@@ -1,6 +1,6 @@
 """KEDA ScaledObjects (keda.sh/v1alpha1) as a HorizontalAutoscaler: the triggers Surge can express
-(prometheus, cpu, memory, cron) and the settings around them; the module docstring of surge.convert says
-what carries over and what is dropped."""
+(prometheus, cpu, memory, cron) and the settings around them, with a change line (`Context.changes`) for
+each thing done differently; docs/convert.md says what carries over, what is said and what is refused."""
 
 from __future__ import annotations
 
