@@ -400,6 +400,15 @@ INT, FLOAT, BOOL, ANY = "int", "float", "bool", "any"
 NUMERIC = frozenset({INT, FLOAT, ANY})
 
 
+class _TypeRefusal(Exception):
+    """A type error at a position; parse_formula names the token written there (``not`` rather than ``!``)."""
+
+    def __init__(self, message: str, pos: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.pos = pos
+
+
 def _type_of(node: Node) -> str:
     """The static type expr's checker gives ``node`` when inputs are float64; refuses what it refuses."""
     if isinstance(node, Num):
@@ -410,7 +419,7 @@ def _type_of(node: Node) -> str:
         operand = _type_of(node.operand)
         wanted = (BOOL, ANY) if node.op == "!" else NUMERIC
         if operand not in wanted:
-            raise FormulaError(f"invalid operation: {node.op} on {operand}", node.op, node.pos)
+            raise _TypeRefusal(f"invalid operation: {node.op} on {operand}", node.pos)
         return BOOL if node.op == "!" else operand
     if isinstance(node, Fold):
         acc = _type_of(node.first)
@@ -423,13 +432,13 @@ def _type_of(node: Node) -> str:
     if isinstance(node, Cond):
         cond = _type_of(node.cond)
         if cond not in (BOOL, ANY):
-            raise FormulaError(f"non-bool expression ({cond}) used as condition", "?", node.pos)
+            raise _TypeRefusal(f"non-bool expression ({cond}) used as condition", node.pos)
         then, other = _type_of(node.then), _type_of(node.other)
         return then if then == other else ANY
     args = [_type_of(arg) for arg in node.args]
     for arg in args:
         if arg not in NUMERIC:
-            raise FormulaError(f"invalid argument for {node.func} ({arg})", node.func, node.pos)
+            raise _TypeRefusal(f"invalid argument for {node.func} ({arg})", node.pos)
     if node.func in ("ceil", "floor", "round"):
         return FLOAT
     return ANY if ANY in args else args[0]
@@ -438,8 +447,8 @@ def _type_of(node: Node) -> str:
 def _step_type(step: Step, left: str, right: str) -> str:
     op = step.op
 
-    def refuse() -> FormulaError:
-        return FormulaError(f"invalid operation (mismatched types {left} and {right})", op, step.pos)
+    def refuse() -> _TypeRefusal:
+        return _TypeRefusal(f"invalid operation: {op} (mismatched types {left} and {right})", step.pos)
 
     if op == "??":
         return left if left == right else ANY
@@ -471,8 +480,14 @@ def parse_formula(text: str, known: Collection[str] | None = None) -> Formula:
     tree = parser.expression(0)
     if parser.current.kind != "end":
         raise parser.unexpected(parser.current)
-    if _type_of(tree) == BOOL:
-        raise FormulaError("the formula's result is a boolean, not a number", text.strip(), 0)
+    try:
+        if _type_of(tree) == BOOL:
+            # The last operator applied made the result a boolean.
+            last = tree.steps[-1].pos if isinstance(tree, Fold) else tree.pos
+            raise _TypeRefusal("the formula's result is a boolean, not a number", last)
+    except _TypeRefusal as refusal:
+        written = next(tokenize(text[refusal.pos :])).text
+        raise FormulaError(refusal.message, written, refusal.pos) from None
     return Formula(text, frozenset(parser.names), tree)
 
 

@@ -259,7 +259,8 @@ def test_refused_syntax_names_the_token_and_position(text: str, token: str, posi
         ("!a", "!", 0),
         ("!a * 2", "!", 0),  # ! (50) takes a * 2 as its operand
         ("1 + (a > 1)", "+", 2),
-        ("a > 1", "a > 1", 0),  # a boolean result: KEDA's float(...) wrapper refuses it
+        ("not a", "not", 0),
+        ("a > 1", ">", 2),  # a boolean result: KEDA's float(...) wrapper refuses it
         ("max(a, 1 > 2)", "max", 0),
         ("1 == (1 > 2) ? 1 : 0", "==", 2),
     ],
