@@ -50,11 +50,15 @@ def converted(obj: Any, prometheus_url: str | None = None) -> Conversion:
     problems: list[str] = []
     meta = obj.get("metadata")
     namespace = meta.get("namespace") if isinstance(meta, dict) else None
-    context = Context(namespace if isinstance(namespace, str) else None, prometheus_url)
+    name = meta.get("name") if isinstance(meta, dict) else None
+    context = Context(
+        namespace if isinstance(namespace, str) else None,
+        name if isinstance(name, str) else "",
+        prometheus_url,
+    )
     reminders = []
     if kind == "HorizontalPodAutoscaler" and api_version in HPA_VERSIONS:
         out = from_hpa(obj, str(api_version), problems)
-        name = out["metadata"].get("name")
         namespaced = f" -n {context.namespace}" if context.namespace else ""
         reminders.append(
             "delete the HPA once the HorizontalAutoscaler is applied, so that only one of them scales "

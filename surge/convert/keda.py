@@ -82,6 +82,7 @@ class Context:
     """What a conversion reads besides the object, and the change lines it writes."""
 
     namespace: str | None  # the object's
+    name: str  # the object's, to name what a change line asks to create
     prometheus_url: str | None  # the autoscaler's, when the user gave it
     changes: list[str] = dataclasses.field(default_factory=list)
 
@@ -147,7 +148,8 @@ def _prometheus(
         raise ConvertError(f"{where}.metadata.query: not a string: {short(meta['query'])}")
     name = _metric_name(trigger, meta, index, taken)
     absent = absent_value(meta, where)
-    short_name = name.removeprefix(DIRECT_METRIC_PREFIX)
+    # What the adapter would serve, named after the object: unique in its namespace.
+    short_name = f"{context.name}-{name.removeprefix(DIRECT_METRIC_PREFIX)}"
     context.changes += connection_changes(
         trigger, meta, where, context.namespace, short_name, absent, context.prometheus_url
     )

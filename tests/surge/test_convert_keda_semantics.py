@@ -257,12 +257,12 @@ def test_thanos_headers_and_auth_name_the_backend_the_secret_and_nothing_about_t
     changes = converted(_load("thanos-custom-headers"), PROMETHEUS).changes
     server, auth, dropped = changes  # the Thanos namespace parameter is the object's: confined the same
     backend, rule = _yaml_objects(server)
-    assert backend["metadata"] == {"name": "ledger-rps", "namespace": "payments"}
+    assert backend["metadata"] == {"name": "ledger-api-ledger-rps", "namespace": "payments"}
     assert backend["spec"] == {
         "url": "https://thanos-querier.openshift-monitoring.svc:9092",
         "headers": {"X-Scope-OrgID": "payments", "X-Request-Source": "keda"},
     }
-    assert rule["spec"]["name"] == {"as": "ledger_rps"} and rule["spec"]["absentValue"] == "0"
+    assert rule["spec"]["name"] == {"as": "ledger_api_ledger_rps"} and rule["spec"]["absentValue"] == "0"
     assert "TriggerAuthentication 'thanos-basic-auth'" in auth and "spec.auth" in auth
     assert dropped.endswith(
         "spec.triggers[0] authModes: dropped (the autoscaler's own connection settings apply)"
@@ -277,8 +277,8 @@ def test_the_pasted_backend_and_rule_are_accepted_by_the_api_server(kubectl: Kub
     result = kubectl("create", "--dry-run=server", "-o", "name", "-f", "-", input=printed, check=False)
     assert result.returncode == 0 and result.stderr == "", result.stderr
     assert result.stdout.split() == [
-        "metricbackend.metrics.surge.dev/ledger-rps",
-        "metricrule.metrics.surge.dev/ledger-rps",
+        "metricbackend.metrics.surge.dev/ledger-api-ledger-rps",
+        "metricrule.metrics.surge.dev/ledger-api-ledger-rps",
     ]
 
 
