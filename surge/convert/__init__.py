@@ -134,7 +134,7 @@ def _outcomes(source: Source, names: Names, prometheus_url: str | None) -> list[
         except ConvertError as err:
             reason = f"{_named(document, i)}: {err}" if len(documents) > 1 else str(err)
             outcome = Outcome(name, refusal=reason)
-        outcome.name = name
+        outcome.name = outcome.name or name
         outcomes.append(outcome)
     return outcomes
 
@@ -191,7 +191,8 @@ def _converted(
         if not alone:
             raise ConvertError("a prometheus-adapter config must be the only document of its file")
         config = convert_config(text, source.name, names)
-        return Outcome("", config.objects, [f"surge convert: {one_line(n)}" for n in config.notes])
+        notes = [f"surge convert: {one_line(n)}" for n in config.notes]
+        return Outcome(f"prometheus-adapter config {source.name}", config.objects, notes)
     config_text = configmap_config(document)
     if config_text is not None:
         where = source_name(document).removeprefix("ConfigMap ")

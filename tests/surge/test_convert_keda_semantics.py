@@ -352,6 +352,8 @@ def test_a_directory_converts_each_file_reports_each_object_and_prints_the_conve
     for name in ("paused-zero.yaml", "unknown-triggers.yaml", "list.yaml", "cooldown-to-zero.yaml"):
         (tmp_path / name).write_text((KEDA / name).read_text())
     (tmp_path / "notes.txt").write_text("not read")
+    adapter = REPO / "tests" / "data" / "prometheus-adapter" / "helm-chart-default-config.yaml"
+    (tmp_path / "adapter.yml").write_text(adapter.read_text())
     result = _cli("-f", str(tmp_path), "--prometheus-url", PROMETHEUS)
     assert result.returncode == 2  # one refused
     table = _table(result.stderr)
@@ -359,8 +361,11 @@ def test_a_directory_converts_each_file_reports_each_object_and_prints_the_conve
     assert refused and all("cannot express these triggers" in table[name] for name in refused)
     assert table["ScaledObject billing/invoice-renderer"] == "converted"
     assert table["ScaledObject notify/email-sender"] == "converted"
+    assert table[f"prometheus-adapter config {tmp_path / 'adapter.yml'}"].startswith("converted")
     printed = [d for d in yaml.safe_load_all(result.stdout) if d]
-    assert len(printed) == len(table) - len(refused)
+    kinds = [d["kind"] for d in printed]
+    assert kinds.count("HorizontalAutoscaler") == len(table) - len(refused) - 1
+    assert "ClusterMetricRule" in kinds
     assert {"invoice-renderer", "email-sender"} <= {d["metadata"]["name"] for d in printed}
 
 
