@@ -125,6 +125,13 @@ def reason_of(decision: Decision) -> str:
         return f"the scale could not be written: {decision.error}"
     if decision.burst is not None:
         return burst.describe(decision.burst)
+    if decision.cooldown and decision.desired_replicas == 0:
+        # The cooldown stage (core/cooldown.py) took the target to zero past what the trace shows.
+        return f"scale-down to 0: {decision.cooldown}"
+    if decision.cooldown and decision.desired_replicas == current:
+        # Held by it: worded without its seconds, so one record spans the hold (the record's `cooldown`
+        # field keeps the newest seconds).
+        return f"held at {current}: the cooldown before the step to zero"
     trace = decision.trace
     if trace is None or trace.stabilization is None or trace.limits is None:
         return _without_count(decision)
