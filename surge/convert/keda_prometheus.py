@@ -41,7 +41,8 @@ def absent_value(meta: dict[str, Any], where: str) -> str | None:
 
 def _same_server(address: str, prometheus_url: str | None) -> bool:
     def norm(url: str) -> str:
-        return re.sub(r"\.svc\.cluster\.local(?=[:/]|$)", ".svc", url.strip().rstrip("/").lower())
+        # A Service's names in the cluster: name.namespace, with .svc and .svc.cluster.local or not.
+        return re.sub(r"\.svc(\.cluster\.local)?(?=[:/]|$)", "", url.strip().rstrip("/").lower())
 
     return prometheus_url is not None and norm(address) == norm(prometheus_url)
 

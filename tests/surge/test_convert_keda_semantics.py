@@ -243,6 +243,9 @@ def _yaml_objects(line: str) -> list[dict[str, Any]]:
 def test_the_autoscalers_own_prometheus_says_nothing_and_another_says_what_to_create() -> None:
     assert converted(_scaled_object(minReplicaCount=1), PROMETHEUS).changes == []
     assert converted(_scaled_object(minReplicaCount=1), PROMETHEUS + "/").changes == []
+    short = "http://prometheus-operated.monitoring:9090"
+    assert converted(_scaled_object(minReplicaCount=1), short).changes == []
+    assert converted(_scaled_object(minReplicaCount=1), short.replace("9090", "9091")).changes != []
     unknown = converted(_scaled_object(minReplicaCount=1))  # no --prometheus-url: cannot tell
     (line,) = unknown.changes
     assert line.startswith("ScaledObject shop/orders: spec.triggers[0] serverAddress: KEDA sends the query")
