@@ -155,6 +155,14 @@ def test_paused_replicas_scales_there_and_holds_and_paused_acts_on_nothing() -> 
     assert resumed.rescale and resumed.desired_replicas == 5
 
 
+def test_a_paused_value_not_a_boolean_pauses_and_the_condition_says_so() -> None:
+    note = " ('yes' is not a boolean: paused, as KEDA does)"  # sources.py's words
+    frozen = _step(_worker(pause=Pause(note=note)), 2, queue(99_000, 0), 0, History())
+    assert not frozen.rescale
+    message = {c.type: c.message for c in frozen.status.conditions}["ScalingActive"]
+    assert message == f"scaling is paused by the annotation autoscaling.surge.dev/paused{note}"
+
+
 def test_the_paused_scale_write_can_fail_like_any_other() -> None:
     held = _step(_worker(pause=Pause(4)), 1, queue(0, 0), 0, History())
     failed = held.rescale_failed("conflict")
