@@ -22,7 +22,8 @@ means what it meant under KEDA. What is copied, and from where:
 - Values (expr ``vm/runtime``, ``builtin/lib.go``): int arithmetic wraps at 64 bits, ``/`` and ``**`` always
   give floats (IEEE: no error on a zero divisor), an int ``%`` by zero is an error, an int meets a float as a
   float; ``min``/``max`` keep the first of equal values and the type of the winner, ``abs`` keeps the type,
-  ``ceil``/``floor``/``round`` give floats (``round`` is Go's ``math.Round``: half away from zero).
+  ``ceil``/``floor``/``round`` give floats (``round`` is Go's ``math.Round``: half away from zero); ``**`` is
+  Go's ``math.Pow``, ported (see :func:`go_pow`).
   ``&&``, ``||``, ``?:`` and ``??`` evaluate lazily.
 - Missing values (KEDA ``pkg/scaling/modifiers/formula.go``): a trigger whose metric failed past the fallback
   threshold, or has no reading, is nil in the map; ``a ?? b`` reads ``b`` only when ``a`` is nil; a formula
@@ -529,18 +530,84 @@ def _bool_value(value: Value, what: str) -> bool:
     return value
 
 
-def go_pow(x: float, y: float) -> float:
-    """Go's ``math.Pow``: IEEE results where Python's ``math.pow`` raises."""
+def _ldexp(frac: float, exp: int) -> float:
     try:
-        return math.pow(x, y)
+        return math.ldexp(frac, exp)
     except OverflowError:
-        odd = y.is_integer() and y % 2 == 1
-        return -math.inf if x < 0 and odd else math.inf
-    except ValueError:
-        if x == 0:  # a negative exponent
-            odd = y.is_integer() and y % 2 == 1
-            return math.copysign(math.inf, x) if odd else math.inf
-        return math.nan  # a negative base and a non-integer exponent
+        return math.copysign(math.inf, frac)
+
+
+def _is_odd_int(y: float) -> bool:
+    return abs(y) < 2**53 and y.is_integer() and int(y) & 1 == 1
+
+
+def _pow_special(x: float, y: float) -> float | None:
+    """The special cases of Go's ``math.Pow``, in its order; None when none applies."""
+    if y == 0 or x == 1:
+        return 1.0
+    if y == 1:
+        return x
+    if math.isnan(x) or math.isnan(y):
+        return math.nan
+    if x == 0:
+        odd_negative_zero = math.copysign(1.0, x) < 0 and _is_odd_int(y)
+        if y < 0:
+            return -math.inf if odd_negative_zero else math.inf
+        return x if odd_negative_zero else 0.0
+    if math.isinf(y):
+        if x == -1:
+            return 1.0
+        return 0.0 if (abs(x) < 1) == (y > 0) else math.inf
+    if math.isinf(x):
+        if x < 0:
+            return go_pow(1 / x, -y)  # Pow(-0, -y)
+        return 0.0 if y < 0 else math.inf
+    if y in (0.5, -0.5):
+        root = math.sqrt(x) if x >= 0 else math.nan
+        return root if y > 0 else 1 / root
+    return None
+
+
+def go_pow(x: float, y: float) -> float:
+    """Go's ``math.Pow`` (src/math/pow.go), step for step: an integer exponent by Go's repeated squaring on
+    the frexp mantissa (not always the correctly rounded result C's pow gives, so copied rather than
+    approximated); a fractional part by ``Exp(yf * Log(x))``, where Python's exp and log stand in for Go's
+    and may differ in the last bit."""
+    special = _pow_special(x, y)
+    if special is not None:
+        return special
+    yf, yi = math.modf(abs(y))
+    if yf != 0 and x < 0:
+        return math.nan
+    if yi >= 2**63:  # a huge even integer: overflow or underflow for every x but -1
+        if x == -1:
+            return 1.0
+        return 0.0 if (abs(x) < 1) == (y > 0) else math.inf
+    a1, ae = 1.0, 0
+    if yf != 0:
+        if yf > 0.5:
+            yf -= 1
+            yi += 1
+        a1 = math.exp(yf * math.log(x))
+    x1, xe = math.frexp(x)
+    i = int(yi)
+    while i != 0:
+        if xe < -(1 << 12) or xe > (1 << 12):  # catastrophic overflow: left to ldexp
+            ae += xe
+            break
+        if i & 1 == 1:
+            a1 *= x1
+            ae += xe
+        x1 *= x1
+        xe <<= 1
+        if x1 < 0.5:
+            x1 += x1
+            xe -= 1
+        i >>= 1
+    if y < 0:
+        a1 = 1 / a1
+        ae = -ae
+    return _ldexp(a1, ae)
 
 
 def go_round(x: float) -> float:

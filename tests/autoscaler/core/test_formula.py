@@ -13,6 +13,7 @@ from autoscaler.core.formula import (
     FormulaError,
     FormulaInputMissing,
     evaluate,
+    go_pow,
     parse_formula,
 )
 
@@ -154,6 +155,54 @@ def test_non_finite_results_are_refused() -> None:
         with pytest.raises(ValueError, match="not a finite number"):
             value(text, a=math.inf)
     assert value("0 ** -1 > 0 ? 1 : 0") == 1.0  # Go's Pow(0, -1) is +Inf, not an error
+
+
+INF, NAN = math.inf, math.nan
+
+
+@pytest.mark.parametrize(
+    ("x", "y", "expected"),
+    [  # the special cases in the doc comment of Go's math.Pow, in its order
+        (NAN, 0.0, 1.0),
+        (1.0, NAN, 1.0),
+        (5.0, 1.0, 5.0),
+        (NAN, 2.0, NAN),
+        (2.0, NAN, NAN),
+        (0.0, -3.0, INF),
+        (-0.0, -3.0, -INF),
+        (-0.0, -2.0, INF),
+        (-0.0, -INF, INF),
+        (0.0, INF, 0.0),
+        (-0.0, 3.0, -0.0),
+        (-0.0, 2.0, 0.0),
+        (-1.0, INF, 1.0),
+        (-1.0, -INF, 1.0),
+        (2.0, INF, INF),
+        (0.5, INF, 0.0),
+        (2.0, -INF, 0.0),
+        (0.5, -INF, INF),
+        (INF, 2.0, INF),
+        (INF, -2.0, 0.0),
+        (-INF, 3.0, -INF),
+        (-INF, -3.0, -0.0),
+        (-8.0, 1 / 3, NAN),
+        (4.0, 0.5, 2.0),
+        (4.0, -0.5, 0.5),
+        (2.0, 10.0, 1024.0),
+        (2.0, -2.0, 0.25),
+        (-2.0, 3.0, -8.0),
+        (10.0, 400.0, INF),
+        (10.0, -400.0, 0.0),
+        (2.0, 1e19, INF),  # a huge even exponent
+        (-1.0, 1e19, 1.0),
+    ],
+)
+def test_pow_is_gos(x: float, y: float, expected: float) -> None:
+    got = go_pow(x, y)
+    if math.isnan(expected):
+        assert math.isnan(got)
+    else:
+        assert got == expected and math.copysign(1, got) == math.copysign(1, expected)
 
 
 def test_integer_modulo_by_zero_is_an_error() -> None:
