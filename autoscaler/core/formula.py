@@ -80,6 +80,7 @@ UNARY = {"!": 50, "-": 90, "+": 90}
 CHAINED = frozenset({"<", ">", "<=", ">="})
 TWO_CHAR = frozenset({"**", "==", "!=", "<=", ">=", "&&", "||", "??"})
 ONE_CHAR = frozenset("+-*/%^<>!?:(),")
+DIGITS = frozenset("0123456789")
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 
@@ -189,7 +190,7 @@ def _is_name_char(c: str) -> bool:
 
 
 def _scan_digits(text: str, i: int) -> int:
-    while i < len(text) and ((text[i].isascii() and text[i].isdigit()) or text[i] == "_"):
+    while i < len(text) and (text[i] in DIGITS or text[i] == "_"):
         i += 1
     return i
 
@@ -219,7 +220,7 @@ def tokenize(text: str) -> Iterator[Token]:
         c = text[i]
         if c in " \t\r\n":
             i += 1
-        elif (c.isascii() and c.isdigit()) or (c == "." and i + 1 < len(text) and text[i + 1].isdigit()):
+        elif c in DIGITS or (c == "." and text[i + 1 : i + 2] in DIGITS):
             end = _scan_number(text, i)
             yield (Token("num", text[i:end], i))
             i = end
