@@ -375,7 +375,7 @@ class Controller:
         old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
         if (
             old_meta.get("generation") != new_meta.get("generation")
-            or _own_annotations_dropped(old_meta) != _own_annotations_dropped(new_meta)
+            or _annotations_but_last_active(old_meta) != _annotations_but_last_active(new_meta)
         ) and self._owns(object_key(new)):
             self.queue.add(object_key(new))
 
@@ -1242,7 +1242,7 @@ class Controller:
         log.info("decision", key=_key_str(key), **decision_fields(decision, reason, decided_at, answers))
 
 
-def _own_annotations_dropped(meta: Obj) -> dict[str, str]:
+def _annotations_but_last_active(meta: Obj) -> dict[str, str]:
     annotations = dict(meta.get("annotations") or {})
     annotations.pop(LAST_ACTIVE_ANNOTATION, None)
     return annotations
