@@ -666,7 +666,8 @@ def decide(snapshot: Snapshot) -> Decision:
                 elif active and desired < 1:
                     desired, rescale_metric = 1, result.metric_name
             else:
-                active = forced or desired >= 1
+                active = forced or desired >= 1  # a replica's worth is activity (KEDA's default threshold 0)
+            # With a cooldown the HPA's steps stop at one: the cooldown stage below takes the last replica.
             desired = floor(spec.cooldown, spec.min_replicas, current, desired)
             raised_by: Schedule | None = None
             if floor_schedule is not None and desired < min_replicas:
@@ -795,6 +796,7 @@ def decide(snapshot: Snapshot) -> Decision:
                 ),
                 result.readiness,
             )
+            # The cooldown stage (core/cooldown.py): the step to zero, past stabilization and the policies.
             cooled = step_to_zero(
                 spec.cooldown,
                 desired if min_replicas == 0 else 0,  # the HPA's count; a floor above zero: no step to take
