@@ -33,6 +33,7 @@ from autoscaler.core.types import (
     CrossVersionObjectReference,
     ExternalMetricAnswer,
     Fallback,
+    FormulaSpec,
     History,
     HPASpec,
     HPAStatus,
@@ -193,12 +194,15 @@ def metric_spec_from_json(obj: Json, where: str = "metric") -> MetricSpec:
     source = _get(obj, field_name, where)
     here = f"{where}.{field_name}"
     target = _target(_get(source, "target", here), f"{here}.target")
+    # Surge's own `name`: the metric's name in spec.formula (core/composite.py).
+    input_name = "" if obj.get("name") is None else _typed(obj, "name", str, where)
     if kind in (RESOURCE, CONTAINER_RESOURCE):
         return MetricSpec(
             type=kind,
             target=target,
             name=_get(source, "name", here),
             container=_get(source, "container", here) if kind == CONTAINER_RESOURCE else "",
+            input_name=input_name,
         )
     metric = _metric_identifier(_get(source, "metric", here), f"{here}.metric")
     described = (
@@ -219,6 +223,7 @@ def metric_spec_from_json(obj: Json, where: str = "metric") -> MetricSpec:
         query=query,
         absent_value=None if absent is None else milli(absent, f"{here}.absentValue"),
         activation_threshold=None if activation is None else milli(activation, f"{here}.activationThreshold"),
+        input_name=input_name,
     )
 
 
@@ -336,6 +341,23 @@ def cooldown_from_json(item: Any, where: str) -> Cooldown | None:
     return Cooldown(_typed(item, "cooldownPeriodSeconds", int, where), initial)
 
 
+def formula_from_json(item: Any, where: str) -> FormulaSpec | None:
+    """``spec.formula`` (or the formula annotation's JSON); None is none."""
+    if item is None:
+        return None
+    if not isinstance(item, Mapping):
+        raise ValueError(f"{where}: not a formula object: {item!r}")
+    target = _get(item, "target", where)
+    if not isinstance(target, Mapping):
+        raise ValueError(f"{where}.target: not a metric target: {target!r}")
+    activation = item.get("activationTarget")
+    return FormulaSpec(
+        expression=_typed(item, "expression", str, where),
+        target=_target(target, f"{where}.target"),
+        activation_target=None if activation is None else milli(activation, f"{where}.activationTarget"),
+    )
+
+
 def hpa_spec_from_json(obj: Json, where: str = "spec") -> HPASpec:
     behavior = obj.get("behavior")
     return HPASpec(
@@ -358,6 +380,7 @@ def hpa_spec_from_json(obj: Json, where: str = "spec") -> HPASpec:
         burst=burst_from_json(obj.get("burst"), f"{where}.burst"),
         fallback=fallback_from_json(obj.get("fallback"), f"{where}.fallback"),
         cooldown=cooldown_from_json(obj, where),
+        formula=formula_from_json(obj.get("formula"), f"{where}.formula"),
     )
 
 

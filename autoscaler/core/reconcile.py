@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from autoscaler.core.activation import is_active, uses_activation
+from autoscaler.core.composite import compose
 from autoscaler.core.conditions import has_true_condition, remove_condition, set_condition
 from autoscaler.core.cooldown import floor, step_to_zero
 from autoscaler.core.defaults import DEFAULT_SCALE_UP, with_defaults
@@ -50,6 +51,7 @@ from autoscaler.core.types import (
     ControllerConfig,
     Event,
     Fallback,
+    FormulaTrace,
     History,
     HPASpec,
     HPAStatus,
@@ -140,6 +142,7 @@ class Decision:
     ``burst`` is what a burst check (core/burst.py) saw; None for decide's own decisions.
     ``cooldown`` says why the step to zero waits ("held at 1: cooldown, last active 212 s ago, 300 s"), or
     that it is taken.
+    ``formula`` is the formula step (core/composite.py): its inputs, value and target; None without one.
     """
 
     desired_replicas: int
@@ -159,6 +162,7 @@ class Decision:
     next_schedule_change: datetime | None = None
     burst: BurstTrace | None = None
     cooldown: str = ""  # what the cooldown stage (core/cooldown.py) did: held the target, or took it to 0
+    formula: FormulaTrace | None = None
     _before_rescale: _BeforeRescale | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -210,6 +214,7 @@ class Decision:
             floor_schedule=self.floor_schedule,
             next_schedule_change=self.next_schedule_change,
             burst=self.burst,
+            formula=self.formula,
         )
 
 
@@ -302,6 +307,7 @@ def _metrics_failed(
     computations: tuple[MetricComputation, ...] = (),
     trace: Trace | None = None,
     next_schedule_change: datetime | None = None,
+    formula: FormulaTrace | None = None,
 ) -> Decision:
     """No replica count could be computed: record what is known, keep the old desired count."""
     status = HPAStatus(
@@ -329,6 +335,7 @@ def _metrics_failed(
         error_label="internal",
         trace=trace,
         next_schedule_change=next_schedule_change,
+        formula=formula,
     )
 
 
@@ -482,7 +489,8 @@ def decide(snapshot: Snapshot) -> Decision:
     """One reconcile pass of one HPA: see the module docstring and docs/algorithm.md."""
     hpa, scale, now, config = snapshot.hpa, snapshot.scale, snapshot.now, snapshot.config
     gates = config.features
-    spec = with_defaults(with_overrides(hpa.spec))
+    # The formula stage (core/composite.py): its composite metric stands in for the named inputs from here on.
+    spec, answers, formula = compose(with_defaults(with_overrides(hpa.spec)), snapshot.metric_answers, now)
     original = hpa.status
     events: list[Event] = []
     observed_generation = hpa.generation if gates.hpa_generation else None
@@ -590,7 +598,7 @@ def decide(snapshot: Snapshot) -> Decision:
             ctx,
             hpa.namespace,
             spec.metrics,
-            snapshot.metric_answers,
+            answers,
             scale.spec_replicas,
             scale.status_replicas,
             snapshot.pods,
@@ -634,6 +642,7 @@ def decide(snapshot: Snapshot) -> Decision:
                 computations,
                 Trace(ctx.tolerances, result.ratios, result.proposals, readiness=result.readiness),
                 schedules.next_change,
+                formula,
             )
         if fallback_count is not None:
             desired, reason = fallback_count, fallback_reason(history.failed_reads)
@@ -659,7 +668,7 @@ def decide(snapshot: Snapshot) -> Decision:
                 # The pods the forecast needs (spec.predictive): a floor whatever the tolerance band says.
                 desired, rescale_metric = forecast
             if activation:
-                active = True if forced else is_active(spec.metrics, snapshot.metric_answers)
+                active = True if forced else is_active(spec.metrics, answers)
                 conditions = _activation_condition(conditions, active, forced, now)
                 if active is False:
                     desired = 0
@@ -887,6 +896,7 @@ def decide(snapshot: Snapshot) -> Decision:
         floor_schedule=floor_schedule,
         next_schedule_change=schedules.next_change,
         cooldown=cooldown_said,
+        formula=formula,
         _before_rescale=before if rescale else None,
     )
 

@@ -25,6 +25,8 @@ EXTERNAL = "External"
 # The name of a direct PromQL metric (Surge's own) starts so: a hyphen, which no Prometheus metric name
 # holds, keeps it apart from the names an adapter serves.
 DIRECT_METRIC_PREFIX = "surge-promql:"
+# The External metric a formula's value is read as (KEDA's CompositeMetricName, core/composite.py).
+COMPOSITE_METRIC = "composite-metric"
 
 # Condition types.
 ABLE_TO_SCALE = "AbleToScale"
@@ -252,6 +254,8 @@ class MetricSpec:
     absent_value: int | None = None
     # KEDA's activationThreshold (Surge's own, core/activation.py), milli; Object and External metrics only.
     activation_threshold: int | None = None
+    # Surge's own `spec.metrics[i].name`: the metric's name in spec.formula (core/composite.py); "" unnamed.
+    input_name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,6 +356,17 @@ class Cooldown:
 
 
 @dataclass(frozen=True, slots=True)
+class FormulaSpec:
+    """KEDA's advanced.scalingModifiers (Surge's own `spec.formula`, core/composite.py): `expression` over the
+    named metrics, read as an External metric with `target` (type Value or AverageValue); its
+    `activation_target` (milli) is that metric's activation threshold."""
+
+    expression: str
+    target: MetricTarget
+    activation_target: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class HPASpec:
     scale_target_ref: CrossVersionObjectReference
     max_replicas: int
@@ -365,6 +380,7 @@ class HPASpec:
     pause: Pause | None = None  # Surge's own: the pause annotations
     overrides: Overrides = field(default_factory=Overrides)  # Surge's own: the direction annotations
     cooldown: Cooldown | None = None  # Surge's own: spec.cooldownPeriodSeconds, or the cooldown annotation
+    formula: FormulaSpec | None = None  # Surge's own: spec.formula, or the formula annotation
 
 
 # --- HPA status ---------------------------------------------------------------------------------
@@ -570,6 +586,17 @@ class BurstTrace(NamedTuple):
     in_burst: bool
     entered: bool = False  # the burst began at this check
     left: bool = False  # the burst ended at this check
+
+
+class FormulaTrace(NamedTuple):
+    """The formula step (core/composite.py): each input's value as read (None: its read failed), the
+    formula's value (None: it could not be computed, `error` says why) and its target."""
+
+    expression: str
+    inputs: tuple[tuple[str, float | None], ...]
+    value: float | None
+    target: MetricTarget
+    error: str = ""
 
 
 class Readiness(NamedTuple):

@@ -18,6 +18,11 @@ So are `fallback` (fallback.py: a threshold of at least 1, replicas from 0 to ma
 behaviors) and activation thresholds (activation.py: Object and External metrics only, not negative).
 So are `cooldownPeriodSeconds` and `initialCooldownPeriodSeconds` (cooldown.py): not negative.
 So is `burst` (burst.py): a window of 1 to MAX_BURST_WINDOW_SECONDS - 1 seconds and a threshold above 1.
+So is `formula` (composite.py): input names ([A-Za-z_][A-Za-z0-9_]*, unique, on Pods, Object or External
+metrics, without an activationThreshold of their own: the formula's activationTarget replaces them), a
+Value or AverageValue target, an activationTarget not negative, an expression that parses and names known
+inputs only (what no CEL rule can check: the message names the token and its position), and neither
+`predictive` nor `burst` beside it (both read the metrics one by one).
 Direct PromQL metrics (an External metric named `surge-promql:<name>` with Surge's own `query`): the
 query is set exactly when the name has the prefix, and no metric selector beside it; `absentValue` (what
 the metric reads when the query returns no series) only with a query.
@@ -30,10 +35,12 @@ maxLength on quantities only bound the cost of its CEL rules and are not checked
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from autoscaler.core.formula import FUNCTIONS, KEYWORDS, WORD_OPERATORS, FormulaError, parse_formula
 from autoscaler.core.schedules import check_cron, time_zone
 from autoscaler.core.types import (
     CONTAINER_RESOURCE,
@@ -46,6 +53,7 @@ from autoscaler.core.types import (
     Burst,
     Cooldown,
     Fallback,
+    FormulaSpec,
     HPASpec,
     MetricIdentifier,
     MetricSpec,
@@ -315,6 +323,53 @@ def _cooldown_violations(cooldown: Cooldown, where: str) -> list[Violation]:
     return out
 
 
+FORMULA_INPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+FORMULA_NAME_PATTERN = "a formula input name must match [A-Za-z_][A-Za-z0-9_]*"
+FORMULA_NAME_RESERVED = "a formula input name must not be a keyword or function of the formula language"
+FORMULA_NAME_DUPLICATE = "formula input names must be unique"
+FORMULA_INPUT_SOURCES = "a formula input must be a Pods, Object or External metric"
+FORMULA_INPUT_ACTIVATION = "a formula input has no activationThreshold: set spec.formula.activationTarget"
+FORMULA_ACTIVATION_NEGATIVE = "activationTarget must not be negative"
+FORMULA_WITHOUT = "not with spec.formula: it reads the metrics one by one, not the formula's value"
+
+
+def _formula_violations(
+    spec: HPASpec, formula: FormulaSpec | None, where: str, names_where: str, formula_where: str
+) -> list[Violation]:
+    """The metrics' input names, and the formula over them."""
+    out = []
+    seen: set[str] = set()
+    for i, metric in enumerate(spec.metrics):
+        name = metric.input_name
+        if not name:
+            continue
+        here = f"{names_where}[{i}]" if names_where else f"{where}.metrics[{i}].name"
+        if not FORMULA_INPUT_NAME.fullmatch(name):
+            out.append(Violation(here, FORMULA_NAME_PATTERN))
+        elif name in KEYWORDS or name in FUNCTIONS or name in WORD_OPERATORS:
+            out.append(Violation(here, FORMULA_NAME_RESERVED))
+        if name in seen:
+            out.append(Violation(here, FORMULA_NAME_DUPLICATE))
+        seen.add(name)
+        if formula is not None and metric.type not in (PODS, OBJECT, EXTERNAL):
+            out.append(Violation(here, FORMULA_INPUT_SOURCES))
+        if formula is not None and metric.activation_threshold is not None:
+            out.append(Violation(here, FORMULA_INPUT_ACTIVATION))
+    if formula is None:
+        return out
+    out += _target_violations(formula.target, EXTERNAL, f"{formula_where}.target")
+    if formula.activation_target is not None and formula.activation_target < 0:
+        out.append(Violation(f"{formula_where}.activationTarget", FORMULA_ACTIVATION_NEGATIVE))
+    try:
+        parse_formula(formula.expression, seen)
+    except FormulaError as err:
+        out.append(Violation(f"{formula_where}.expression", str(err)))
+    for name, present in (("predictive", spec.predictive is not None), ("burst", spec.burst is not None)):
+        if present:
+            out.append(Violation(f"{where}.{name}", FORMULA_WITHOUT))
+    return out
+
+
 def spec_violations(
     spec: HPASpec,
     *,
@@ -326,6 +381,8 @@ def spec_violations(
     burst_where: str = "",
     fallback_where: str = "",
     cooldown_where: str = "",
+    names_where: str = "",
+    formula_where: str = "",
 ) -> tuple[Violation, ...]:
     """Every rule `spec` breaks, in field order; empty when the API would accept it.
 
@@ -335,7 +392,8 @@ def spec_violations(
     carries them in an annotation); ``predictive_where`` likewise for ``predictive``, and
     ``queries_where`` for the queries of direct metrics (``<metric>.external.query`` unless given), and
     ``burst_where`` for ``burst``, ``fallback_where`` for ``fallback``, ``cooldown_where`` for the two
-    cooldown fields (``<where>`` unless given).
+    cooldown fields (``<where>`` unless given), ``names_where`` for the metrics' input names (a list, one per
+    metric; ``<where>.metrics[i].name`` unless given) and ``formula_where`` for ``formula``.
     """
     out: list[Violation] = []
     _non_empty(spec.scale_target_ref.kind, f"{where}.scaleTargetRef.kind", out)
@@ -370,6 +428,7 @@ def spec_violations(
         out += _fallback_violations(spec.fallback, spec.max_replicas, fallback_where or f"{where}.fallback")
     if spec.cooldown is not None:
         out += _cooldown_violations(spec.cooldown, cooldown_where or where)
+    out += _formula_violations(spec, spec.formula, where, names_where, formula_where or f"{where}.formula")
     if spec.burst is not None:
         out += _burst_violations(spec.burst, burst_where or f"{where}.burst")
         if not any(m.type in (PODS, OBJECT, EXTERNAL) and not m.query for m in spec.metrics):
