@@ -9,7 +9,9 @@ direct PromQL metrics are the CRD's
 metric name (`surge-promql:<name>`) to query. Likewise `autoscaling.surge.dev/fallback` holds the CRD's
 `spec.fallback` object and `autoscaling.surge.dev/activation-thresholds` a JSON object from External or
 Object metric name to its activation threshold (a quantity), and `autoscaling.surge.dev/cooldown` an object
-with the CRD's `cooldownPeriodSeconds` and `initialCooldownPeriodSeconds`.
+with the CRD's `cooldownPeriodSeconds` and `initialCooldownPeriodSeconds`. `autoscaling.surge.dev/formula`
+holds the CRD's `spec.formula` object and `autoscaling.surge.dev/metric-names` the names its expression
+reads, a JSON list with one entry per metric (a name, or null for a metric the formula does not read).
 
 The pause and direction annotations are the same on both, read as KEDA 2.18 reads its own
 (apis/keda/v1alpha1/scaledobject_types.go): booleans in Go's strconv.ParseBool spellings (core/parsebool.py),
@@ -35,6 +37,7 @@ from autoscaler.core.kube_json import (
     burst_from_json,
     cooldown_from_json,
     fallback_from_json,
+    formula_from_json,
     hpa_from_json,
     milli,
     parse_time,
@@ -71,6 +74,8 @@ FALLBACK_ANNOTATION = "autoscaling.surge.dev/fallback"
 ACTIVATION_ANNOTATION = "autoscaling.surge.dev/activation-thresholds"
 COOLDOWN_ANNOTATION = "autoscaling.surge.dev/cooldown"
 LAST_ACTIVE_ANNOTATION = "autoscaling.surge.dev/last-active-time"
+FORMULA_ANNOTATION = "autoscaling.surge.dev/formula"
+METRIC_NAMES_ANNOTATION = "autoscaling.surge.dev/metric-names"
 
 
 @dataclass(frozen=True)
@@ -119,8 +124,10 @@ class Source:
         fallback = _annotation(obj, FALLBACK_ANNOTATION, fallback_from_json)
         activation = _annotation(obj, ACTIVATION_ANNOTATION, _thresholds_from_json)
         cooldown = _annotation(obj, COOLDOWN_ANNOTATION, cooldown_from_json)
+        formula = _annotation(obj, FORMULA_ANNOTATION, formula_from_json)
+        names = _annotation(obj, METRIC_NAMES_ANNOTATION, _names_from_json)
         # Ignoring an unreadable annotation would silently drop a floor or a forecast: refuse the autoscaler.
-        read = (schedules, predictive, queries, burst, fallback, activation, cooldown)
+        read = (schedules, predictive, queries, burst, fallback, activation, cooldown, formula, names)
         unreadable = tuple(v for v in read if isinstance(v, Violation))
         queries_where = _annotation_field(QUERIES_ANNOTATION)
         if unreadable:
@@ -131,10 +138,19 @@ class Source:
         assert not isinstance(schedules, Violation) and not isinstance(predictive, Violation)
         assert not isinstance(queries, Violation) and not isinstance(burst, Violation)
         assert not isinstance(fallback, Violation) and not isinstance(activation, Violation)
-        assert not isinstance(cooldown, Violation)
+        assert not isinstance(cooldown, Violation) and not isinstance(formula, Violation)
+        assert not isinstance(names, Violation)
+        names_where = _annotation_field(METRIC_NAMES_ANNOTATION)
+        if names and len(names) != len(hpa.spec.metrics):
+            message = (
+                f"{len(names)} names for {len(hpa.spec.metrics)} metrics: one per metric (null: unnamed)"
+            )
+            return hpa, (Violation(names_where, message),)
         status = replace(hpa.status, last_active_time=_last_active(obj))
         metrics, unused = _with_queries(hpa.spec.metrics, queries)
         metrics, unthresholded = _with_thresholds(metrics, activation)
+        if names:
+            metrics = tuple(replace(m, input_name=name or "") for m, name in zip(metrics, names, strict=True))
         hpa = replace(
             hpa,
             status=status,
@@ -146,6 +162,7 @@ class Source:
                 burst=burst,
                 fallback=fallback,
                 cooldown=cooldown,
+                formula=formula,
             ),
         )
         activation_where = _annotation_field(ACTIVATION_ANNOTATION)
@@ -162,6 +179,8 @@ class Source:
                 burst_where=_annotation_field(BURST_ANNOTATION),
                 fallback_where=_annotation_field(FALLBACK_ANNOTATION),
                 cooldown_where=_annotation_field(COOLDOWN_ANNOTATION),
+                names_where=names_where,
+                formula_where=_annotation_field(FORMULA_ANNOTATION),
             )
             + tuple(Violation(f"{at}[{name}]", f"no {kind} has this name") for at, name, kind in unnamed)
         )
@@ -269,6 +288,15 @@ def _with_thresholds(
         for m in metrics
     )
     return given, sorted(set(thresholds) - named)
+
+
+def _names_from_json(items: Any, where: str) -> list[str | None]:
+    """The metric names annotation: a JSON list, one entry per metric (a name, or null)."""
+    if items is None:
+        return []
+    if not isinstance(items, list) or not all(item is None or isinstance(item, str) for item in items):
+        raise ValueError(f"{where}: not a list of metric names (strings or null): {items!r}")
+    return items
 
 
 def _queries_from_json(items: Any, where: str) -> dict[str, str]:

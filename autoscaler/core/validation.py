@@ -325,6 +325,9 @@ def _cooldown_violations(cooldown: Cooldown, where: str) -> list[Violation]:
 
 FORMULA_INPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 FORMULA_NAME_PATTERN = "a formula input name must match [A-Za-z_][A-Za-z0-9_]*"
+# The words the formula language keeps for itself: an input so named could never be read.
+FORMULA_RESERVED = KEYWORDS | FUNCTIONS | frozenset(WORD_OPERATORS)
+_FORMULA_TARGET_TYPES = ("Value", "AverageValue")
 FORMULA_NAME_RESERVED = "a formula input name must not be a keyword or function of the formula language"
 FORMULA_NAME_DUPLICATE = "formula input names must be unique"
 FORMULA_INPUT_SOURCES = "a formula input must be a Pods, Object or External metric"
@@ -336,32 +339,38 @@ FORMULA_WITHOUT = "not with spec.formula: it reads the metrics one by one, not t
 def _formula_violations(
     spec: HPASpec, formula: FormulaSpec | None, where: str, names_where: str, formula_where: str
 ) -> list[Violation]:
-    """The metrics' input names, and the formula over them."""
+    """The metrics' input names, and the formula over them. Rules over the list are said once, naming the
+    list, as the CRD's rules over it say them."""
     out = []
-    seen: set[str] = set()
-    for i, metric in enumerate(spec.metrics):
-        name = metric.input_name
-        if not name:
-            continue
+    names = [m.input_name for m in spec.metrics]
+    for i, name in enumerate(names):
         here = f"{names_where}[{i}]" if names_where else f"{where}.metrics[{i}].name"
-        if not FORMULA_INPUT_NAME.fullmatch(name):
+        if name and not FORMULA_INPUT_NAME.fullmatch(name):
             out.append(Violation(here, FORMULA_NAME_PATTERN))
-        elif name in KEYWORDS or name in FUNCTIONS or name in WORD_OPERATORS:
+        elif name in FORMULA_RESERVED:
             out.append(Violation(here, FORMULA_NAME_RESERVED))
-        if name in seen:
-            out.append(Violation(here, FORMULA_NAME_DUPLICATE))
-        seen.add(name)
-        if formula is not None and metric.type not in (PODS, OBJECT, EXTERNAL):
-            out.append(Violation(here, FORMULA_INPUT_SOURCES))
-        if formula is not None and metric.activation_threshold is not None:
-            out.append(Violation(here, FORMULA_INPUT_ACTIVATION))
+    named = [m for m in spec.metrics if m.input_name]
+    names_at = names_where or f"{where}.metrics"
+    if len({m.input_name for m in named}) != len(named):
+        out.append(Violation(names_at, FORMULA_NAME_DUPLICATE))
     if formula is None:
         return out
-    out += _target_violations(formula.target, EXTERNAL, f"{formula_where}.target")
+    if any(m.type not in (PODS, OBJECT, EXTERNAL) for m in named):
+        out.append(Violation(names_at, FORMULA_INPUT_SOURCES))
+    if any(m.activation_threshold is not None for m in named):
+        out.append(Violation(names_at, FORMULA_INPUT_ACTIVATION))
+    if formula.target.type in _FORMULA_TARGET_TYPES:
+        out += _target_violations(formula.target, EXTERNAL, f"{formula_where}.target")
+    else:
+        out.append(
+            Violation(
+                f"{formula_where}.target.type", _unsupported(formula.target.type, _FORMULA_TARGET_TYPES)
+            )
+        )
     if formula.activation_target is not None and formula.activation_target < 0:
         out.append(Violation(f"{formula_where}.activationTarget", FORMULA_ACTIVATION_NEGATIVE))
     try:
-        parse_formula(formula.expression, seen)
+        parse_formula(formula.expression, {m.input_name for m in named})
     except FormulaError as err:
         out.append(Violation(f"{formula_where}.expression", str(err)))
     for name, present in (("predictive", spec.predictive is not None), ("burst", spec.burst is not None)):

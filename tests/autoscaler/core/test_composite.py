@@ -264,17 +264,16 @@ def test_names_and_targets() -> None:
         "activationTarget": "-1",
     }
     violations = [str(v) for v in spec_violations(hpa_spec_from_json(spec))]
-    assert "spec.metrics[1].name: formula input names must be unique" in violations
-    assert (
-        "spec.metrics[2].name: a formula input name must not be a keyword or function of the formula language"
-        in violations
-    )
-    assert "spec.metrics[2].name: a formula input must be a Pods, Object or External metric" in violations
-    assert any(
-        v.startswith("spec.metrics[0].name: a formula input has no activationThreshold") for v in violations
-    )
-    assert any(v.startswith("spec.formula.target.type:") for v in violations)
-    assert "spec.formula.activationTarget: activationTarget must not be negative" in violations
+    reserved = "a formula input name must not be a keyword or function of the formula language"
+    assert violations == [
+        f"spec.metrics[2].name: {reserved}",
+        "spec.metrics: formula input names must be unique",
+        "spec.metrics: a formula input must be a Pods, Object or External metric",
+        "spec.metrics: a formula input has no activationThreshold: set spec.formula.activationTarget",
+        'spec.formula.target.type: unsupported value "Utilization": supported values: "Value", '
+        '"AverageValue"',
+        "spec.formula.activationTarget: activationTarget must not be negative",
+    ]
 
 
 def test_a_name_that_is_not_an_identifier_is_refused() -> None:

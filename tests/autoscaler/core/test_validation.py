@@ -354,8 +354,55 @@ def test_every_cel_message_of_the_crd_is_covered() -> None:
     assert messages == covered
 
 
+def _formula_spec(
+    names: tuple[str | None, ...] = (None, None, None, "q", "queue"), **formula: Any
+) -> dict[str, Any]:
+    """VALID with the metrics named `names` (None: unnamed) and a formula over the last two."""
+    spec = copy.deepcopy({**VALID, "schedules": []})
+    spec.pop("burst")
+    for metric, name in zip(spec["metrics"], names, strict=True):
+        if name is not None:
+            metric["name"] = name
+    spec["formula"] = {"expression": "q + queue", "target": {"type": "Value", "value": "10"}, **formula}
+    return spec
+
+
+def _with_activation(spec: dict[str, Any]) -> dict[str, Any]:
+    spec["metrics"][4]["external"]["activationThreshold"] = "1"
+    return spec
+
+
 # Rules over several fields at once: (spec, field, the CRD's message); the daemon with HPAScaleToZero on.
 WHOLE_SPEC_CEL_CASES = [
+    (_formula_spec(("a", None, None, "a", "queue")), "spec.metrics", "formula input names must be unique"),
+    (
+        _formula_spec(("cpu", None, None, "q", "queue")),
+        "spec.metrics",
+        "a formula input must be a Pods, Object or External metric",
+    ),
+    (
+        _with_activation(_formula_spec()),
+        "spec.metrics",
+        "a formula input has no activationThreshold: set spec.formula.activationTarget",
+    ),
+    (
+        {
+            **_formula_spec(),
+            "predictive": {"lookbackSeconds": 3600, "horizonSeconds": 60, "seasonsSeconds": [3600]},
+        },
+        "spec.predictive",
+        "not with spec.formula: it reads the metrics one by one, not the formula's value",
+    ),
+    (
+        _formula_spec(("min", None, None, "q", "queue")),
+        "spec.metrics[0].name",
+        "a formula input name must not be a keyword or function of the formula language",
+    ),
+    (
+        _formula_spec(activationTarget="-1"),
+        "spec.formula.activationTarget",
+        "activationTarget must not be negative",
+    ),
     (
         {**VALID, "minReplicas": 0, "metrics": VALID["metrics"][:3], "schedules": []},
         "spec.metrics",
