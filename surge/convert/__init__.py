@@ -22,7 +22,9 @@ What carries over of HPAs and ScaledObjects:
   annotations (`autoscaling.keda.sh/paused`, `paused-scale-in`, `paused-scale-out`, `force-activation`
   read with Go's ParseBool, `paused-replicas`) as Surge's, and at zero `cooldownPeriod` (default 300) and
   `initialCooldownPeriod` as `cooldownPeriodSeconds` and `initialCooldownPeriodSeconds`;
-- `ignoreNullValues` (KEDA's default true) as the direct metric's `absentValue: "0"`.
+- `ignoreNullValues` (KEDA's default true) as the direct metric's `absentValue: "0"`;
+- `advanced.scalingModifiers` as `spec.formula` over the named triggers' metrics
+  (surge/convert/keda_formula.py).
 
 Whatever the HorizontalAutoscaler does differently from its source is one stderr line, starting with the
 source's kind, namespace and name (docs/convert.md has the table): the prometheus trigger's connection

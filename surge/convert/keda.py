@@ -14,6 +14,7 @@ from typing import Any
 from autoscaler.core.schedules import check_cron, first_fire_after, time_zone
 from autoscaler.core.types import DIRECT_METRIC_PREFIX, FALLBACK_BEHAVIORS, Schedule
 from surge.convert.keda_annotations import scaling_annotations
+from surge.convert.keda_formula import as_input, formula_fallback, formula_spec
 from surge.convert.keda_prometheus import absent_value, confinement_change, connection_changes
 from surge.convert.metadata import autoscaler_object, checked_annotations
 from surge.convert.problems import ConvertError, collect, one_line, short
@@ -319,11 +320,6 @@ def from_scaled_object(obj: dict[str, Any], problems: list[str], context: Contex
     triggers = _checked_triggers(spec, problems)
     advanced = collect(problems, _object, spec.get("advanced"), "spec.advanced") or {}
     problems += _field_problems(advanced, ADVANCED_FIELDS, "spec.advanced")
-    if advanced.get("scalingModifiers"):
-        problems.append(
-            "spec.advanced.scalingModifiers: a formula over triggers cannot be expressed (Surge takes the "
-            "highest replica count of its metrics, as the HPA does)"
-        )
     hpa_config = (
         collect(
             problems,
@@ -348,6 +344,8 @@ def from_scaled_object(obj: dict[str, Any], problems: list[str], context: Contex
             )
         min_count = 0
     to_zero = min_count == 0
+    modifiers = collect(problems, _object, advanced.get("scalingModifiers"), "spec.advanced.scalingModifiers")
+    formula = collect(problems, formula_spec, modifiers, to_zero, _quantity) if modifiers else None
     metrics: list[dict[str, Any]] = []
     schedules: list[dict[str, Any]] = []
     taken: set[str] = set()
@@ -359,6 +357,16 @@ def from_scaled_object(obj: dict[str, Any], problems: list[str], context: Contex
             made = collect(problems, cron_schedule, meta, where)
         else:
             made = collect(problems, _resource, trigger, meta, where)
+        if made is not None and formula is not None and trigger["type"] == "prometheus":
+            made = as_input(made, trigger, where)
+            if isinstance(made, str):
+                context.changes.append(made)
+                continue
+        if formula is not None and trigger["type"] == "cron":
+            problems.append(
+                f"{where}: a cron trigger is an input of KEDA's formula, a schedule to Surge; keep this "
+                "object on KEDA behind the multiplexer (docs/deploy.md section 16)"
+            )
         if made is not None:
             (schedules if trigger["type"] == "cron" else metrics).append(made)
     has_external = any(t["type"] == "prometheus" for _, t, _ in triggers)
@@ -415,8 +423,13 @@ def from_scaled_object(obj: dict[str, Any], problems: list[str], context: Contex
         out["behavior"] = dict(behavior)
     if schedules:
         out["schedules"] = schedules
-    if spec.get("fallback") is not None:
-        out["fallback"] = collect(problems, _fallback, spec["fallback"])
+    if formula is not None:
+        out["formula"] = formula
+    fallback = spec.get("fallback")
+    if formula is not None:
+        fallback = formula_fallback(fallback, context.changes)
+    if fallback is not None:
+        out["fallback"] = collect(problems, _fallback, fallback)
     surge_annotations = scaling_annotations(annotations, context.changes)
     return autoscaler_object(obj, out, surge_annotations, problems)
 

@@ -63,6 +63,7 @@ SPEC_SHAPE: dict[str, Any] = {
         {
             REQUIRED: ("type",),
             "type": STRING,
+            "name": STRING,
             "resource": {REQUIRED: ("name", "target"), "name": STRING, "target": _TARGET},
             "containerResource": {
                 REQUIRED: ("name", "container", "target"),
@@ -112,6 +113,12 @@ SPEC_SHAPE: dict[str, Any] = {
         "behavior": STRING,
     },
     "burst": {REQUIRED: ("windowSeconds", "threshold"), "windowSeconds": INT32, "threshold": NUMBER},
+    "formula": {
+        REQUIRED: ("expression", "target"),
+        "expression": STRING,
+        "target": _TARGET,
+        "activationTarget": QUANTITY_FIELD,
+    },
 }
 # The CRD's other bounds on strings that no autoscaler rule checks.
 _STRING_BOUNDS: dict[str, tuple[int, re.Pattern[str] | None]] = {

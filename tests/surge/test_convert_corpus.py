@@ -45,7 +45,6 @@ REFUSED: dict[str, str | tuple[str, ...]] = {
     "misplaced.yaml": "belongs in spec.advanced.horizontalPodAutoscalerConfig.behavior",
     "not-yaml.yaml": "is not YAML",
     "query-other-namespace.yaml": 'namespace="frontend"',
-    "scaling-modifiers.yaml": "spec.advanced.scalingModifiers",
     "unknown-triggers.yaml": "cannot express these triggers: kafka",
     "wrong-kind.yaml": "ScaledJob",
     "v2-mistakes.yaml": "spec.metrics[0].resource.targetAverageUtilization: not a field here",

@@ -312,10 +312,81 @@ def test_several_triggers_without_a_formula_say_nothing() -> None:
     assert len(result.object["spec"]["metrics"]) == 2 and result.changes == []
 
 
-def test_scaling_modifiers_are_refused_until_the_crd_has_a_formula() -> None:
-    result = _cli("-f", str(KEDA / "scaling-modifiers.yaml"))
-    assert result.returncode == 2 and result.stdout == ""
-    assert "spec.advanced.scalingModifiers" in result.stderr
+def test_scaling_modifiers_become_the_formula_over_named_inputs() -> None:
+    result = converted(_load("scaling-modifiers-fallback"), PROMETHEUS)
+    spec = result.object["spec"]
+    assert spec["formula"] == {
+        "expression": "incoming + (retries ?? 0) * 2",
+        "target": {"type": "AverageValue", "averageValue": "40"},
+        "activationTarget": "5",
+    }
+    incoming, retries = spec["metrics"]
+    assert (incoming["name"], retries["name"]) == ("incoming", "retries")
+    # KEDA reads only the formula's activation: the inputs' own thresholds are not written.
+    assert "activationThreshold" not in incoming["external"] | retries["external"]
+    assert spec["fallback"] == {"failureThreshold": 3, "replicas": 5}
+    (line,) = result.changes
+    assert line.startswith("ScaledObject shop/order-pipeline: fallback.behavior scalingModifiers: ")
+
+
+def test_a_cpu_trigger_beside_a_formula_stays_a_metric_of_its_own() -> None:
+    so = _load("scaling-modifiers")
+    so["spec"]["minReplicaCount"] = 1
+    so["spec"]["triggers"].append({"type": "cpu", "metricType": "Utilization", "metadata": {"value": "80"}})
+    queue, backlog, cpu = converted(so, PROMETHEUS).object["spec"]["metrics"]
+    assert (queue["name"], backlog["name"]) == ("queue", "backlog")
+    assert "name" not in cpu and cpu["resource"]["name"] == "cpu"  # KEDA's HPA reads it on its own
+
+
+def test_a_formula_defaults_to_averagevalue_and_activation_above_zero_at_zero() -> None:
+    spec = converted(_load("scaling-modifiers"), PROMETHEUS).object["spec"]
+    assert spec["formula"]["target"] == {"type": "AverageValue", "averageValue": "10"}
+    so = _load("scaling-modifiers")
+    del so["spec"]["advanced"]["scalingModifiers"]["activationTarget"]
+    so["spec"]["advanced"]["scalingModifiers"]["metricType"] = "Value"
+    formula = converted(so, PROMETHEUS).object["spec"]["formula"]
+    assert formula["target"] == {"type": "Value", "value": "10"} and formula["activationTarget"] == "0"
+
+
+def test_a_trigger_the_formula_cannot_name_is_left_out_with_a_line() -> None:
+    so = _load("scaling-modifiers")
+    so["spec"]["triggers"].append(
+        {"type": "prometheus", "metadata": {"query": "sum(other)", "threshold": "1"}}
+    )
+    result = converted(so, PROMETHEUS)
+    assert [m["name"] for m in result.object["spec"]["metrics"]] == ["queue", "backlog"]
+    assert any(
+        "spec.triggers[2]: a trigger the formula cannot name (no name)" in line for line in result.changes
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"metricType": "Utilization"}, "scalingModifiers.metricType: 'Utilization'"),
+        ({"target": ""}, "scalingModifiers.target: required with a formula"),
+        ({"formula": ""}, "scalingModifiers.formula: required"),
+        ({"formula": "queue + nothing"}, "formula.expression"),
+    ],
+)
+def test_a_formula_keda_would_refuse_is_refused(change: dict[str, str], message: str) -> None:
+    so = _load("scaling-modifiers")
+    so["spec"]["advanced"]["scalingModifiers"].update(change)
+    with pytest.raises(ConvertError, match=re.escape(message)):
+        converted(so, PROMETHEUS)
+
+
+def test_a_cron_trigger_under_a_formula_is_refused() -> None:
+    so = _load("scaling-modifiers")
+    so["spec"]["triggers"].append(
+        {
+            "type": "cron",
+            "name": "business_hours",
+            "metadata": {"start": "0 8 * * *", "end": "0 18 * * *", "desiredReplicas": "3"},
+        }
+    )
+    with pytest.raises(ConvertError, match="a cron trigger is an input of KEDA's formula"):
+        converted(so, PROMETHEUS)
 
 
 # --- the CLI: lines, --strict, the HPA reminder, bulk -----------------------------------------------
