@@ -468,3 +468,19 @@ def test_an_empty_directory_is_an_error(tmp_path: Path) -> None:
     result = _cli("-f", str(tmp_path))
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == f"surge convert: -f: {tmp_path} holds no *.yaml, *.yml or *.json file\n"
+
+
+def test_a_file_of_a_directory_that_cannot_be_read_is_a_refused_row(tmp_path: Path) -> None:
+    (tmp_path / "a-latin1.yaml").write_bytes((KEDA / "latin1.yaml").read_bytes())
+    (tmp_path / "b.json").write_text((KEDA / "json-object.json").read_text())
+    result = _cli("-f", str(tmp_path))
+    assert result.returncode == 2
+    table = _table(result.stderr)
+    assert (
+        table[f"file {tmp_path / 'a-latin1.yaml'}"]
+        == f"refused (-f: {tmp_path / 'a-latin1.yaml'} is not UTF-8 text)"
+    )
+    assert [outcome.split(",")[0] for name, outcome in table.items() if not name.startswith("file ")] == [
+        "converted"
+    ]
+    assert len([d for d in yaml.safe_load_all(result.stdout) if d]) == 1
