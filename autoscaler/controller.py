@@ -31,6 +31,7 @@ from autoscaler.core.kube_json import hpa_status_from_json, hpa_status_to_json, 
 from autoscaler.core.predictive import Prediction, fed_answers, used_forecasts
 from autoscaler.core.reconcile import Decision, decide, scale_unavailable, spec_invalid
 from autoscaler.core.types import (
+    COMPOSITE_METRIC,
     CONTAINER_RESOURCE,
     EXTERNAL,
     HPA,
@@ -1186,7 +1187,7 @@ class Controller:
         if self.source.printable_status:
             spec = obj.get("spec") or {}
             new_status["reference"] = printing.reference(spec)
-            new_status["targets"] = printing.targets(spec, new_status)
+            new_status["targets"] = printing.targets(_decided_spec(spec), new_status)
         # A merge patch with explicit nulls for vanished fields: no resourceVersion, so no 409 with the
         # spec edits of users.
         old_status = obj.get("status") or {}
@@ -1240,6 +1241,19 @@ class Controller:
         if not _decision_logger.isEnabledFor(logging.INFO):
             return  # building the record costs more than the decision itself
         log.info("decision", key=_key_str(key), **decision_fields(decision, reason, decided_at, answers))
+
+
+def _decided_spec(spec: Obj) -> Obj:
+    """The spec whose metrics status.currentMetrics follows: with a formula, its composite metric in place
+    of the named metrics, at the first one's place (core/composite.py's decided_metrics, on the JSON)."""
+    formula = spec.get("formula")
+    if not isinstance(formula, dict):
+        return spec
+    metrics = spec.get("metrics") or []
+    at = next((i for i, m in enumerate(metrics) if m.get("name")), len(metrics))
+    unnamed = [m for m in metrics if not m.get("name")]
+    external = {"metric": {"name": COMPOSITE_METRIC}, "target": formula.get("target") or {}}
+    return {**spec, "metrics": [*unnamed[:at], {"type": EXTERNAL, "external": external}, *unnamed[at:]]}
 
 
 def _annotations_but_last_active(meta: Obj) -> dict[str, str]:

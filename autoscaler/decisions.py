@@ -22,10 +22,11 @@ import json
 import math
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from autoscaler.core.composite import decided_metrics
 from autoscaler.core.defaults import effective_metrics
 from autoscaler.core.kube_json import format_time, metric_target_to_json, metric_value_to_json
 from autoscaler.core.predictive import Prediction
@@ -36,6 +37,7 @@ from autoscaler.core.types import (
     BurstTrace,
     Condition,
     ExternalMetricAnswer,
+    FormulaTrace,
     HPASpec,
     LimitsTrace,
     MetricAnswer,
@@ -82,6 +84,8 @@ class DecisionRecord:
     # What the cooldown stage did (core/cooldown.py): "held at 1: cooldown, last active 212 s ago, 300 s".
     # Its seconds move on every reconcile: whether it said anything is the outcome, the newest words are kept.
     cooldown: str = ""
+    # The formula step (core/composite.py): its inputs, value and target; None without spec.formula.
+    formula: FormulaTrace | None = None
 
     def same_outcome(self, other: DecisionRecord) -> bool:
         return (
@@ -167,8 +171,10 @@ class DecisionRecords:
             predictions=predictions,
             burst=decision.burst,
             in_burst=decision.history.burst is not None,
-            absent=_absent(answers),
+            # With a formula the answers are its inputs', not the decided metrics' (never absent).
+            absent=_absent(answers) if spec is None or spec.formula is None else (),
             cooldown=decision.cooldown,
+            formula=decision.formula,
         )
         target = self._targets.get(key)
         if target is None:
@@ -188,6 +194,7 @@ class DecisionRecords:
             newest.predictions = record.predictions
             newest.absent = record.absent
             newest.cooldown = record.cooldown
+            newest.formula = record.formula
             return
         target.older = self._retire(key, newest, target.older)
         target.newest = record
@@ -264,7 +271,9 @@ def _metrics_json(
     if record.spec is None:
         return []
     entries = []
-    for i, spec in enumerate(effective_metrics(record.spec)):
+    # The metrics decide() computed: with a formula, its composite metric in place of the named ones.
+    decided = decided_metrics(replace(record.spec, metrics=effective_metrics(record.spec)))
+    for i, spec in enumerate(decided):
         status = record.metric_statuses[i] if i < len(record.metric_statuses) else None
         current = status.current if status is not None and status.type == spec.type else None
         computed = i < len(record.proposals)
@@ -306,6 +315,23 @@ def _prediction_json(prediction: Prediction | None) -> dict[str, Any] | None:
         "error": _finite(prediction.error),
         "used": prediction.used,
         "reason": prediction.reason,
+    }
+
+
+def formula_json(formula: FormulaTrace | None) -> dict[str, Any] | None:
+    """The formula step as `surge explain` shows it: each input's value ("failed": its read failed), the
+    formula's value (None: it had none, `error` says why) and its target."""
+    if formula is None:
+        return None
+    return {
+        "expression": formula.expression,
+        "inputs": [
+            {"name": name, "value": "failed" if value is None else _finite(value)}
+            for name, value in formula.inputs
+        ],
+        "value": _finite(formula.value),
+        "target": metric_target_to_json(formula.target),
+        "error": formula.error or None,
     }
 
 
@@ -403,4 +429,6 @@ def record_json(
     }
     if record.cooldown:
         out["cooldown"] = record.cooldown
+    if record.formula is not None:
+        out["formula"] = formula_json(record.formula)
     return out

@@ -251,8 +251,25 @@ def _readiness_step(readiness: Record) -> str:
     return f"with {', '.join(counted)}: ratio {ratio}"
 
 
+def _formula_line(formula: Record) -> str:
+    """spec.formula (autoscaler/core/composite.py): its inputs as read, its value and the target of the
+    composite-metric it is read as; or why it has no value (its read failed: spec.fallback's count)."""
+    inputs = ", ".join(
+        f"{i['name']} {'failed' if i['value'] == 'failed' else format(i['value'], 'g')}"
+        for i in formula["inputs"]
+    )
+    target = formula["target"]
+    wanted = target.get("value") if target.get("type") == "Value" else target.get("averageValue")
+    head = f"{formula['expression']} with {inputs or 'no inputs'}"
+    if formula["value"] is None:
+        return f"{head}: no value ({formula['error']})"
+    return f"{head} = {formula['value']:g} -> composite-metric, target {target.get('type')} {wanted}"
+
+
 def _derivation(record: Record) -> list[str]:
     lines = []
+    if record.get("formula") is not None:
+        lines.append(f"formula        {_formula_line(record['formula'])}")
     if record.get("burst") is not None:
         # A burst check computes no count of its own from the normal window: its line is the derivation.
         return [
