@@ -413,6 +413,7 @@ def from_scaled_object(obj: dict[str, Any], problems: list[str], context: Contex
     # Without zero KEDA has no step to zero to pace, and ignores both.
     if to_zero:
         out.update(_cooldown(spec, problems))
+        context.changes += _last_active_changes(obj.get("status"), out)
     if advanced.get("restoreToOriginalReplicaCount") is True:
         context.changes.append(
             "restoreToOriginalReplicaCount: dropped; KEDA scales the target back to its replica count of "
@@ -451,6 +452,21 @@ def _polling_changes(period: int | None, to_zero: bool) -> list[str]:
     return [
         f"pollingInterval {period} s: written as syncPeriodSeconds, which paces every decision; KEDA's HPA "
         f"decides between 1 and maxReplicas every {HPA_SYNC_SECONDS} s"
+    ]
+
+
+def _last_active_changes(status: Any, out: dict[str, Any]) -> list[str]:
+    """A live ScaledObject's status.lastActiveTime cannot be carried over (a status is the controller's):
+    the new HorizontalAutoscaler has none, so a target found inactive at its first reconcile steps to
+    zero then, where KEDA would wait out the rest of the cooldown."""
+    last = status.get("lastActiveTime") if isinstance(status, dict) else None
+    if not isinstance(last, str) or out.get("initialCooldownPeriodSeconds"):
+        return []
+    cooldown = out.get("cooldownPeriodSeconds")
+    return [
+        f"status.lastActiveTime {last}: not carried over; KEDA steps to zero {cooldown} s after it, the new "
+        "HorizontalAutoscaler at its first reconcile that finds no metric active. To hold the target after "
+        f"applying it, set spec.initialCooldownPeriodSeconds (e.g. {cooldown})"
     ]
 
 

@@ -166,6 +166,16 @@ def test_polling_interval_differences_are_said(spec: dict[str, Any], said: str |
         assert changes[0].startswith(f"ScaledObject shop/orders: {said}")
 
 
+def test_a_live_objects_last_active_time_is_said_unless_an_initial_cooldown_holds() -> None:
+    so = _scaled_object(minReplicaCount=0, pollingInterval=15)
+    so["status"] = {"lastActiveTime": "2026-11-29T08:00:00Z", "hpaName": "keda-hpa-orders"}
+    (line,) = converted(so, PROMETHEUS).changes
+    assert line.startswith("ScaledObject shop/orders: status.lastActiveTime 2026-11-29T08:00:00Z: not ")
+    assert line.endswith("set spec.initialCooldownPeriodSeconds (e.g. 300)")
+    so["spec"]["initialCooldownPeriod"] = 300
+    assert converted(so, PROMETHEUS).changes == []
+
+
 def _steps(series: list[tuple[int, int]], spec_file: Path, tmp_path: Path) -> list[tuple[float, int]]:
     csv = tmp_path / "queue.csv"
     csv.write_text("timestamp,value\n" + "".join(f"{START + t},{v}\n" for t, v in series))
