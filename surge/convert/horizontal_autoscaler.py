@@ -58,7 +58,7 @@ def converted(obj: Any, prometheus_url: str | None = None) -> Conversion:
     )
     reminders = []
     if kind == "HorizontalPodAutoscaler" and api_version in HPA_VERSIONS:
-        out = from_hpa(obj, str(api_version), problems)
+        out = from_hpa(obj, str(api_version), problems, context.changes)
         namespaced = f" -n {context.namespace}" if context.namespace else ""
         reminders.append(
             "delete the HPA once the HorizontalAutoscaler is applied, so that only one of them scales "

@@ -10,7 +10,11 @@ from typing import Any
 from autoscaler.sources import (
     ACTIVATION_ANNOTATION,
     BURST_ANNOTATION,
+    COOLDOWN_ANNOTATION,
     FALLBACK_ANNOTATION,
+    FORMULA_ANNOTATION,
+    LAST_ACTIVE_ANNOTATION,
+    METRIC_NAMES_ANNOTATION,
     PREDICTIVE_ANNOTATION,
     QUERIES_ANNOTATION,
     SCHEDULES_ANNOTATION,
@@ -39,7 +43,9 @@ def _annotation_json(annotations: dict[str, str], name: str) -> Any:
         raise ConvertError(f"metadata.annotations[{name}]: not JSON") from None
 
 
-def from_hpa(obj: dict[str, Any], api_version: str, problems: list[str]) -> dict[str, Any]:
+def from_hpa(
+    obj: dict[str, Any], api_version: str, problems: list[str], changes: list[str]
+) -> dict[str, Any]:
     annotations = checked_annotations(obj, problems)
     spec = obj.get("spec")
     if not isinstance(spec, dict):
@@ -63,10 +69,25 @@ def from_hpa(obj: dict[str, Any], api_version: str, problems: list[str]) -> dict
         (PREDICTIVE_ANNOTATION, "predictive"),
         (BURST_ANNOTATION, "burst"),
         (FALLBACK_ANNOTATION, "fallback"),
+        (FORMULA_ANNOTATION, "formula"),
     ):
         value = collect(problems, _annotation_json, annotations, name)
         if value is not None:
             spec[field] = value
+    cooldown = collect(problems, _annotation_json, annotations, COOLDOWN_ANNOTATION)
+    if isinstance(cooldown, dict):
+        spec.update(cooldown)  # the same two fields as the spec's (sources.py cooldown_from_json)
+    elif cooldown is not None:
+        problems.append(f"metadata.annotations[{COOLDOWN_ANNOTATION}]: not a JSON object")
+    last_active = annotations.pop(LAST_ACTIVE_ANNOTATION, None)
+    if last_active is not None:
+        # The HPA source keeps status.lastActiveTime in an annotation; a HorizontalAutoscaler's is its status.
+        changes.append(
+            f"{LAST_ACTIVE_ANNOTATION} {last_active}: not carried over (a status); the HorizontalAutoscaler "
+            "steps to zero at its first reconcile that finds no metric active. To hold the target after "
+            "applying it, set spec.initialCooldownPeriodSeconds"
+        )
+    names = collect(problems, _annotation_json, annotations, METRIC_NAMES_ANNOTATION)
     queries = collect(problems, _annotation_json, annotations, QUERIES_ANNOTATION) or {}
     thresholds = collect(problems, _annotation_json, annotations, ACTIVATION_ANNOTATION) or {}
     for where, named in ((QUERIES_ANNOTATION, queries), (ACTIVATION_ANNOTATION, thresholds)):
@@ -76,10 +97,23 @@ def from_hpa(obj: dict[str, Any], api_version: str, problems: list[str]) -> dict
     metrics = spec.get("metrics")
     if isinstance(metrics, list):
         spec["metrics"] = [_with_settings(metric, queries, thresholds) for metric in metrics]
+    if names is not None:
+        spec["metrics"] = collect(problems, _named_metrics, spec.get("metrics"), names) or metrics
     for where, left in ((QUERIES_ANNOTATION, queries), (ACTIVATION_ANNOTATION, thresholds)):
         if left:
             problems.append(f"metadata.annotations[{where}]: no metric named {', '.join(sorted(left))}")
     return autoscaler_object(obj, spec, annotations, problems)
+
+
+def _named_metrics(metrics: Any, names: Any) -> list[Any]:
+    """The metrics with the names of the metric-names annotation (one per metric, null: unnamed)."""
+    where = f"metadata.annotations[{METRIC_NAMES_ANNOTATION}]"
+    if not isinstance(names, list) or not isinstance(metrics, list) or len(names) != len(metrics):
+        raise ConvertError(f"{where}: not a JSON list of one name (or null) per metric")
+    return [
+        {**metric, "name": name} if name is not None and isinstance(metric, dict) else metric
+        for metric, name in zip(metrics, names, strict=True)
+    ]
 
 
 def _with_settings(metric: Any, queries: dict[str, Any], thresholds: dict[str, Any]) -> Any:

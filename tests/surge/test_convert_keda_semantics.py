@@ -494,3 +494,47 @@ def test_a_file_of_a_directory_that_cannot_be_read_is_a_refused_row(tmp_path: Pa
         "converted"
     ]
     assert len([d for d in yaml.safe_load_all(result.stdout) if d]) == 1
+
+
+def test_an_hpas_cooldown_formula_and_metric_names_annotations_become_spec_fields() -> None:
+    external = {
+        "type": "External",
+        "external": {"metric": {"name": "queue"}, "target": {"type": "AverageValue", "averageValue": "10"}},
+    }
+    hpa = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {
+            "name": "worker",
+            "namespace": "jobs",
+            "annotations": {
+                "autoscaling.surge.dev/cooldown": '{"cooldownPeriodSeconds": 120}',
+                "autoscaling.surge.dev/formula": (
+                    '{"expression": "q * 2", "target": {"type": "Value", "value": "5"}}'
+                ),
+                "autoscaling.surge.dev/metric-names": '["q", null]',
+                "autoscaling.surge.dev/last-active-time": "2026-11-29T08:00:00Z",
+            },
+        },
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "worker"},
+            "minReplicas": 0,
+            "maxReplicas": 10,
+            "metrics": [
+                external,
+                {
+                    "type": "Resource",
+                    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+                },
+            ],
+        },
+    }
+    result = converted(hpa)
+    spec = result.object["spec"]
+    assert spec["cooldownPeriodSeconds"] == 120
+    assert spec["formula"] == {"expression": "q * 2", "target": {"type": "Value", "value": "5"}}
+    assert spec["metrics"][0] == {**external, "name": "q"} and "name" not in spec["metrics"][1]
+    assert "annotations" not in result.object["metadata"]
+    (line,) = result.changes
+    assert line.startswith("HorizontalPodAutoscaler jobs/worker: autoscaling.surge.dev/last-active-time ")
+    assert result.reminders[0].endswith("kubectl delete hpa -n jobs worker")
