@@ -200,6 +200,18 @@ def test_the_converted_cooldown_steps_to_zero_when_keda_would(tmp_path: Path) ->
     assert steps[-1][0] - last_active == 75  # the cooldown, rounded up to the next poll
 
 
+def test_the_converted_initial_cooldown_holds_zero_as_keda_does(tmp_path: Path) -> None:
+    out = tmp_path / "email-sender.yaml"
+    out.write_text(yaml.safe_dump(converted(_load("cooldown-to-zero")).object))
+    csv = tmp_path / "empty.csv"
+    csv.write_text("timestamp,value\n" + "".join(f"{START + t},0\n" for t in range(0, 901, 5)))
+    result = replay(read_series_csv(csv), load_profile(out), Workload(10, 10, 5))
+    steps = [(row.time, row.desired) for row in result.rows if row.event == SCALE]
+    # Never active: KEDA's HPA (minReplicas 1) takes 5 to 1 once its 300 s window has passed, and KEDA
+    # steps to zero at the first poll (every 15 s) after creation + initialCooldownPeriod (600 s).
+    assert steps == [(300.0, 1), (615.0, 0)]
+
+
 def test_a_paused_zero_object_scales_and_a_paused_yes_one_does_not(tmp_path: Path) -> None:
     series = [(t, 0 if t < 60 or t >= 300 else 900) for t in range(0, 601, 5)]
     scaled = {}
