@@ -185,7 +185,7 @@ def _steps(series: list[tuple[int, int]], spec_file: Path, tmp_path: Path) -> li
 
 def test_the_converted_cooldown_steps_to_zero_when_keda_would(tmp_path: Path) -> None:
     so = _load("cooldown-to-zero")
-    del so["spec"]["initialCooldownPeriod"]  # the replay has no creation time to count it from
+    del so["spec"]["initialCooldownPeriod"]  # 600 s would hold past the cooldown under test
     out = tmp_path / "email-sender.yaml"
     out.write_text(yaml.safe_dump(converted(so).object))
     # The outbox: empty, 900 messages from 60 s, 50 from 300 s, empty from 400 s (5 s samples).
