@@ -13,10 +13,12 @@ averageValue) over the scale's replicas), so nothing of the HPA's arithmetic is 
 Each input's value is the one the HPA itself would compare with that metric's target, as KEDA passes each
 trigger's value: an External metric's sum over its series (KEDA's scalers report the total; an
 AverageValue target divides it by the pods later), an Object metric's value, a Pods metric's average over
-the pods read. A failed read is nil (None). The value is truncated to a milli-quantity as KEDA's
-`SetMilli(int64(out * 1000))`. An input missing where the formula needs it (FormulaInputMissing), a
-runtime error or a non-finite result fails the composite metric's read: a failed metric read like any
-other, so `spec.fallback` (failureThreshold, behavior) takes over as for a failed metric.
+the pods read. A failed read is nil (None), and so is a read without values (a query that returns no
+series and has no absentValue), which the HPA would fail as "no metrics returned". The value is truncated
+to a milli-quantity as KEDA's `SetMilli(int64(out * 1000))`. An input missing where the formula needs it
+(FormulaInputMissing), a runtime error or a non-finite result fails the composite metric's read: a failed
+metric read like any other, so `spec.fallback` (failureThreshold, behavior) takes over as for a failed
+metric.
 """
 
 from __future__ import annotations
@@ -78,13 +80,15 @@ def decided_metrics(spec: HPASpec) -> tuple[MetricSpec, ...]:
 
 def input_value(answer: MetricAnswer) -> float | None:
     """An input's value as the HPA reads it against the metric's target (see the module docstring)."""
-    if isinstance(answer, ExternalMetricAnswer):
+    if isinstance(answer, ExternalMetricAnswer) and answer.values:
         return sum(answer.values) / 1000
     if isinstance(answer, ObjectMetricAnswer):
         return answer.value / 1000
     if isinstance(answer, PodsMetricAnswer) and answer.items:
         return sum(item.value for item in answer.items) / len(answer.items) / 1000
-    return None  # a failed read (or a Pods metric without pods, or a Resource metric: refused as an input)
+    # A failed read; so is a read without values (the HPA's "no metrics returned"), and a Resource
+    # metric (refused as an input).
+    return None
 
 
 def evaluate_formula(formula: FormulaSpec, inputs: dict[str, float | None]) -> tuple[float | None, str]:

@@ -78,12 +78,13 @@ def _conditions(decision: Decision) -> dict[str, tuple[str, str]]:
 
 def test_input_values_are_what_the_hpa_reads() -> None:
     """External: the sum over its series; Object: its value; Pods: the average over the pods; a failed
-    read (and a Pods metric without pods) is nil."""
+    read (and a read without values) is nil."""
     assert input_value(ExternalMetricAnswer((1_500, 2_500), b.T0)) == 4.0
     assert input_value(ObjectMetricAnswer(7_250, b.T0)) == 7.25
     pods = PodsMetricAnswer((PodMetricValue("a", 1_000, b.T0), PodMetricValue("b", 3_000, b.T0)))
     assert input_value(pods) == 2.0
     assert input_value(PodsMetricAnswer(())) is None
+    assert input_value(ExternalMetricAnswer((), b.T0)) is None  # no series: the HPA's "no metrics returned"
     assert input_value(MetricFetchError("connection refused")) is None
 
 
