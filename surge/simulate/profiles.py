@@ -1,4 +1,5 @@
-"""Profiles from autoscaler YAML files: a HorizontalAutoscaler or an autoscaling/v2 HPA with one metric.
+"""Profiles from autoscaler YAML files: a HorizontalAutoscaler or an autoscaling/v2 HPA with one metric, or
+with a formula over named metrics (each fed by its own series, surge.simulate.replay).
 
 The spec is parsed and checked as the daemon does (`Source.read`: kube_json, the API's rules in validation),
 and its sync period, schedules and predictive settings are read where the daemon's source reads them
@@ -75,10 +76,13 @@ def load_profile(path: Path) -> Profile:
         raise SpecError("the API would refuse this spec: " + "; ".join(str(v) for v in violations))
     assert hpa is not None
     metrics = effective_metrics(hpa.spec)
-    if len(metrics) != 1:
+    if hpa.spec.formula is None and len(metrics) != 1:
         raise SpecError(f"the spec has {len(metrics)} metrics; a replay feeds one series, so give it one")
-    if metrics[0].type not in SUPPORTED_TYPES:
-        raise SpecError(f"metric type {metrics[0].type!r} cannot be replayed")
+    if hpa.spec.formula is not None and not all(m.input_name for m in metrics):
+        raise SpecError("with a formula every metric must be named: a replay feeds the formula's inputs only")
+    for metric in metrics:
+        if metric.type not in SUPPORTED_TYPES:
+            raise SpecError(f"metric type {metric.type!r} cannot be replayed")
     return Profile(path.stem, replace(hpa, status=HPAStatus()), sync_period(source.sync_period_of(obj)))
 
 

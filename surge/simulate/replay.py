@@ -16,6 +16,11 @@ The model, per profile:
   (Pods, Resource, ContainerResource) each ready pod reports load ÷ ready pods, and pods that are not
   ready report nothing (the core then counts them as unready, as upstream); an Object or External metric
   is the load itself.
+- With `spec.formula` (autoscaler.core.composite), the series carries one input series per named metric,
+  each read as its metric reads the load (per ready pod, or the value itself); an input without a value at
+  the current sample fails its read (its value is nil to the formula), and decide() computes the composite
+  metric from them, as in the daemon. The load is then the workload's only (capacity, the summary), and the
+  timeline's metric value is the formula's value.
 - While the current sample is one of the series' `unread` ones, the metric read fails (MetricFetchError):
   a failed read as the daemon sees one with Prometheus down, for `spec.fallback`. A workload may start at
   zero replicas (`initial_replicas` 0): activation thresholds and scale to zero replay as the daemon runs
@@ -46,6 +51,7 @@ from itertools import pairwise
 from typing import NamedTuple
 
 from autoscaler.core import burst, decide, effective_metrics
+from autoscaler.core.composite import evaluate_formula, input_value
 from autoscaler.core.forecast import point_forecasts
 from autoscaler.core.predictive import (
     Forecasts,
@@ -98,20 +104,31 @@ _LABELS = {"app": "replay"}
 _SELECTOR = "app=replay"
 
 
+class Input(NamedTuple):
+    """The series of one formula input (spec.metrics[i].name), a value per sample; None: not read there."""
+
+    name: str
+    values: tuple[float | None, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class Series:
     """A load series: `times` in seconds from `start` (unix seconds), strictly increasing from 0. `unread`
     holds the indices of samples whose metric could not be read: the load holds its previous value, the
-    autoscaler's read of the metric fails (fallback, autoscaler.core.fallback)."""
+    autoscaler's read of the metric fails (fallback, autoscaler.core.fallback). `inputs`: the series of a
+    formula's inputs, at the same times (empty without a formula)."""
 
     start: float
     times: tuple[float, ...]
     values: tuple[float, ...]
     unread: frozenset[int] = frozenset()
+    inputs: tuple[Input, ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.times) < 2 or len(self.times) != len(self.values) or self.times[0] != 0:
             raise ValueError("a series needs two or more samples, the first at time 0")
+        if any(len(i.values) != len(self.times) for i in self.inputs):
+            raise ValueError("an input series needs a value (or None) per sample")
 
     @property
     def end(self) -> float:
@@ -305,6 +322,44 @@ def _read_load(prediction: Prediction | None, load: float) -> float:
     return max(load, prediction.forecast)
 
 
+def _inputs_by_name(series: Series) -> dict[str, tuple[float | None, ...]]:
+    return {i.name: i.values for i in series.inputs}
+
+
+def _input_answers(
+    profile: Profile,
+    inputs: dict[str, tuple[float | None, ...]],
+    index: int,
+    ready_pods: Sequence[Pod],
+    now: datetime,
+) -> tuple[MetricAnswer, ...]:
+    """Each metric's answer from its input series at sample `index` (a failed read where it has no value)."""
+    answers: list[MetricAnswer] = []
+    for metric in effective_metrics(profile.hpa.spec):
+        value = inputs[metric.input_name][index]
+        if value is None:
+            answers.append(MetricFetchError(f"the series of {metric.input_name!r} has no value here"))
+        else:
+            answers.append(_answer(metric, value, ready_pods, now))
+    return tuple(answers)
+
+
+def _formula_value(
+    profile: Profile,
+    inputs: dict[str, tuple[float | None, ...]],
+    index: int,
+    ready_pods: Sequence[Pod],
+    now: datetime,
+) -> float | None:
+    """The formula's value as decide() computes it from the inputs read at sample `index` (None: none)."""
+    spec = profile.hpa.spec
+    assert spec.formula is not None
+    answers = _input_answers(profile, inputs, index, ready_pods, now)
+    metrics = effective_metrics(spec)
+    read = {m.input_name: input_value(a) for m, a in zip(metrics, answers, strict=True)}
+    return evaluate_formula(spec.formula, read)[0]
+
+
 class _WindowMeans:
     """The mean of a series' load over a window ending at any time (the load held between samples)."""
 
@@ -363,6 +418,7 @@ def replay(
     rows: list[Row] = []
     states: list[State] = []
     bursts = profile.hpa.spec.burst
+    inputs = _inputs_by_name(series) if profile.hpa.spec.formula is not None else None
     means = _WindowMeans(series) if bursts is not None else None
     burst_tick = math.ceil(start / burst_interval)
     idle = False  # no burst check can change anything until the next sample, pod ready or write
@@ -398,6 +454,8 @@ def replay(
         if event is not None:
             prediction = _prediction(found, profile, time)
             read = metric_reading(metric, _read_load(prediction, load), ready)
+            if inputs is not None:
+                read = _formula_value(profile, inputs, max(0, sample - 1), fleet.ready_pods(), base)
             forecast, used = (
                 (prediction.forecast, prediction.used) if prediction is not None else (None, None)
             )
@@ -406,16 +464,18 @@ def replay(
     def snapshot_at(time: float, now: datetime) -> Snapshot:
         """What the daemon would read at `time` (its metric over the normal window)."""
         prediction = _prediction(found, profile, time)
-        answer = (
-            MetricFetchError("the series has no value here")
+        answers: tuple[MetricAnswer, ...] = (
+            (MetricFetchError("the series has no value here"),)
             if sample - 1 in series.unread
-            else _answer(metric, _read_load(prediction, load), fleet.ready_pods(), now)
+            else (_answer(metric, _read_load(prediction, load), fleet.ready_pods(), now),)
         )
+        if inputs is not None:
+            answers = _input_answers(profile, inputs, max(0, sample - 1), fleet.ready_pods(), now)
         return Snapshot(
             hpa=hpa,
             scale=Scale(spec_replicas=len(fleet), status_replicas=len(fleet), selector=_SELECTOR),
             pods=fleet.pods(),
-            metric_answers=(answer,),
+            metric_answers=answers,
             now=now,
             history=history,
             config=config,

@@ -70,6 +70,24 @@ def _profiles(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list
     return profiles
 
 
+def _check_inputs(parser: argparse.ArgumentParser, profiles: list[Profile], series: Series | None) -> None:
+    """A profile with a formula reads each named metric from the --series column of that name (series None:
+    not read yet, the series comes from Prometheus)."""
+    for profile in profiles:
+        if profile.hpa.spec.formula is None:
+            continue
+        if series is None:
+            parser.error(
+                f"--prometheus-url: profile {profile.name!r} has a formula: give its inputs with --series"
+            )
+        columns = {i.name for i in series.inputs}
+        missing = [m.input_name for m in profile.hpa.spec.metrics if m.input_name not in columns]
+        if missing:
+            parser.error(
+                f"--series: no column for the formula input {missing[0]!r} of profile {profile.name!r}"
+            )
+
+
 def _initial_replicas(given: int | None, min_replicas: int | None) -> int:
     """--initial-replicas, else minReplicas (0 starts at zero), else the API's default of 1."""
     if given is not None:
@@ -82,7 +100,10 @@ def simulate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.out.exists() and not args.out.is_dir():
         parser.error(f"--out: {args.out} is not a directory")
     profiles = _profiles(parser, args)
+    if args.series is None:
+        _check_inputs(parser, profiles, None)
     series = _read_series(parser, args)
+    _check_inputs(parser, profiles, series)
     args.out.mkdir(parents=True, exist_ok=True)
     workload = Workload(
         capacity_per_pod=args.capacity_per_pod,
