@@ -117,9 +117,13 @@ def compose(
     decided = replace(spec, metrics=decided_metrics(spec))
     if len(answers) != len(spec.metrics):  # no metric was read (paused, scaling disabled)
         return decided, tuple(answers), None
-    pairs = zip(spec.metrics, answers, strict=True)
-    inputs = {m.input_name: input_value(a) for m, a in pairs if m.input_name}
+    pairs = [(m, a) for m, a in zip(spec.metrics, answers, strict=True) if m.input_name]
+    inputs = {m.input_name: input_value(a) for m, a in pairs}
     value, error = evaluate_formula(formula, inputs)
+    if value is None:
+        # Why the inputs it lacked were not read: the event and the condition then say what to fix.
+        failed = [f"{m.input_name}: {a.message}" for m, a in pairs if isinstance(a, MetricFetchError)]
+        error += "".join(f"; {why}" for why in failed)
     composite: MetricAnswer = (
         MetricFetchError(f"formula {formula.expression!r}: {error}")
         if value is None

@@ -62,8 +62,8 @@ def test_a_failed_input_is_explained_with_the_fallback() -> None:
     assert record["desiredReplicas"] == 7
     text = describe(record)
     assert (
-        "formula        queue + lag with queue 30, lag failed: no value (formula input 'lag' has no value)"
-        in text
+        "formula        queue + lag with queue 30, lag failed: "
+        "no value (formula input 'lag' has no value; lag: down)" in text
     )
     assert "fallback" in record["reason"]
 

@@ -188,7 +188,7 @@ def test_a_missing_input_takes_the_fallback() -> None:
     first = _step(the_hpa, 4, answers)
     assert first.desired_replicas == 4 and first.history.failed_reads == 1
     assert _conditions(first)["ScalingActive"] == ("False", "FailedGetExternalMetric")
-    assert "formula input 'lag' has no value" in first.events[0].message
+    assert "formula input 'lag' has no value; lag: prometheus down" in first.events[0].message
     second = _step(the_hpa, 4, answers, first.history)
     assert second.desired_replicas == 7
     assert _conditions(second)["Fallback"] == ("True", "FallbackActive")
