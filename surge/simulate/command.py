@@ -57,7 +57,12 @@ def register(subcommands: Any) -> None:
     """Add `simulate` to the `surge` command's subcommands."""
     p = subcommands.add_parser(NAME, help=HELP, description=DESCRIPTION)
     source = p.add_argument_group("the load series (one of)")
-    source.add_argument("--series", type=Path, metavar="FILE.csv", help="CSV: header `timestamp,value` (then a column per formula input)")
+    source.add_argument(
+        "--series",
+        type=Path,
+        metavar="FILE.csv",
+        help="CSV: header `timestamp,value` (then a column per formula input)",
+    )
     source.add_argument("--prometheus-url", type=http_url, metavar="URL", help="a range query's result")
     source.add_argument("--query", metavar="PROMQL", help="with --prometheus-url: the load (one series)")
     source.add_argument(

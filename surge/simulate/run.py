@@ -39,7 +39,9 @@ def _check_source_flags(parser: argparse.ArgumentParser, args: argparse.Namespac
         parser.error("--end: must be after --start")
 
 
-def _read_series(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Series:
+def _read_series(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, profiles: list[Profile]
+) -> Series:
     if args.series is not None:
         try:
             return read_series_csv(args.series)
@@ -48,7 +50,8 @@ def _read_series(parser: argparse.ArgumentParser, args: argparse.Namespace) -> S
     try:
         # Whole seconds: the client rounds times to seconds, and the query's chunks must line up.
         start, end = math.floor(args.start), math.floor(args.end)
-        return query_series(args.prometheus_url, args.query, start, end, int(args.step))
+        inputs = _input_queries(parser, profiles)
+        return query_series(args.prometheus_url, args.query, start, end, int(args.step), inputs)
     except QueryError as err:
         parser.error(f"--query: {err}")
 
@@ -70,17 +73,32 @@ def _profiles(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list
     return profiles
 
 
-def _check_inputs(parser: argparse.ArgumentParser, profiles: list[Profile], series: Series | None) -> None:
-    """A profile with a formula reads each named metric from the --series column of that name (series None:
-    not read yet, the series comes from Prometheus)."""
+def _input_queries(parser: argparse.ArgumentParser, profiles: list[Profile]) -> dict[str, str]:
+    """The queries of the formulas' inputs (their direct metrics' own): read from Prometheus as the load."""
+    queries: dict[str, str] = {}
     for profile in profiles:
         if profile.hpa.spec.formula is None:
             continue
-        if series is None:
-            parser.error(
-                f"--prometheus-url: profile {profile.name!r} has a formula: give its inputs with --series"
-            )
-        columns = {i.name for i in series.inputs}
+        for metric in profile.hpa.spec.metrics:
+            name, query = metric.input_name, metric.query
+            if not query:
+                parser.error(
+                    f"--prometheus-url: the formula input {name!r} of profile {profile.name!r} has no query: "
+                    "give the inputs' series with --series"
+                )
+            if queries.setdefault(name, query) != query:
+                parser.error(
+                    f"--compare: profile {profile.name!r} reads the formula input {name!r} another way"
+                )
+    return queries
+
+
+def _check_inputs(parser: argparse.ArgumentParser, profiles: list[Profile], series: Series) -> None:
+    """A profile with a formula reads each named metric from the series' input of that name."""
+    columns = {i.name for i in series.inputs}
+    for profile in profiles:
+        if profile.hpa.spec.formula is None:
+            continue
         missing = [m.input_name for m in profile.hpa.spec.metrics if m.input_name not in columns]
         if missing:
             parser.error(
@@ -100,9 +118,7 @@ def simulate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.out.exists() and not args.out.is_dir():
         parser.error(f"--out: {args.out} is not a directory")
     profiles = _profiles(parser, args)
-    if args.series is None:
-        _check_inputs(parser, profiles, None)
-    series = _read_series(parser, args)
+    series = _read_series(parser, args, profiles)
     _check_inputs(parser, profiles, series)
     args.out.mkdir(parents=True, exist_ok=True)
     workload = Workload(

@@ -4,12 +4,14 @@ so spec.fallback takes over after failureThreshold reconciles."""
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from sim.prometheus import PrometheusProcess
 from surge.__main__ import main
 from surge.simulate.profiles import SpecError, load_profile
 from surge.simulate.replay import SCALE, Input, Replay, Workload, replay
@@ -115,3 +117,68 @@ def test_input_columns_need_distinct_names(tmp_path: Path) -> None:
     series.write_text(f"timestamp,value,lag,lag\n{START},1,1,1\n{START + 5},1,1,1\n")
     with pytest.raises(SeriesError, match="input columns after `value` need distinct names"):
         read_series_csv(series)
+
+
+def _direct(name: str, query: str) -> dict[str, Any]:
+    metric = _metric(name)
+    metric["external"]["metric"]["name"] = f"surge-promql:{name}"
+    metric["external"]["query"] = query
+    return metric
+
+
+def test_the_inputs_come_from_their_queries_in_prometheus(
+    prometheus: PrometheusProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With --prometheus-url each input is its direct metric's own query on the load's grid; where it has
+    no sample its read fails. The same series as the CSV test: the same writes."""
+    busy = f"vector(5 + 15 * (time() >= bool {START + 60}))"
+    spec = worker(fallback={"failureThreshold": 2, "replicas": 7})
+    spec["spec"]["metrics"] = [
+        _direct("queue", busy),
+        _direct("lag", f"{busy} and on() vector(time()) < {START + 120}"),
+    ]
+    path = tmp_path / "worker.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    out = tmp_path / "out"
+    argv = ["simulate", "--prometheus-url", prometheus.url, "--query", "vector(10)", "--step", "5s"]
+    argv += [
+        "--start",
+        str(START),
+        "--end",
+        str(START + 180),
+        "--spec",
+        str(path),
+        "--capacity-per-pod",
+        "10",
+    ]
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--initial-replicas", "1", "--pod-startup-seconds", "0", "--out", str(out)])
+    assert exited.value.code == 0, capsys.readouterr().err
+    with (out / "timeline.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(float(r["time"]), int(r["desired_replicas"])) for r in rows if r["event"] == "scale"] == [
+        (60, 4),
+        (125, 7),
+    ]
+
+
+def test_an_input_without_a_query_needs_the_series(
+    prometheus: PrometheusProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "worker.yaml"
+    path.write_text(yaml.safe_dump(worker()))
+    argv = ["simulate", "--prometheus-url", prometheus.url, "--query", "vector(10)", "--start", str(START)]
+    argv += [
+        "--end",
+        str(START + 60),
+        "--spec",
+        str(path),
+        "--capacity-per-pod",
+        "10",
+        "--out",
+        str(tmp_path),
+    ]
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert "the formula input 'queue' of profile 'worker' has no query" in capsys.readouterr().err
