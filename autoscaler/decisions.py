@@ -265,15 +265,19 @@ def _absent(answers: Sequence[MetricAnswer]) -> tuple[bool, ...]:
     return absent if any(absent) else ()  # the usual case keeps no tuple per record
 
 
+def record_metrics(spec: HPASpec) -> tuple[MetricSpec, ...]:
+    """The metrics a record's per-metric entries (statuses, ratios, proposals) follow: the ones decide()
+    computed, so with a formula its composite metric in place of the named ones (core/composite.py)."""
+    return decided_metrics(replace(spec, metrics=effective_metrics(spec)))
+
+
 def _metrics_json(
     record: DecisionRecord, namespace: str, render: QueryRenderer | None
 ) -> list[dict[str, Any]]:
     if record.spec is None:
         return []
     entries = []
-    # The metrics decide() computed: with a formula, its composite metric in place of the named ones.
-    decided = decided_metrics(replace(record.spec, metrics=effective_metrics(record.spec)))
-    for i, spec in enumerate(decided):
+    for i, spec in enumerate(record_metrics(record.spec)):
         status = record.metric_statuses[i] if i < len(record.metric_statuses) else None
         current = status.current if status is not None and status.type == spec.type else None
         computed = i < len(record.proposals)
