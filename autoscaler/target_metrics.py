@@ -23,9 +23,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 
-from autoscaler.core.defaults import effective_metrics
 from autoscaler.core.types import HPASpec, MetricSpec, MetricTarget, MetricValueStatus
-from autoscaler.decisions import DecisionRecord, Key, metric_name
+from autoscaler.decisions import DecisionRecord, Key, metric_name, record_metrics
 
 PREFIX = "surge_autoscaler_target_"
 
@@ -71,13 +70,13 @@ def _metric_labels(spec: MetricSpec, target_type: str) -> str:
 
 
 def _spec_targets(record: DecisionRecord) -> Iterator[tuple[str, float]]:
-    for spec in effective_metrics(record.spec) if record.spec is not None else ():
+    for spec in record_metrics(record.spec) if record.spec is not None else ():
         for kind, value in _target_values(spec.target):
             yield _metric_labels(spec, kind), value
 
 
 def _status_targets(record: DecisionRecord) -> Iterator[tuple[str, float]]:
-    specs = effective_metrics(record.spec) if record.spec is not None else ()
+    specs = record_metrics(record.spec) if record.spec is not None else ()
     for spec, status in zip(specs, record.metric_statuses, strict=False):
         if status.current is not None and status.type == spec.type:  # else the metric failed
             for kind, value in _current_values(status.current):
@@ -86,7 +85,7 @@ def _status_targets(record: DecisionRecord) -> Iterator[tuple[str, float]]:
 
 def _forecasts(record: DecisionRecord) -> Iterator[tuple[str, float, float | None]]:
     """Per metric with a forecast: its labels, the forecast and the recent error (None: not known)."""
-    specs = effective_metrics(record.spec) if record.spec is not None else ()
+    specs = record_metrics(record.spec) if record.spec is not None else ()
     for spec, prediction in zip(specs, record.predictions, strict=False):
         if prediction is not None and prediction.forecast is not None and math.isfinite(prediction.forecast):
             error = prediction.error

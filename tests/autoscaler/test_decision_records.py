@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -15,7 +16,12 @@ from autoscaler.core import History, decide, scale_unavailable
 from autoscaler.core.reconcile import Decision
 from autoscaler.core.types import (
     Behavior,
+    ExternalMetricAnswer,
+    FormulaSpec,
     MetricFetchError,
+    MetricIdentifier,
+    MetricSpec,
+    MetricTarget,
     Recommendation,
     ScalingPolicy,
     ScalingRules,
@@ -195,3 +201,29 @@ def _base(name: str) -> str:
         if name.endswith(suffix):
             return name.removesuffix(suffix)
     return name
+
+
+def test_a_formula_autoscalers_series_name_its_composite_metric_not_its_first_input() -> None:
+    """The record's statuses follow decide()'s metrics: with a formula, composite-metric stands where the
+    named inputs stood, and /metrics labels its value so."""
+    inputs = tuple(
+        MetricSpec(
+            type="External",
+            metric=MetricIdentifier(name),
+            target=MetricTarget("AverageValue", average_value=1_000),
+            input_name=name,
+        )
+        for name in ("queue", "lag")
+    )
+    hpa = b.hpa(min_replicas=1, max_replicas=20, metrics=inputs)
+    formula = FormulaSpec("queue + lag", MetricTarget("AverageValue", average_value=10_000))
+    hpa = replace(hpa, spec=replace(hpa.spec, formula=formula))
+    answers = (ExternalMetricAnswer((30_000,), b.T0), ExternalMetricAnswer((15_000,), b.T0))
+    decision = decide(b.snapshot(hpa, 2, b.pods(2, 100, b.STARTED), answers, b.T0, history=History()))
+    records = DecisionRecords()
+    records.add(KEY, hpa.spec, decision, "r", b.T0)
+    text = "".join(families(records.newest()))
+    parsed = {f.name: f for f in text_string_to_metric_families(text)}
+    current = parsed["surge_autoscaler_target_status_target_metric"].samples
+    assert {s.labels["metric_name"] for s in current} == {"composite-metric"}
+    assert {s.labels["metric_target_type"]: s.value for s in current} == {"average": 22.5}

@@ -152,6 +152,15 @@ def test_the_crd_accepts_a_formula(store: Any) -> None:
     assert [m["name"] for m in stored["spec"]["metrics"]] == ["queue", "lag"]
 
 
+def test_the_crd_accepts_named_inputs_beside_a_metric_of_their_own(store: Any) -> None:
+    """KEDA's usual shape: a formula over some triggers, a cpu trigger beside it (unnamed)."""
+    with store.dry_run():
+        stored = store.create(GR, _hza(_spec(("queue", None, "lag"))))
+    assert [m.get("name") for m in stored["spec"]["metrics"]] == ["queue", None, "lag"]
+    causes = _causes(store, _spec(("queue", None, "queue")))
+    assert any(w == "spec.metrics" and "formula input names must be unique" in m for w, m in causes), causes
+
+
 @pytest.mark.parametrize(
     ("spec", "field", "message"),
     [
