@@ -550,3 +550,28 @@ def test_an_hpas_cooldown_formula_and_metric_names_annotations_become_spec_field
     (line,) = result.changes
     assert line.startswith("HorizontalPodAutoscaler jobs/worker: autoscaling.surge.dev/last-active-time ")
     assert result.reminders[0].endswith("kubectl delete hpa -n jobs worker")
+
+
+def test_the_converted_formula_reads_what_keda_computes_on_a_recorded_series(tmp_path: Path) -> None:
+    """scalingModifiers `(queue + backlog) / 2`, target 10 (AverageValue): replayed on a recorded series of
+    both inputs, the composite the autoscaler reads is the formula's value at every sample (milli, as KEDA
+    sets it), and its scale-ups go where KEDA's HPA would: ceil(composite / 10)."""
+    out = tmp_path / "composite.yaml"
+    out.write_text(yaml.safe_dump(converted(_load("scaling-modifiers")).object))
+    queue = [0, 4, 12, 30, 55, 41, 18, 7]
+    backlog = [0, 2, 9, 26, 61, 39, 22, 3]
+    csv = tmp_path / "inputs.csv"
+    rows = ["timestamp,value,queue,backlog"]
+    for i in range(80):
+        q, bl = queue[i // 10], backlog[i // 10]
+        rows.append(f"{START + 5 * i},{q + bl},{q},{bl}")
+    csv.write_text("\n".join(rows) + "\n")
+    result = replay(read_series_csv(csv), load_profile(out), Workload(10, 0, 1))
+    samples = [row for row in result.rows if row.event != SCALE]
+    expected = [int((queue[i // 10] + backlog[i // 10]) / 2 * 1000) / 1000 for i in range(80)]
+    assert [row.metric_value for row in samples] == expected
+    # Above one replica the HPA's count is ceil(composite / 10) (AverageValue), as KEDA's HPA computes it
+    # on its composite-metric; from zero, activation brings one replica first.
+    above_one = [(row.time, row.desired) for row in result.rows if row.event == SCALE and row.desired > 1]
+    assert above_one, "the composite never asked for more than one replica"
+    assert all(desired == -(-expected[int(t // 5)] // 10) for t, desired in above_one), above_one
