@@ -22,7 +22,9 @@ The model, per profile:
   metric from them, as in the daemon. The load is then the workload's only (capacity, the summary), and the
   timeline's metric value is the formula's value.
 - While the current sample is one of the series' `unread` ones, the metric read fails (MetricFetchError):
-  a failed read as the daemon sees one with Prometheus down, for `spec.fallback`. A workload may start at
+  a failed read as the daemon sees one with Prometheus down, for `spec.fallback` — unless the metric has
+  an `absentValue` (a direct metric's query that found no series reads it, as in the daemon; an input of a
+  formula likewise). A workload may start at
   zero replicas (`initial_replicas` 0): activation thresholds and scale to zero replay as the daemon runs
   them. The autoscaler is created as the timeline begins, and its status carries lastActiveTime, so
   `cooldownPeriodSeconds` and `initialCooldownPeriodSeconds` hold the step to zero as in the daemon.
@@ -337,6 +339,8 @@ def _input_answers(
     answers: list[MetricAnswer] = []
     for metric in effective_metrics(profile.hpa.spec):
         value = inputs[metric.input_name][index]
+        if value is None and metric.absent_value is not None:
+            value = metric.absent_value / 1000  # (no series: the query's absentValue, as in the daemon)
         if value is None:
             answers.append(MetricFetchError(f"the series of {metric.input_name!r} has no value here"))
         else:
@@ -464,11 +468,13 @@ def replay(
     def snapshot_at(time: float, now: datetime) -> Snapshot:
         """What the daemon would read at `time` (its metric over the normal window)."""
         prediction = _prediction(found, profile, time)
-        answers: tuple[MetricAnswer, ...] = (
-            (MetricFetchError("the series has no value here"),)
-            if sample - 1 in series.unread
-            else (_answer(metric, _read_load(prediction, load), fleet.ready_pods(), now),)
-        )
+        answers: tuple[MetricAnswer, ...]
+        if sample - 1 not in series.unread:
+            answers = (_answer(metric, _read_load(prediction, load), fleet.ready_pods(), now),)
+        elif metric.absent_value is not None:  # (the query found no series: its absentValue)
+            answers = (_answer(metric, metric.absent_value / 1000, fleet.ready_pods(), now),)
+        else:
+            answers = (MetricFetchError("the series has no value here"),)
         if inputs is not None:
             answers = _input_answers(profile, inputs, max(0, sample - 1), fleet.ready_pods(), now)
         return Snapshot(

@@ -575,3 +575,24 @@ def test_the_converted_formula_reads_what_keda_computes_on_a_recorded_series(tmp
     above_one = [(row.time, row.desired) for row in result.rows if row.event == SCALE and row.desired > 1]
     assert above_one, "the composite never asked for more than one replica"
     assert all(desired == -(-expected[int(t // 5)] // 10) for t, desired in above_one), above_one
+
+
+def test_ignore_null_values_replays_as_keda_reads_a_query_with_no_series(tmp_path: Path) -> None:
+    """A lag that is 90 s, then has no series from 120 s on (the job is gone). ignoreNullValues "false":
+    KEDA fails the read and, after failureThreshold (3) polls, holds its fallback of 8; true (KEDA's
+    default): it reads 0, and the indexer goes down to its minReplicaCount (2) once the HPA's 300 s
+    scale-down window has passed, never to the fallback."""
+    rows = "".join(f"{START + t},{'' if t >= 120 else 90}\n" for t in range(0, 901, 5))
+    csv = tmp_path / "lag.csv"
+    csv.write_text("timestamp,value\n" + rows)
+    steps = {}
+    for ignore in ("false", "true"):
+        so = _load("ignore-null-values-false")
+        so["spec"]["triggers"][0]["metadata"]["ignoreNullValues"] = ignore
+        out = tmp_path / f"indexer-{ignore}.yaml"
+        out.write_text(yaml.safe_dump(converted(so).object))
+        result = replay(read_series_csv(csv), load_profile(out), Workload(10, 10, 3))
+        steps[ignore] = [(row.time, row.desired) for row in result.rows if row.event == SCALE]
+    assert steps["false"] and steps["false"][-1][1] == 8, steps["false"]
+    assert all(desired != 8 for _, desired in steps["true"]), steps["true"]
+    assert steps["true"] and steps["true"][-1][1] == 2 and steps["true"][-1][0] >= 120 + 300, steps["true"]
