@@ -596,3 +596,24 @@ def test_ignore_null_values_replays_as_keda_reads_a_query_with_no_series(tmp_pat
     assert steps["false"] and steps["false"][-1][1] == 8, steps["false"]
     assert all(desired != 8 for _, desired in steps["true"]), steps["true"]
     assert steps["true"] and steps["true"][-1][1] == 2 and steps["true"][-1][0] >= 120 + 300, steps["true"]
+
+
+def test_a_converted_thanos_trigger_decides_on_what_its_backend_answers_as_keda_would(tmp_path: Path) -> None:
+    """customHeaders, serverAddress and the Thanos namespace change where the query runs (the stderr line
+    says what to create for it), not how its answer is used: replayed on the rates the tenant's querier
+    recorded, the request rate alone (threshold 50, AverageValue: ceil(rate / 50) pods, within 3..60)
+    decides as KEDA's HPA would. (Its cpu trigger reads no pods here: a Resource metric needs pod usage.)"""
+    so = _load("thanos-custom-headers")
+    del so["spec"]["triggers"][1]  # the cpu trigger: simulate replays one load series
+    out = tmp_path / "ledger-api.yaml"
+    out.write_text(yaml.safe_dump(converted(so).object))
+    rates = [120, 120, 480, 480, 1450, 1450, 600, 600, 150, 150]
+    csv = tmp_path / "rates.csv"
+    csv.write_text("timestamp,value\n" + "".join(f"{START + t},{rates[t // 60]}\n" for t in range(0, 600, 5)))
+    result = replay(read_series_csv(csv), load_profile(out), Workload(10, 10, 3))  # (running at its minimum)
+    steps = [(row.time, row.desired) for row in result.rows if row.event == SCALE]
+    assert steps, "the rate never moved the ledger"
+    for time, desired in steps:
+        rate = rates[int(time) // 60]
+        assert desired <= max(3, min(60, -(-rate // 50))), (time, desired, rate)
+    assert max(d for _, d in steps) == -(-1450 // 50)  # the peak's 29 pods, reached within the HPA's limits
