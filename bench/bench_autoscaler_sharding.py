@@ -124,6 +124,7 @@ class Cluster:
             f"--leader-elect-hot-namespace-targets={a.hot_after}",
             *([f"--qps={a.qps:g}"] if a.qps is not None else []),
             *([f"--burst={a.burst}"] if a.burst is not None else []),
+            *([f"--workers={a.workers}"] if a.workers is not None else []),
             f"--sync-period={a.period:g}s",
             "--shutdown-grace-period=3s",
             f"--log-level={a.log_level}",
@@ -544,6 +545,7 @@ def main() -> None:
     parser.add_argument("--measure", type=float, default=45.0)
     parser.add_argument("--qps", type=float, help="the replicas' --qps (default: theirs)")
     parser.add_argument("--burst", type=int, help="the replicas' --burst (default: theirs)")
+    parser.add_argument("--workers", type=int, help="the replicas' --workers (default: theirs)")
     parser.add_argument("--log-level", default="warning", help="the replicas' (logs in the work folder)")
     args = parse_args(
         parser, {"autoscalers": 60, "pods": 2, "buckets": 6, "period": 2.0, "lease": 3.0, "measure": 4.0}
