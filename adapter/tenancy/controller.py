@@ -166,6 +166,7 @@ class TenantRules:
         self._dirty = True
         self._plan = Plan()
         self._parsed: dict[ObjectKey, tuple[tuple[str, int], TenantRule | Refusal]] = {}
+        self._confined: dict[tuple[str, int], DiscoveryRule | Refusal] = {}  # (uid, generation) ->
         self._backends: dict[ObjectKey, _Backend] = {}
         self._backend_errors: dict[ObjectKey | None, str] = {}
         self._secrets_read_at = 0.0
@@ -226,7 +227,10 @@ class TenantRules:
             while True:
                 wake = self._wake
                 if self._clock() - self._secrets_read_at >= self._relist_interval:
-                    self._dirty = True  # Secrets are read again at each relist
+                    # Secrets are read again at each relist, and rules confined again (the resources the
+                    # API server serves, which confinement resolves, may have changed).
+                    self._dirty = True
+                    self._confined.clear()
                 if self._dirty:
                     self._dirty = False
                     await self._rebuild()
@@ -289,6 +293,9 @@ class TenantRules:
                     rules[key] = Refusal(err.reason, str(err))
             parsed[key] = (stamp, rules[key])
         self._parsed = parsed
+        live = {(t.uid, t.generation) for t in rules.values() if isinstance(t, TenantRule)}
+        for stamp in self._confined.keys() - live:
+            del self._confined[stamp]
         entries = await self._plan_backends()
         self._plan = plan(rules, entries, self._confine, self.options.max_rules_per_namespace)
         self._secrets_read_at = self._clock()
@@ -329,9 +336,21 @@ class TenantRules:
         )
 
     def _confine(self, tenant: TenantRule) -> DiscoveryRule:
+        """The rule a MetricRule is served as, once per generation (a rebuild plans every rule: confining
+        each again would cost the event loop a parse per rule per change)."""
         if not tenant.key.namespace:
             return tenant.rule
-        return confine_rule(tenant.rule, tenant.key.namespace, self._mapper)
+        stamp = (tenant.uid, tenant.generation)
+        confined = self._confined.get(stamp)
+        if confined is None:
+            try:
+                confined = confine_rule(tenant.rule, tenant.key.namespace, self._mapper)
+            except RuleRefused as err:
+                confined = Refusal(err.reason, err.message)
+            self._confined[stamp] = confined
+        if isinstance(confined, Refusal):
+            raise RuleRefused(confined.reason, confined.message)  # (a new one: no traceback piles up)
+        return confined
 
     async def _plan_backends(self) -> dict[ObjectKey, BackendEntry]:
         entries: dict[ObjectKey, BackendEntry] = {}
