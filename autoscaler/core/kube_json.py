@@ -16,10 +16,12 @@ from typing import Any
 
 from autoscaler.core.types import (
     CONTAINER_RESOURCE,
+    DEFAULT_MAX_FORECAST_ERROR,
     EXTERNAL,
     HPA,
     OBJECT,
     PODS,
+    PREDICTIVE_APPLY,
     RESOURCE,
     ZERO_TIME,
     Behavior,
@@ -282,7 +284,9 @@ def schedules_from_json(items: Any, where: str) -> tuple[Schedule, ...]:
 
 
 def predictive_from_json(item: Any, where: str) -> Predictive | None:
-    """``spec.predictive`` (or the predictive annotation's JSON); None is off."""
+    """``spec.predictive`` (or the predictive annotation's JSON); None is off. `mode` defaults to Apply and
+    `maxForecastError` (a quantity, e.g. "0.2", or a number) to 0.2: without them the forecast acts as
+    it always did."""
     if item is None:
         return None
     if not isinstance(item, Mapping):
@@ -295,6 +299,12 @@ def predictive_from_json(item: Any, where: str) -> Predictive | None:
         horizon_seconds=_typed(item, "horizonSeconds", int, where),
         seasons_seconds=tuple(seasons),
         history_query=None if item.get("historyQuery") is None else _typed(item, "historyQuery", str, where),
+        mode=PREDICTIVE_APPLY if item.get("mode") is None else _typed(item, "mode", str, where),
+        max_forecast_error=(
+            DEFAULT_MAX_FORECAST_ERROR
+            if item.get("maxForecastError") is None
+            else _approximate_float(item["maxForecastError"], f"{where}.maxForecastError")
+        ),
     )
 
 

@@ -16,10 +16,17 @@ The forecast is of the value the series holds: for a per-pod metric (Pods, Resou
 the workload's total, which the answer then spreads over the reporting pods (each reads total ÷ pods, as
 the current value does); for an Object or External metric the metric itself.
 
+The forecast never scales in: it can only raise the answer (a max with the current value) and add a
+floor under the proposal, so the count decide() gives with a forecast is never below the count it gives
+without one from the same state (tests/autoscaler/core/test_predictive_properties.py).
+
 No forecast is used (the answer is left as it is, and the reason says why) while the history is shorter
 than the shortest season plus the horizon, or while the recent error (forecast.recent_errors: the
-forecasts issued a horizon ago against what came) is above MAX_ERROR: a pattern that broke (a holiday)
-must not hold replicas up.
+forecasts issued a horizon ago against what came) is above `maxForecastError` (default 0.2,
+MAX_ERROR): a pattern that broke (a holiday) must not hold replicas up. With `mode: ForecastOnly` (AWS
+predictive scaling's forecast-only mode) the forecast is computed and recorded as ever but never used:
+see what it would do before letting it act. The PredictiveActive condition (`predictive_condition`)
+says which of these holds.
 """
 
 from __future__ import annotations
@@ -27,8 +34,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import TYPE_CHECKING, NamedTuple
 
+from autoscaler.core.conditions import remove_condition, set_condition
 from autoscaler.core.forecast import (
     on_grid,
     peaks_ahead,
@@ -38,7 +47,10 @@ from autoscaler.core.forecast import (
 )
 from autoscaler.core.types import (
     CONTAINER_RESOURCE,
+    DEFAULT_MAX_FORECAST_ERROR,
+    PREDICTIVE_FORECAST_ONLY,
     RESOURCE,
+    Condition,
     ExternalMetricAnswer,
     MetricAnswer,
     MetricSpec,
@@ -49,21 +61,23 @@ from autoscaler.core.types import (
     ResourceMetricsAnswer,
 )
 
+# Prediction is a Snapshot's field (types.py); its callers know it from here, where it is made.
+from autoscaler.core.types import Prediction as Prediction
+
 if TYPE_CHECKING:
     from autoscaler.core.forecast import Array
 
-# The recent error above which the forecast is not used.
-MAX_ERROR = 0.2
+# The recent error above which the forecast is not used, unless spec.predictive.maxForecastError says.
+MAX_ERROR = DEFAULT_MAX_FORECAST_ERROR
 
-
-class Prediction(NamedTuple):
-    """What the history said at one instant: the forecast (the peak over the horizon, in the history's
-    unit), the recent error, whether the algorithm read it, and why or why not."""
-
-    forecast: float | None
-    error: float | None
-    used: bool
-    reason: str
+# The PredictiveActive condition (spec.predictive) and its reasons, a Prediction's `cause`.
+PREDICTIVE_ACTIVE = "PredictiveActive"
+FORECAST_APPLIED = "ForecastApplied"
+FORECAST_ONLY = "ForecastOnly"
+FORECAST_ERROR_TOO_HIGH = "ForecastErrorTooHigh"
+HISTORY_TOO_SHORT = "HistoryTooShort"
+NO_SEASON_SAMPLE = "NoSeasonSample"
+FORECAST_ONLY_REASON = "forecastOnly: recorded, not applied"
 
 
 class Forecasts(NamedTuple):
@@ -152,16 +166,22 @@ def prediction_at(found: Forecasts, index: int, predictive: Predictive) -> Predi
 
 
 def _prediction(peak: float, error: float, history: float, predictive: Predictive) -> Prediction:
+    """The forecast and whether it is used: not while the history is short or holds no sample a season
+    back, never in ForecastOnly mode (recorded all the same), nor while the recent error is above the
+    bound."""
     needed = min(predictive.seasons_seconds) + predictive.horizon_seconds
     if history < needed:
-        return Prediction(
-            None, None, False, f"history {_duration(history)} is shorter than {_duration(needed)}"
-        )
+        reason = f"history {_duration(history)} is shorter than {_duration(needed)}"
+        return Prediction(None, None, False, reason, HISTORY_TOO_SHORT)
     if math.isnan(peak) or math.isnan(error):
-        return Prediction(None, None, False, "no sample a season before the horizon")
-    if error > MAX_ERROR:
-        return Prediction(peak, error, False, f"recent error {error:.0%} is above {MAX_ERROR:.0%}")
-    return Prediction(peak, error, True, "forecast used")
+        return Prediction(None, None, False, "no sample a season before the horizon", NO_SEASON_SAMPLE)
+    if predictive.mode == PREDICTIVE_FORECAST_ONLY:
+        return Prediction(peak, error, False, FORECAST_ONLY_REASON, FORECAST_ONLY)
+    bound = predictive.max_forecast_error
+    if error > bound:
+        reason = f"recent error {error:.0%} is above {bound:.0%}"
+        return Prediction(peak, error, False, reason, FORECAST_ERROR_TOO_HIGH)
+    return Prediction(peak, error, True, "forecast used", FORECAST_APPLIED)
 
 
 def _duration(seconds: float) -> str:
@@ -272,3 +292,31 @@ def _request(metric: MetricSpec, pod: Pod) -> int:
         for c in pod.containers
         if metric.type == RESOURCE or c.name == metric.container
     )
+
+
+def predictive_condition(
+    conditions: Sequence[Condition],
+    predictive: Predictive | None,
+    metric_names: Sequence[str],
+    predictions: Sequence[Prediction],
+    now: datetime,
+) -> tuple[Condition, ...]:
+    """The PredictiveActive condition, so `kubectl describe` says whether the forecast acts and why not:
+    True ForecastApplied while some metric's forecast is read; otherwise False with the first metric's
+    cause (ForecastOnly, ForecastErrorTooHigh, HistoryTooShort, NoSeasonSample, NoHistory), the message
+    giving each metric's reason. Without spec.predictive the condition goes; without predictions (the
+    caller computed none) it stays as it is."""
+    if predictive is None:
+        return remove_condition(conditions, PREDICTIVE_ACTIVE)
+    if not predictions:
+        return tuple(conditions)
+    lines = "; ".join(f"{name}: {_described(p)}" for name, p in zip(metric_names, predictions, strict=False))
+    if any(p.used for p in predictions):
+        return set_condition(conditions, PREDICTIVE_ACTIVE, "True", FORECAST_APPLIED, lines, now)
+    return set_condition(conditions, PREDICTIVE_ACTIVE, "False", predictions[0].cause, lines, now)
+
+
+def _described(prediction: Prediction) -> str:
+    if prediction.forecast is None or prediction.error is None:
+        return prediction.reason
+    return f"{prediction.reason} (forecast {prediction.forecast:.4g}, recent error {prediction.error:.0%})"

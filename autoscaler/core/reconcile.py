@@ -32,7 +32,7 @@ from autoscaler.core.normalization import (
     store_scale_event,
 )
 from autoscaler.core.overrides import overrides_condition, with_overrides
-from autoscaler.core.predictive import needed_replicas
+from autoscaler.core.predictive import needed_replicas, predictive_condition
 from autoscaler.core.replica_calculator import CalcContext
 from autoscaler.core.schedules import describe, schedule_state
 from autoscaler.core.types import (
@@ -56,6 +56,7 @@ from autoscaler.core.types import (
     HPASpec,
     HPAStatus,
     LimitsTrace,
+    MetricSpec,
     MetricStatus,
     Pause,
     Pod,
@@ -472,11 +473,16 @@ def _paused(
     )
 
 
+def _metric_label(metric: MetricSpec) -> str:
+    """A metric's name as a forecast's messages give it."""
+    return metric.metric.name if metric.metric else metric.name
+
+
 def _forecast_floor(spec: HPASpec, snapshot: Snapshot) -> tuple[int, str] | None:
     """The most pods a used forecast needs (core/predictive.py), and which metric's forecast; None
     without one."""
     floors = [
-        (needed, f"forecast of {metric.metric.name if metric.metric else metric.name}")
+        (needed, f"forecast of {_metric_label(metric)}")
         for metric, forecast in zip(spec.metrics, snapshot.forecasts, strict=False)
         if forecast is not None
         and (needed := needed_replicas(metric, forecast, snapshot.pods, snapshot.scale.spec_replicas))
@@ -504,6 +510,9 @@ def decide(snapshot: Snapshot) -> Decision:
         now,
     )
     conditions = overrides_condition(conditions, spec.overrides, now)
+    conditions = predictive_condition(
+        conditions, spec.predictive, [_metric_label(m) for m in spec.metrics], snapshot.predictions, now
+    )
     current = scale.spec_replicas
     history = snapshot.history
     if spec.burst is None and history.burst is not None:

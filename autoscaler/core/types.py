@@ -290,6 +290,15 @@ class Schedule:
     time_zone: str | None = None
 
 
+# spec.predictive.mode: the forecast acts (Apply), or is computed and recorded only (ForecastOnly, AWS
+# predictive scaling's forecast-only mode: see what it would do before letting it act).
+PREDICTIVE_APPLY = "Apply"
+PREDICTIVE_FORECAST_ONLY = "ForecastOnly"
+PREDICTIVE_MODES = (PREDICTIVE_APPLY, PREDICTIVE_FORECAST_ONLY)
+# spec.predictive.maxForecastError's default: a recent error above a fifth means the pattern broke.
+DEFAULT_MAX_FORECAST_ERROR = 0.2
+
+
 @dataclass(frozen=True, slots=True)
 class Predictive:
     """Predictive scaling (Surge's own, core/predictive.py): each metric is forecast `horizon_seconds` ahead
@@ -302,6 +311,8 @@ class Predictive:
     horizon_seconds: int
     seasons_seconds: tuple[int, ...]
     history_query: str | None = None
+    mode: str = PREDICTIVE_APPLY  # ForecastOnly: the forecast is recorded, never read nor a floor
+    max_forecast_error: float = DEFAULT_MAX_FORECAST_ERROR  # the recent error above which none is read
 
 
 @dataclass(frozen=True, slots=True)
@@ -503,6 +514,18 @@ class BurstState:
 # --- the snapshot and the decision --------------------------------------------------------------
 
 
+class Prediction(NamedTuple):
+    """What a metric's history said at one instant (core/predictive.py): the forecast (the peak over the
+    horizon, in the history's unit), the recent error, whether the algorithm read it, why or why not, and
+    `cause`, the PredictiveActive condition's reason for it."""
+
+    forecast: float | None
+    error: float | None
+    used: bool
+    reason: str
+    cause: str = "NoHistory"
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything one reconcile of one HPA reads.
@@ -524,6 +547,9 @@ class Snapshot:
     # Surge's own (spec.predictive, core/predictive.py): per metric, the forecast the algorithm uses, in
     # the metric's unit (None: none used); the pods it needs are a floor of the proposal.
     forecasts: tuple[float | None, ...] = ()
+    # Per metric, what its forecast said, used or not (core/predictive.py); the PredictiveActive condition
+    # reports it. () with spec.predictive: not told (the condition is left as it is).
+    predictions: tuple[Prediction, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

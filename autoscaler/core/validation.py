@@ -12,8 +12,8 @@ averageValue, which the HPA algorithm then reads as an average-value target).
 Surge's own `schedules` (schedules.py) are checked too: bounds and minReplicas <= maxReplicas as the CRD
 checks them, and what no CEL rule can check: that the cron expression parses and the time zone exists.
 So is `predictive` (predictive.py): a horizon of at least a second, at least one season, every season at
-least the horizon (a season's forecast reads the samples a season back) and the lookback at least the
-longest season.
+least the horizon (a season's forecast reads the samples a season back), the lookback at least the
+longest season, a mode of Apply or ForecastOnly and a maxForecastError not negative.
 So are `fallback` (fallback.py: a threshold of at least 1, replicas from 0 to maxReplicas, one of KEDA's
 behaviors) and activation thresholds (activation.py: Object and External metrics only, not negative).
 So are `cooldownPeriodSeconds` and `initialCooldownPeriodSeconds` (cooldown.py): not negative.
@@ -49,6 +49,7 @@ from autoscaler.core.types import (
     FALLBACK_BEHAVIORS,
     OBJECT,
     PODS,
+    PREDICTIVE_MODES,
     RESOURCE,
     Burst,
     Cooldown,
@@ -72,6 +73,7 @@ MAX_SCHEDULE_DURATION_SECONDS = 366 * 24 * 3600
 PREDICTIVE_NO_SEASONS = "seasonsSeconds must list at least one season"
 PREDICTIVE_SEASON_BELOW_HORIZON = "every season must be at least horizonSeconds"
 PREDICTIVE_LOOKBACK_BELOW_SEASON = "lookbackSeconds must be at least the longest season"
+PREDICTIVE_NEGATIVE_MAX_ERROR = "maxForecastError must be greater than or equal to zero"
 DIRECT_QUERY_RULE = f"query must be set if and only if metric.name starts with {DIRECT_METRIC_PREFIX}"
 DIRECT_NO_SELECTOR = "a metric with a query selects its series in the query, not with metric.selector"
 ABSENT_VALUE_RULE = f"absentValue may only be set with a query (metric.name {DIRECT_METRIC_PREFIX}<name>)"
@@ -251,6 +253,10 @@ def _predictive_violations(predictive: Predictive, where: str) -> list[Violation
         out.append(Violation(f"{where}.lookbackSeconds", message))
     if predictive.history_query is not None and not predictive.history_query.strip():
         out.append(Violation(f"{where}.historyQuery", "must not be empty"))
+    if predictive.mode not in PREDICTIVE_MODES:
+        out.append(Violation(f"{where}.mode", _unsupported(predictive.mode, PREDICTIVE_MODES)))
+    if not predictive.max_forecast_error >= 0:  # NaN too
+        out.append(Violation(f"{where}.maxForecastError", PREDICTIVE_NEGATIVE_MAX_ERROR))
     return out
 
 
