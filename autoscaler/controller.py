@@ -57,8 +57,9 @@ from autoscaler.pods import PodIndex, compiled_selector, slim_pod
 from autoscaler.promql.direct import DirectMetrics
 from autoscaler.reasons import reason_of
 from autoscaler.scale import ScaleError, read_scale, scale_path, update_replicas
+from autoscaler.shadow import ACT, SHADOW, ShadowFence, incumbent_of, object_mode
 from autoscaler.sharding import Sharding
-from autoscaler.sources import LAST_ACTIVE_ANNOTATION, Source
+from autoscaler.sources import HPA_SOURCE, LAST_ACTIVE_ANNOTATION, Source, mode_annotation
 from autoscaler.telemetry import Telemetry
 from autoscaler.workqueue import (
     ItemExponentialBackoff,
@@ -125,6 +126,8 @@ class ControllerOptions:
     burst_qps: float = 100.0
     label_selector: str = ""
     config: ControllerConfig = field(default_factory=ControllerConfig)
+    # --mode=shadow: every object is shadowed (autoscaler/shadow.py), not only those annotated so.
+    shadow: bool = False
 
 
 def _key_str(key: Key) -> str:
@@ -485,11 +488,22 @@ class Controller:
 
     # ---- leadership and buckets
 
-    def _fence(self, key: Key) -> Fence | None:
-        """What `key`'s writes depend on: its buckets' leases, or the single leader's."""
+    def _lease_fence(self, key: Key) -> Fence | None:
+        """What `key`'s reconcile depends on: its buckets' leases, or the single leader's."""
         if self._shards is not None:
             return self._shards.fence_of(key)
         return self._lease
+
+    def _shadowed(self, obj: Obj) -> bool:
+        """Whether the object is in shadow mode: decided on, never written for (autoscaler/shadow.py)."""
+        daemon_mode = SHADOW if self.options.shadow else ACT
+        return object_mode(daemon_mode, mode_annotation(obj)) == SHADOW
+
+    def _fence(self, key: Key, obj: Obj) -> Fence | None:
+        """What the writes for `key` (as `obj`) ask right before they are sent: its lease, or for a
+        shadowed object a fence that admits none, so no write path can forget shadow mode."""
+        lease = self._lease_fence(key)
+        return ShadowFence(lease) if self._shadowed(obj) else lease
 
     def _owns(self, key: Key) -> bool:
         """Whether every bucket `key` needs is held here (always, unsharded)."""
@@ -858,7 +872,7 @@ class Controller:
         return compact(obj)
 
     def _holds(self, key: Key) -> bool:
-        lease = self._fence(key)
+        lease = self._lease_fence(key)
         return lease is None or lease.holds()
 
     # ---- reconcile
@@ -1125,9 +1139,11 @@ class Controller:
             # Leadership was lost during the reconcile: the new leader decides; write nothing. (Each write
             # asks the lease again right before it is sent: WriteDropped ends the reconcile there.)
             return "not_leader"
-        fence = self._fence(key)
-        outcome = "ok"
+        fence = self._fence(key, obj)
         decided_at = self._clock.wall()
+        if isinstance(fence, ShadowFence):
+            return self._shadow(key, obj, hpa, decision, decided_at, predictions, answers)
+        outcome = "ok"
         logged: Decision | None = None
         if decision.rescale and path is not None and scale_obj is not None:
             # Logged before the scale write goes out: whatever happens next (the process killed, the
@@ -1230,6 +1246,31 @@ class Controller:
         except ApiError as err:
             log.warning("last active time not written", key=_key_str(key), error=err.message)
 
+    def _shadow(
+        self,
+        key: Key,
+        obj: Obj,
+        hpa: HPA | None,
+        decision: Decision,
+        decided_at: datetime,
+        predictions: tuple[Prediction, ...],
+        answers: tuple[MetricAnswer, ...],
+    ) -> str:
+        """A shadowed object's decision: recorded and logged (`shadow: true`, with what the incumbent's
+        status says), never acted on. Its history moves on as if Surge had acted, so its stabilization
+        windows and rate limits are its own, as they would be once it acts."""
+        if not self._owns(key):
+            return "not_leader"  # its bucket went to another replica meanwhile (as in `_act`)
+        reason = reason_of(decision)
+        self._history[key] = decision.history
+        # An HPA's status is the incumbent's (the built-in controller, or KEDA's HPA); a CRD's is Surge's own.
+        is_hpa = self.source.kind == HPA_SOURCE.kind
+        incumbent = incumbent_of(obj.get("status") if is_hpa else None)
+        spec = hpa.spec if hpa is not None else None
+        self.decisions.add(key, spec, decision, reason, decided_at, predictions, answers, shadow=incumbent)
+        self._log_decision(key, decision, reason, decided_at, answers, shadow=True)
+        return "error" if decision.error is not None else "ok"
+
     def _log_decision(
         self,
         key: Key,
@@ -1237,10 +1278,15 @@ class Controller:
         reason: str,
         decided_at: datetime,
         answers: tuple[MetricAnswer, ...],
+        *,
+        shadow: bool = False,
     ) -> None:
         if not _decision_logger.isEnabledFor(logging.INFO):
             return  # building the record costs more than the decision itself
-        log.info("decision", key=_key_str(key), **decision_fields(decision, reason, decided_at, answers))
+        fields = decision_fields(decision, reason, decided_at, answers)
+        if shadow:
+            fields["shadow"] = True  # decided, not acted on: "rescaled" is what Surge would have done
+        log.info("decision", key=_key_str(key), **fields)
 
 
 def _decided_spec(spec: Obj) -> Obj:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import functools
+import itertools
 import ssl
 from collections.abc import Awaitable, Callable
 
@@ -32,6 +33,7 @@ from autoscaler.metrics import MetricsClient
 from autoscaler.options import AutoscalerOptions
 from autoscaler.promql.client import PrometheusClient
 from autoscaler.promql.direct import DirectMetrics
+from autoscaler.shadow import SHADOW
 from autoscaler.sharding import Sharding
 from autoscaler.sources import SOURCES
 from autoscaler.telemetry import Telemetry
@@ -134,6 +136,7 @@ class AutoscalerDaemon:
                 react_to_pods=options.react_to_pods,
                 label_selector=options.selector,
                 config=options.config,
+                shadow=options.mode == SHADOW,
             ),
             lease=self.elector.guard if self.elector is not None else None,
             shards=self.sharding,
@@ -190,6 +193,7 @@ class AutoscalerDaemon:
             port=self.port,
             scheme="http" if self.options.serving.insecure_http else "https",
             source=self.options.source,
+            mode=self.options.mode,
             workers=self.options.workers,
         )
         await wait_for_api_server(self.kube)
@@ -349,7 +353,10 @@ class AutoscalerDaemon:
     def _http_app(self) -> web.Application:
         async def metrics(_: web.Request) -> web.Response:
             parts = [generate_latest(self.telemetry.registry)]
-            for family in target_metrics.families(self.controller.decisions.newest()):
+            newest = self.controller.decisions.newest()
+            for family in itertools.chain(
+                target_metrics.families(newest), target_metrics.shadow_families(newest)
+            ):
                 parts.append(family.encode())
                 await asyncio.sleep(0)  # ~15 ms a family at 10,000 autoscalers: reconciles run between
             return web.Response(body=b"".join(parts), headers={"Content-Type": CONTENT_TYPE_LATEST})

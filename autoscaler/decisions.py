@@ -57,6 +57,16 @@ QueryRenderer = Callable[[str, str], str]
 (autoscaler.promql.direct.DirectMetrics.rendered); ValueError when the query is refused."""
 
 
+@dataclass(frozen=True, slots=True)
+class Incumbent:
+    """A shadow decision's incumbent (autoscaler/shadow.py): the replicas its HPA's status said at the
+    decision, status.currentReplicas and status.desiredReplicas (None: not known, as for the CRD, whose
+    status is Surge's own)."""
+
+    current: int | None = None
+    desired: int | None = None
+
+
 @dataclass(slots=True)
 class DecisionRecord:
     time: float  # unix seconds of the decision
@@ -86,6 +96,8 @@ class DecisionRecord:
     cooldown: str = ""
     # The formula step (core/composite.py): its inputs, value and target; None without spec.formula.
     formula: FormulaTrace | None = None
+    # A shadow decision (decided, not acted on) and what its incumbent said; None when Surge acted.
+    shadow: Incumbent | None = None
 
     def same_outcome(self, other: DecisionRecord) -> bool:
         return (
@@ -100,6 +112,7 @@ class DecisionRecord:
             and self.burst == other.burst
             and self.in_burst == other.in_burst
             and bool(self.cooldown) == bool(other.cooldown)
+            and (self.shadow is None) == (other.shadow is None)
             and _said(self.conditions) == _said(other.conditions)
         )
 
@@ -150,8 +163,10 @@ class DecisionRecords:
         now: datetime,
         predictions: tuple[Prediction | None, ...] = (),
         answers: Sequence[MetricAnswer] = (),
+        shadow: Incumbent | None = None,
     ) -> None:
-        """`answers`: the metrics' answers the decision was computed from (to record which were absent)."""
+        """`answers`: the metrics' answers the decision was computed from (to record which were absent);
+        `shadow`: the decision was not acted on (shadow mode), and what the incumbent said."""
         status, trace = decision.status, decision.trace
         record = DecisionRecord(
             time=now.timestamp(),
@@ -175,6 +190,7 @@ class DecisionRecords:
             absent=_absent(answers) if spec is None or spec.formula is None else (),
             cooldown=decision.cooldown,
             formula=decision.formula,
+            shadow=shadow,
         )
         target = self._targets.get(key)
         if target is None:
@@ -195,6 +211,7 @@ class DecisionRecords:
             newest.absent = record.absent
             newest.cooldown = record.cooldown
             newest.formula = record.formula
+            newest.shadow = record.shadow  # the incumbent moves on while Surge's outcome stays
             return
         target.older = self._retire(key, newest, target.older)
         target.newest = record
@@ -435,4 +452,10 @@ def record_json(
         out["cooldown"] = record.cooldown
     if record.formula is not None:
         out["formula"] = formula_json(record.formula)
+    if record.shadow is not None:
+        out["shadow"] = True
+        out["incumbent"] = {
+            "currentReplicas": record.shadow.current,
+            "desiredReplicas": record.shadow.desired,
+        }
     return out

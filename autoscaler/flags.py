@@ -9,6 +9,7 @@ import uuid
 from dataclasses import replace
 
 from autoscaler.core.types import FEATURE_GATE_NAMES, FeatureGates
+from autoscaler.shadow import ACT, MODES
 from autoscaler.sources import SOURCES
 from shared.auth import add_auth_flags
 from shared.cli import (
@@ -63,6 +64,14 @@ def build_parser() -> argparse.ArgumentParser:
         choices=sorted(SOURCES),
         default="crd",
         help="crd: HorizontalAutoscaler objects (default); hpa: autoscaling/v2 HorizontalPodAutoscalers",
+    )
+    g.add_argument(
+        "--mode",
+        choices=MODES,
+        default=ACT,
+        help="act: scale the targets (default); shadow: decide beside the incumbent autoscaler (the "
+        "built-in HPA, KEDA's HPA) and record every decision, writing nothing to the cluster (not with "
+        "--leader-elect). Without it, an object annotated autoscaling.surge.dev/mode: shadow is shadowed",
     )
     g.add_argument(
         "--selector",

@@ -14,6 +14,7 @@ from autoscaler.core.types import ControllerConfig
 from autoscaler.flags import build_parser
 from autoscaler.leader import LeaseConfig
 from autoscaler.promql.client import PrometheusAccess
+from autoscaler.shadow import SHADOW
 from shared.auth import AuthOptions, auth_options_from_namespace
 from shared.prometheus_flags import prometheus_credentials
 from shared.serving.options import ServingOptions, serving_options_from_namespace
@@ -35,6 +36,7 @@ class AutoscalerOptions:
     qps: float
     burst: int
     source: str
+    mode: str  # act, or shadow: decide and record, write nothing (autoscaler/shadow.py)
     selector: str
     workers: int
     sync_period: float
@@ -91,6 +93,11 @@ def _check_elector_rate(qps: float, retry_period: float, buckets: int) -> None:
 def options_from_namespace(ns: argparse.Namespace) -> AutoscalerOptions:
     """The options; ValueError naming the flags when some do not go together."""
     credentials = prometheus_credentials(ns)
+    if ns.mode == SHADOW and ns.leader_elect:
+        raise ValueError(
+            "--mode=shadow: a shadow daemon writes nothing, Leases included, so it runs without "
+            "--leader-elect (run one replica)"
+        )
     if ns.leader_elect:
         _check_elector_rate(ns.qps, ns.leader_elect_retry_period, ns.leader_elect_buckets)
     elif ns.leader_elect_buckets > 1:
@@ -100,6 +107,7 @@ def options_from_namespace(ns: argparse.Namespace) -> AutoscalerOptions:
         qps=ns.qps,
         burst=ns.burst,
         source=ns.source,
+        mode=ns.mode,
         selector=ns.selector,
         workers=ns.workers,
         sync_period=ns.sync_period,

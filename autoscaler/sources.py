@@ -20,6 +20,9 @@ and any other value counts as true (KEDA's getBoolAnnotation); the condition mes
 scales it to N and holds it there (the latter wins when both are set, NeedToBePausedByAnnotation).
 `paused-scale-in`, `paused-scale-out` and `force-activation` are core/overrides.py's.
 
+`autoscaling.surge.dev/mode: shadow` (both sources) makes Surge decide beside the incumbent and never write
+for the object (autoscaler/shadow.py); `act`, or no annotation, acts.
+
 An HPA's status has no field for the CRD's `status.lastActiveTime` (core/cooldown.py): the daemon keeps it
 in the annotation `autoscaling.surge.dev/last-active-time` (RFC 3339), so a restart or another replica
 taking over keeps the cooldown's clock.
@@ -76,6 +79,7 @@ COOLDOWN_ANNOTATION = "autoscaling.surge.dev/cooldown"
 LAST_ACTIVE_ANNOTATION = "autoscaling.surge.dev/last-active-time"
 FORMULA_ANNOTATION = "autoscaling.surge.dev/formula"
 METRIC_NAMES_ANNOTATION = "autoscaling.surge.dev/metric-names"
+MODE_ANNOTATION = "autoscaling.surge.dev/mode"
 
 
 @dataclass(frozen=True)
@@ -255,6 +259,12 @@ def _overrides(obj: Obj) -> Overrides:
         flags.append(value is not False)
     scale_in, scale_out, force = flags
     return Overrides(scale_in, scale_out, force, tuple(notes))
+
+
+def mode_annotation(obj: Obj) -> str | None:
+    """The text of the mode annotation (autoscaler/shadow.py reads it); None when absent."""
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(MODE_ANNOTATION)
+    return value if isinstance(value, str) else None
 
 
 def _last_active(obj: Obj) -> datetime | None:

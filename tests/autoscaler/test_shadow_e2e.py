@@ -1,0 +1,145 @@
+"""Shadow mode end to end (autoscaler/shadow.py): the daemon, `--source=hpa`, beside an incumbent HPA on the
+simulated API server with its audit log. Under load that should scale out, the shadow daemon decides the
+rescale again and again, records and logs it as a shadow decision, and writes nothing: the Deployment's
+replicas and the HPA's status stay the incumbent's, no Event is recorded, and the audit log holds no
+request by the daemon's user other than get, list and watch. Its /metrics plots its decision beside the
+incumbent's. Both ways in: the annotation on one HPA, and `--mode=shadow` for the whole daemon."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from structlog.testing import capture_logs
+
+from autoscaler.sources import MODE_ANNOTATION, SYNC_PERIOD_ANNOTATION
+from shared.kube import KubeClient, Obj, load_access
+from sim.apiserver import ApiServer, CertificateAuthority
+from sim.runner import ServerThread
+from tests.autoscaler.harness import (
+    autoscaler_spec,
+    daemon_get,
+    events_of,
+    replicas_of,
+    running_daemon,
+    seed,
+    workload,
+)
+from tests.autoscaler.helpers import eventually, reconciles
+from tests.autoscaler.metrics_backend import MetricsBackend
+from tests.sim.test_apiserver_audit import events
+
+KEY = ("default", "web")
+HPA = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers/web"
+METRIC = ("default", "http_requests")
+TARGET = 100.0
+PODS = 2
+SCALED_OUT = 3  # 150 per pod over 2 pods at a target of 100: ceil(1.5 x 2)
+SHADOW_USER = "surge-shadow"
+READS = {"get", "list", "watch"}
+# The incumbent's status, as the built-in HPA controller left it (it holds the target at 2).
+INCUMBENT_STATUS = {"currentReplicas": PODS, "desiredReplicas": PODS}
+
+
+@pytest.fixture
+async def audited(
+    apiserver_ca: CertificateAuthority, tmp_path: Path
+) -> AsyncIterator[ServerThread[ApiServer]]:
+    with ServerThread(ApiServer(ca=apiserver_ca, audit_log=tmp_path / "audit.log")) as api:
+        yield api
+
+
+def _hpa(annotated: bool) -> Obj:
+    annotations = {SYNC_PERIOD_ANNOTATION: "1"}
+    if annotated:
+        annotations[MODE_ANNOTATION] = "shadow"
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web", "namespace": "default", "annotations": annotations},
+        "spec": autoscaler_spec("web", "http_requests", f"{TARGET:g}"),
+        "status": INCUMBENT_STATUS,
+    }
+
+
+def _by_shadow_user(log: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in log if e["user"]["username"] == SHADOW_USER]
+
+
+@pytest.mark.parametrize("way", ["annotation", "daemon-wide"])
+async def test_a_shadowed_hpa_is_decided_on_and_never_written(
+    audited: ServerThread[ApiServer],
+    backend: MetricsBackend,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    way: str,
+) -> None:
+    api = audited
+    admin = KubeClient(await load_access(str(api.write_kubeconfig(tmp_path / "admin"))))
+    pods = workload(api, "web", PODS)
+    backend.pod_values[METRIC] = dict.fromkeys(pods, 1.5 * TARGET)  # a scale-out to SCALED_OUT is due
+    seed(api, ("autoscaling", "horizontalpodautoscalers"), _hpa(annotated=way == "annotation"))
+    seeded = await admin.get(HPA)
+    kubeconfig = api.write_kubeconfig(tmp_path / "shadow", user=SHADOW_USER)
+    flags = ["--sync-period=1s", *(["--mode=shadow"] if way == "daemon-wide" else [])]
+    caplog.set_level(logging.INFO, logger="autoscaler.controller")  # the decision log line is INFO
+    try:
+        with capture_logs() as logs:
+            async with running_daemon(kubeconfig, backend.url, source="hpa", flags=flags) as daemon:
+                controller = daemon.controller
+
+                def newest() -> dict[str, Any] | None:
+                    records = controller.decisions.records_json(KEY)
+                    return records[0] if records else None
+
+                await eventually(lambda: (newest() or {}).get("desiredReplicas") == SCALED_OUT, within=20)
+                # Several reconciles, each deciding the rescale again (the target never moves).
+                decided = reconciles(controller)
+                await eventually(lambda: reconciles(controller) >= decided + 3, within=20)
+                record = newest()
+                assert record is not None
+                assert record["shadow"] is True and record["reason"].startswith(f"scale-up to {SCALED_OUT}")
+                assert (record["currentReplicas"], record["desiredReplicas"]) == (PODS, SCALED_OUT)
+                assert record["incumbent"] == {"currentReplicas": PODS, "desiredReplicas": PODS}
+
+                # Nothing written: the target, the HPA (status and annotations) and the Events are as before.
+                assert await replicas_of(admin, "web") == PODS
+                hpa = await admin.get(HPA)
+                assert hpa["status"] == seeded["status"]
+                assert hpa["metadata"]["annotations"] == seeded["metadata"]["annotations"]
+                assert hpa["metadata"]["resourceVersion"] == seeded["metadata"]["resourceVersion"]
+                assert await events_of(admin, "web") == []
+                run = _by_shadow_user(events(tmp_path / "audit.log"))
+                # The daemon's reads are here (a watch is logged once it ends: ResponseComplete).
+                assert {e["verb"] for e in run} >= {"list", "get"}
+                assert [e for e in run if e["verb"] not in READS] == []
+
+                status, text = await daemon_get(daemon, "/metrics")
+                assert status == 200
+    finally:
+        await admin.close()
+
+    shadow_lines = [e for e in logs if e["event"] == "decision" and e["key"] == "default/web"]
+    assert len(shadow_lines) >= 3
+    assert all(e["shadow"] is True for e in shadow_lines)
+    assert shadow_lines[-1]["result"] == "rescaled" and shadow_lines[-1]["proposal"] == SCALED_OUT
+
+    series = {
+        f.name: {s.labels.get("name"): s.value for s in f.samples}
+        for f in text_string_to_metric_families(text)
+    }
+    assert series["surge_shadow_desired_replicas"] == {"web": SCALED_OUT}
+    assert series["surge_incumbent_current_replicas"] == {"web": PODS}
+    assert series["surge_incumbent_desired_replicas"] == {"web": PODS}
+
+    # The scrape itself was authenticated and authorized by delegation: reviews, which store nothing,
+    # are the only requests other than reads the daemon's user ever made.
+    writes = [e for e in _by_shadow_user(events(tmp_path / "audit.log")) if e["verb"] not in READS]
+    assert {(e["verb"], e["objectRef"]["resource"]) for e in writes} <= {
+        ("create", "tokenreviews"),
+        ("create", "subjectaccessreviews"),
+    }
