@@ -260,6 +260,17 @@ CEL_CASES = [
         "spec.predictive.lookbackSeconds",
         "lookbackSeconds must be at least the longest season",
     ),
+    (
+        ("predictive",),
+        {
+            "lookbackSeconds": 86400,
+            "horizonSeconds": 300,
+            "seasonsSeconds": [86400],
+            "maxForecastError": "-0.1",
+        },
+        "spec.predictive.maxForecastError",
+        "maxForecastError must be greater than or equal to zero",
+    ),
     # Burst mode: a short window (under a minute) and a threshold above 1.
     (
         ("burst",),
