@@ -57,7 +57,7 @@ from autoscaler.pods import PodIndex, compiled_selector, slim_pod
 from autoscaler.promql.direct import DirectMetrics
 from autoscaler.reasons import reason_of
 from autoscaler.scale import ScaleError, read_scale, scale_path, update_replicas
-from autoscaler.shadow import ACT, SHADOW, ShadowFence, incumbent_of, object_mode
+from autoscaler.shadow import ACT, SHADOW, ShadowFence, incumbent_of, object_mode, with_own_state
 from autoscaler.sharding import Sharding
 from autoscaler.sources import HPA_SOURCE, LAST_ACTIVE_ANNOTATION, Source, mode_annotation
 from autoscaler.telemetry import Telemetry
@@ -239,6 +239,9 @@ class Controller:
         )
         self.pod_index = PodIndex(self.pods.store)
         self._history: dict[Key, History] = {}
+        # Shadowed objects: the cooldown's last-active time of their last decision, never written
+        # (autoscaler/shadow.py's with_own_state).
+        self._shadow_active: dict[Key, datetime] = {}
         # The last decisions of each autoscaler: /debug/decisions, `surge explain`, the per-target series.
         self.decisions = DecisionRecords(render_query=self._direct.rendered)
         # The parsed spec and status of each autoscaler, by resourceVersion: parsing costs more than a
@@ -392,6 +395,7 @@ class Controller:
     def _forget(self, key: Key) -> None:
         """Drop everything kept about `key` (deleted, or its bucket went to another replica)."""
         self._history.pop(key, None)
+        self._shadow_active.pop(key, None)
         self.decisions.forget(key)
         self._histories.forget(key)
         self._parsed.pop(key, None)
@@ -961,6 +965,8 @@ class Controller:
         return tuple(refused)
 
     async def _reconcile(self, key: Key, obj: Obj, hpa: HPA) -> str:
+        if self._shadowed(obj):
+            hpa = with_own_state(hpa, self._shadow_active.get(key))
         history = self._history.get(key, History())
         ref = hpa.spec.scale_target_ref
         try:
@@ -1263,6 +1269,8 @@ class Controller:
             return "not_leader"  # its bucket went to another replica meanwhile (as in `_act`)
         reason = reason_of(decision)
         self._history[key] = decision.history
+        if decision.status.last_active_time is not None:
+            self._shadow_active[key] = decision.status.last_active_time
         # An HPA's status is the incumbent's (the built-in controller, or KEDA's HPA); a CRD's is Surge's own.
         is_hpa = self.source.kind == HPA_SOURCE.kind
         incumbent = incumbent_of(obj.get("status") if is_hpa else None)

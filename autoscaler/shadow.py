@@ -6,12 +6,21 @@ A daemon started with `--mode=shadow` shadows every object; otherwise an object 
 spec, scale, pods and metrics and decides with Surge's own settings; its decision is recorded (decision
 records and log lines say `shadow: true`) and no write goes out: its writes are fenced by a `ShadowFence`,
 which admits none, so a write path that forgets shadow mode still sends nothing.
+
+What Surge keeps in an object's status for its next decisions is not written either: of it, only the
+cooldown's last-active time (core/cooldown.py) is Surge's own state, so the controller keeps a shadowed
+object's in memory and `with_own_state` puts it back before each decision (the other status fields, the
+last scale time and the conditions, are the incumbent's for an HPA: what the target really went through).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import datetime
+
 import structlog
 
+from autoscaler.core.types import HPA
 from autoscaler.decisions import Incumbent
 from autoscaler.leader import Fence
 from shared.kube import Obj
@@ -33,6 +42,17 @@ def object_mode(daemon_mode: str, annotation: str | None) -> str:
     if annotation is None or annotation.strip() == ACT:
         return ACT
     return SHADOW
+
+
+def with_own_state(hpa: HPA, last_active: datetime | None) -> HPA:
+    """The autoscaler a shadow decision is made on: its status's lastActiveTime is the later of the one read
+    (an annotation or status field written while Surge acted) and `last_active`, the one Surge's own last
+    shadow decision set and could not write. Without it, a scale-to-zero autoscaler's shadow would read
+    "never active" at every decision and propose zero as soon as its metrics go idle, not a cooldown later."""
+    read = hpa.status.last_active_time
+    if last_active is None or (read is not None and read >= last_active):
+        return hpa
+    return replace(hpa, status=replace(hpa.status, last_active_time=last_active))
 
 
 def incumbent_of(status: Obj | None) -> Incumbent:
