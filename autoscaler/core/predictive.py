@@ -317,6 +317,9 @@ def predictive_condition(
 
 
 def _described(prediction: Prediction) -> str:
+    """A metric's reason, with the forecast and the recent error when there is one (the error once)."""
     if prediction.forecast is None or prediction.error is None:
         return prediction.reason
+    if prediction.cause == FORECAST_ERROR_TOO_HIGH:  # the reason gives the error and the bound
+        return f"{prediction.reason} (forecast {prediction.forecast:.4g})"
     return f"{prediction.reason} (forecast {prediction.forecast:.4g}, recent error {prediction.error:.0%})"

@@ -167,7 +167,7 @@ def test_a_forecast_whose_error_is_too_high_says_the_error_and_the_bound() -> No
     assert decision.desired_replicas == 3
     condition = _condition(decision.status.conditions)
     assert (condition.status, condition.reason) == ("False", FORECAST_ERROR_TOO_HIGH)
-    assert condition.message == f"rps: {reason} (forecast 520, recent error 35%)"
+    assert condition.message == f"rps: {reason} (forecast 520)"
     too_short = "history 30 s is shorter than 1.08 h"
     short = _decided(SHORT, Prediction(None, None, False, too_short, HISTORY_TOO_SHORT))
     assert _condition(short.status.conditions) == Condition(
