@@ -119,11 +119,11 @@ HELP = {
     "in_burst": "1 while the autoscaler is in burst (spec.burst: its short window reached threshold x "
     "target), else 0.",
 }
-METRIC_NAMES = tuple(PREFIX + name for name in HELP)
 
 
 def families(entries: Sequence[Entry]) -> Iterator[str]:
-    """The exposition text of each family (HELP, TYPE and its samples), one string per family.
+    """The exposition text of each family (HELP, TYPE and its samples), one string per family; the
+    shadow-mode families (`shadow_families`) last.
 
     Values are ints or finite floats (`repr` is Prometheus' float syntax then)."""
     targets = [f'namespace="{_escape(ns)}",name="{_escape(name)}"' for (ns, name), _ in entries]
@@ -172,6 +172,7 @@ def families(entries: Sequence[Entry]) -> Iterator[str]:
         "forecast_error",
         (f"{t}{labels}}} {e!r}" for t, r in rows for labels, _, e in _forecasts(r) if e is not None),
     )
+    yield from shadow_families(entries)
 
 
 SHADOW_HELP = {
@@ -207,3 +208,6 @@ def shadow_families(entries: Sequence[Entry]) -> Iterator[str]:
         "surge_incumbent_desired_replicas",
         (f"{t}}} {i.desired}" for t, _, i in rows if i.desired is not None),
     )
+
+
+METRIC_NAMES = (*(PREFIX + name for name in HELP), *SHADOW_HELP)

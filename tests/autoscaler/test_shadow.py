@@ -4,7 +4,9 @@ series (the daemon end to end: test_shadow_e2e.py)."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -15,11 +17,12 @@ from autoscaler.options import parse_options
 from autoscaler.reasons import reason_of
 from autoscaler.shadow import ACT, SHADOW, ShadowFence, incumbent_of, object_mode
 from autoscaler.sources import MODE_ANNOTATION, mode_annotation
-from autoscaler.target_metrics import SHADOW_HELP, families, shadow_families
+from autoscaler.target_metrics import METRIC_NAMES, SHADOW_HELP, families, shadow_families
 from tests.autoscaler.core import builders as b
 from tests.autoscaler.core.builders import cpu_snapshot
 
 KEY = ("default", "web")
+DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana-dashboard.json"
 
 
 def test_mode_defaults_to_act_and_takes_only_act_or_shadow() -> None:
@@ -132,6 +135,16 @@ def test_shadow_series_beside_the_incumbents_and_only_for_shadow_decisions() -> 
     assert samples("surge_shadow_desired_replicas") == {"web": 4, "crd": 4}
     assert samples("surge_incumbent_current_replicas") == {"web": 2}
     assert samples("surge_incumbent_desired_replicas") == {"web": 3}
-    # The per-target series of a shadow decision stay (its current and desired as Surge saw them).
-    target = {f.name: f for f in text_string_to_metric_families("".join(families(records.newest())))}
-    assert len(target["surge_autoscaler_target_status_desired_replicas"].samples) == 3
+    # /metrics has them (`families`), and the per-target series of a shadow decision stay.
+    every = {f.name: f for f in text_string_to_metric_families("".join(families(records.newest())))}
+    assert set(every) == set(METRIC_NAMES) and set(SHADOW_HELP) <= set(METRIC_NAMES)
+    assert every["surge_shadow_desired_replicas"].samples == parsed["surge_shadow_desired_replicas"].samples
+    assert len(every["surge_autoscaler_target_status_desired_replicas"].samples) == 3
+
+
+def test_the_dashboard_plots_the_shadow_decision_beside_the_incumbents() -> None:
+    panels = json.loads(DASHBOARD.read_text())["panels"]
+    shadow = [p for p in panels if any("surge_shadow_" in t["expr"] for t in p.get("targets", []))]
+    assert len(shadow) == 1
+    exprs = " ".join(t["expr"] for t in shadow[0]["targets"])
+    assert all(name in exprs for name in SHADOW_HELP)
