@@ -1015,6 +1015,7 @@ class Controller:
             config=self.options.config,
             other_selectors=self._sharing_pods(key, pod_names),
             forecasts=used_forecasts(predictions),
+            predictions=predictions,  # (the PredictiveActive condition says why a forecast is not used)
         )
         decision = decide(snapshot)
         if decision.next_schedule_change is not None:

@@ -56,3 +56,9 @@ async def test_forecast_only_records_the_rise_and_scales_on_the_current_value(
         "reason": "forecastOnly: recorded, not applied",
     }
     assert metric["value"] == {"averageValue": "150"}  # the current value, not raised
+    # kubectl describe says why the forecast is not used.
+    conditions = {c["type"]: c for c in status["conditions"]}
+    assert (conditions["PredictiveActive"]["status"], conditions["PredictiveActive"]["reason"]) == (
+        "False",
+        "ForecastOnly",
+    )
