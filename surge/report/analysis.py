@@ -1,0 +1,251 @@
+"""The report's numbers for one target, from its series on one time grid: pure (no I/O, no clock).
+
+A series is a tuple of floats or None (no sample at that step), all on `Trace.times`, `step` seconds apart;
+a sample holds until the next step (sample-and-hold), so a sample stands for `step` seconds.
+
+* A rise in load is a step whose target-metric value is above the target after a step at or below it.
+  Each side's response is the seconds from that step until the first step (the rise's own included) whose
+  replicas are above what that side had at the step before the rise; None when it never is in the window.
+* Needed pods: the HPA's own formula, ceil(incumbent's current replicas x value / target), for every target
+  type: the value is a per-pod average for AverageValue and Utilization (x pods = the workload's total) and
+  the HPA scales a Value target by the same ratio. The incumbent's replicas are the pods really running.
+* Ready pods: a scale-up's new pods count only `startup` seconds after the step that added them; a
+  scale-down counts at once. That is the minimum of the replicas over the last `startup` seconds.
+* Unserved pod-seconds: the sum over steps of max(0, needed - ready) x step, for each side.
+* A flap is a scale event in the other direction from the previous one, within FLAP_SECONDS of it.
+* The forecast (spec.predictive, ForecastOnly or not) is the peak of the workload's total over the next
+  horizon; its error at a step is against the peak of the actual total over the following `horizon`
+  seconds. MAPE is the mean of |forecast - actual| / actual, bias the mean of (forecast - actual) / actual,
+  both in percent, over the steps whose whole horizon is in the window and whose actual is above 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+FLAP_SECONDS = 300.0
+
+Series = Sequence[float | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """One target's series. `load` is the target metric's current value (status), `target` the spec's
+    target for it, `surge` Surge's shadow decision, `incumbent` the incumbent's current replicas,
+    `max_replicas` the spec's maxReplicas, `forecast` the forecast of the workload's total (None: none)."""
+
+    namespace: str
+    name: str
+    times: Sequence[float]
+    step: float
+    load: Series
+    target: Series
+    target_type: str
+    incumbent: Series
+    surge: Series
+    max_replicas: Series
+    forecast: Series | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rise:
+    """A rise in load at `time` (unix seconds), and each side's seconds until its replicas rose."""
+
+    time: float
+    incumbent_seconds: float | None
+    surge_seconds: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    """One side's (the incumbent's or Surge's) totals over the window."""
+
+    unserved_pod_seconds: float
+    pod_hours: float
+    scale_events: int
+    flaps: int
+    share_at_max: float | None  # of the steps with both replicas and maxReplicas known; None: none
+
+
+@dataclass(frozen=True, slots=True)
+class Forecast:
+    """The forecast's accuracy: MAPE and bias in percent over `points` steps."""
+
+    mape: float
+    bias: float
+    points: int
+
+
+@dataclass(frozen=True, slots=True)
+class TargetReport:
+    namespace: str
+    name: str
+    target_type: str
+    rises: tuple[Rise, ...]
+    incumbent: Side
+    surge: Side
+    forecast: Forecast | None
+
+
+def rises(times: Sequence[float], load: Series, target: Series) -> list[int]:
+    """The steps where the load crosses above its target after being at or below it."""
+    found = []
+    for i in range(1, len(times)):
+        before, now, limit, limit_before = load[i - 1], load[i], target[i], target[i - 1]
+        if None in (before, now, limit, limit_before):
+            continue
+        assert before is not None and now is not None and limit is not None and limit_before is not None
+        if before <= limit_before and now > limit:
+            found.append(i)
+    return found
+
+
+def response_seconds(times: Sequence[float], replicas: Series, rise: int) -> float | None:
+    """Seconds from the step `rise` until replicas first exceed those of the step before it (None: never,
+    or not known before the rise)."""
+    before = replicas[rise - 1]
+    if before is None:
+        return None
+    for j in range(rise, len(times)):
+        now = replicas[j]
+        if now is not None and now > before:
+            return times[j] - times[rise]
+    return None
+
+
+def needed(load: Series, target: Series, incumbent: Series) -> list[int | None]:
+    """Pods needed at each step: ceil(incumbent's replicas x value / target); None where not known."""
+    out: list[int | None] = []
+    for value, limit, pods in zip(load, target, incumbent, strict=True):
+        if value is None or limit is None or pods is None or limit <= 0:
+            out.append(None)
+        else:
+            out.append(math.ceil(pods * value / limit - 1e-9))
+    return out
+
+
+def ready(times: Sequence[float], replicas: Series, startup: float) -> list[float | None]:
+    """Pods ready at each step: the minimum of the replicas over the last `startup` seconds (a sliding
+    minimum, so new pods count `startup` seconds after they were added and removed ones at once)."""
+    out: list[float | None] = []
+    window: deque[tuple[float, float]] = deque()  # (time, replicas), replicas increasing
+    for t, value in zip(times, replicas, strict=True):
+        if value is None:
+            out.append(None)
+            continue
+        while window and window[-1][1] >= value:
+            window.pop()
+        window.append((t, value))
+        while window[0][0] < t - startup - 1e-9:
+            window.popleft()
+        out.append(window[0][1])
+    return out
+
+
+def unserved_pod_seconds(need: Sequence[int | None], have: Sequence[float | None], step: float) -> float:
+    """Sum of max(0, needed - ready) x step over the steps where both are known."""
+    return sum(
+        max(0.0, n - h) * step for n, h in zip(need, have, strict=True) if n is not None and h is not None
+    )
+
+
+def scale_events(times: Sequence[float], replicas: Series) -> tuple[int, int]:
+    """(scale events, flaps): a change of replicas between known steps is an event; a flap is an event in
+    the other direction from the previous event, within FLAP_SECONDS of it."""
+    events = flaps = 0
+    last: float | None = None
+    previous: tuple[float, int] | None = None  # the previous event's time and direction
+    for t, value in zip(times, replicas, strict=True):
+        if value is None:
+            continue
+        if last is not None and value != last:
+            direction = 1 if value > last else -1
+            events += 1
+            if previous is not None and previous[1] != direction and t - previous[0] <= FLAP_SECONDS:
+                flaps += 1
+            previous = (t, direction)
+        last = value
+    return events, flaps
+
+
+def share_at_max(replicas: Series, max_replicas: Series) -> float | None:
+    """The share of steps (with both known) at or above maxReplicas."""
+    known = [(r, m) for r, m in zip(replicas, max_replicas, strict=True) if r is not None and m is not None]
+    if not known:
+        return None
+    return sum(1 for r, m in known if r >= m) / len(known)
+
+
+def forecast_accuracy(
+    times: Sequence[float], forecast: Series, actual: Series, horizon: float
+) -> Forecast | None:
+    """MAPE and bias of `forecast` (at each step, the peak of the next `horizon` seconds) against the
+    peak of `actual` over the steps in (t, t + horizon]; None without a step to score."""
+    errors: list[float] = []
+    end = times[-1] if times else 0.0
+    for i, (t, f) in enumerate(zip(times, forecast, strict=True)):
+        if f is None or t + horizon > end + 1e-9:
+            continue
+        ahead = [a for tt, a in zip(times[i + 1 :], actual[i + 1 :], strict=True) if tt <= t + horizon + 1e-9]
+        known = [a for a in ahead if a is not None]
+        if not known or max(known) <= 0:
+            continue
+        peak = max(known)
+        errors.append((f - peak) / peak)
+    if not errors:
+        return None
+    return Forecast(
+        mape=100 * sum(abs(e) for e in errors) / len(errors),
+        bias=100 * sum(errors) / len(errors),
+        points=len(errors),
+    )
+
+
+def workload_total(trace: Trace) -> list[float | None]:
+    """The load in the forecast's unit: the metric for a Value target, else value x incumbent's pods."""
+    if trace.target_type == "value":
+        return list(trace.load)
+    return [
+        None if v is None or p is None else v * p for v, p in zip(trace.load, trace.incumbent, strict=True)
+    ]
+
+
+def _side(trace: Trace, replicas: Series, need: Sequence[int | None], startup: float) -> Side:
+    events, flaps = scale_events(trace.times, replicas)
+    return Side(
+        unserved_pod_seconds=unserved_pod_seconds(need, ready(trace.times, replicas, startup), trace.step),
+        pod_hours=sum(r for r in replicas if r is not None) * trace.step / 3600,
+        scale_events=events,
+        flaps=flaps,
+        share_at_max=share_at_max(replicas, trace.max_replicas),
+    )
+
+
+def analyse(trace: Trace, startup: float, horizon: float) -> TargetReport:
+    """The report of one target: its rises, each side's totals, the forecast's accuracy."""
+    need = needed(trace.load, trace.target, trace.incumbent)
+    found = tuple(
+        Rise(
+            trace.times[i],
+            response_seconds(trace.times, trace.incumbent, i),
+            response_seconds(trace.times, trace.surge, i),
+        )
+        for i in rises(trace.times, trace.load, trace.target)
+    )
+    accuracy = (
+        None
+        if trace.forecast is None
+        else forecast_accuracy(trace.times, trace.forecast, workload_total(trace), horizon)
+    )
+    return TargetReport(
+        namespace=trace.namespace,
+        name=trace.name,
+        target_type=trace.target_type,
+        rises=found,
+        incumbent=_side(trace, trace.incumbent, need, startup),
+        surge=_side(trace, trace.surge, need, startup),
+        forecast=accuracy,
+    )

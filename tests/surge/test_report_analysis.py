@@ -1,0 +1,109 @@
+"""surge/report/analysis.py on hand-built series: each expected number worked out by hand in the test."""
+
+from __future__ import annotations
+
+import pytest
+
+from surge.report.analysis import (
+    Trace,
+    analyse,
+    forecast_accuracy,
+    needed,
+    ready,
+    response_seconds,
+    rises,
+    scale_events,
+    share_at_max,
+    unserved_pod_seconds,
+)
+
+STEP = 10.0
+T = [1000.0 + STEP * i for i in range(10)]
+
+
+def test_a_rise_is_a_crossing_above_the_target_after_being_at_or_below_it() -> None:
+    load = [50, 100, 120, 130, 80, 100, 101, None, 200, 90]
+    target = [100.0] * 10
+    # 100 -> 120 at 2 (100 is "at"), 100 -> 101 at 6; 200 at 8 follows a missing step: not a crossing.
+    assert rises(T, load, target) == [2, 6]
+
+
+def test_response_seconds_count_from_the_rise_to_the_first_step_above_the_replicas_before_it() -> None:
+    replicas = [2, 2, 2, 2, 3, 3, 1, 1, 1, 1]
+    assert response_seconds(T, replicas, 2) == 20.0  # 3 > 2 at step 4
+    assert response_seconds(T, replicas, 7) is None  # never above 1 again
+    assert response_seconds(T, [2, 2, 5, 5, 5, 5, 5, 5, 5, 5], 2) == 0.0  # rose at the rise's own step
+    assert response_seconds(T, [None, None, 5, 5, 5, 5, 5, 5, 5, 5], 2) is None  # nothing before
+
+
+def test_needed_is_the_hpa_formula_on_the_incumbents_pods() -> None:
+    # 3 pods at 150 each over a target of 100: 450 in total, 5 pods; exactly 4 at 100 each stays 4.
+    assert needed([150, 100, None], [100, 100, 100], [3, 4, 2]) == [5, 4, None]
+
+
+def test_new_pods_are_ready_after_the_startup_and_removed_ones_at_once() -> None:
+    replicas = [2, 5, 5, 5, 5, 3, 3, 6, 6, 6]
+    # Startup 30 s: the 3 added at step 1 (t=1010) count from t=1040 (step 4); down at 5 counts at once;
+    # the 3 added at step 7 count from step 10 (outside the window).
+    assert ready(T, replicas, 30) == [2, 2, 2, 2, 5, 3, 3, 3, 3, 3]
+    assert ready(T, replicas, 0) == replicas
+
+
+def test_unserved_pod_seconds_sum_the_shortfall_over_the_steps() -> None:
+    assert unserved_pod_seconds([5, 5, 2, None], [2, 5, 4, 1], STEP) == (3 + 0 + 0) * STEP
+
+
+def test_scale_events_and_flaps_within_five_minutes() -> None:
+    times = [0, 60, 120, 500, 900, 960, 1300]
+    replicas = [2, 4, 3, 5, 5, 4, 4]
+    # Events: up at 60, down at 120 (a flap: 60 s after the up), up at 500 (380 s after the down: not a
+    # flap), down at 960 (460 s after the up: not a flap).
+    assert scale_events(times, replicas) == (4, 1)
+    assert scale_events([0, 10, 20, 30], [1, None, 2, 1]) == (2, 1)  # a gap is not an event
+
+
+def test_share_at_max_counts_the_steps_with_both_known() -> None:
+    assert share_at_max([10, 10, 5, None], [10, 10, 10, 10]) == pytest.approx(2 / 3)
+    assert share_at_max([None], [10]) is None
+
+
+def test_forecast_mape_and_bias_against_the_peak_of_the_next_horizon() -> None:
+    times = [0, 10, 20, 30]
+    actual = [100, 200, 100, 400]
+    forecast = [250, 300, None, 1]
+    # Horizon 20: at 0 the peak of (10, 20] is 200 (error +0.25); at 10 the peak of (20, 30] is 400
+    # (error -0.25); at 20 and 30 the horizon leaves the window.
+    got = forecast_accuracy(times, forecast, actual, 20)
+    assert got is not None
+    assert (got.mape, got.bias, got.points) == (pytest.approx(25.0), pytest.approx(0.0), 2)
+    assert forecast_accuracy(times, [None] * 4, actual, 20) is None
+
+
+def test_analyse_puts_the_pieces_together_for_a_step_in_load() -> None:
+    n = 10
+    trace = Trace(
+        namespace="shop",
+        name="web",
+        times=T,
+        step=STEP,
+        load=[50, 50, 150, 150, 150, 150, 100, 100, 100, 100],  # per pod, over a target of 100
+        target=[100.0] * n,
+        target_type="average",
+        incumbent=[2, 2, 2, 2, 2, 3, 3, 3, 3, 3],  # rose 30 s after the rise at step 2
+        surge=[2, 2, 2, 3, 3, 3, 3, 3, 3, 3],  # rose 10 s after
+        max_replicas=[3.0] * n,
+        forecast=[None] * n,
+    )
+    report = analyse(trace, startup=20, horizon=30)
+    assert [(r.time, r.incumbent_seconds, r.surge_seconds) for r in report.rises] == [(1020.0, 30.0, 10.0)]
+    # Needed: ceil(2 x 1.5) = 3 at steps 2-4, ceil(3 x 1.5) = 5 at step 5, 3 after.
+    # Incumbent ready (startup 20): 2 until step 6, 3 from step 7: short 1, 1, 1 (steps 2-4), 3, 1.
+    # Surge ready: 2 until step 4, 3 from step 5: short 1, 1, 1 (steps 2-4), 2 (step 5: 5 - 3).
+    assert report.incumbent.unserved_pod_seconds == (1 + 1 + 1 + 3 + 1) * STEP
+    assert report.surge.unserved_pod_seconds == (1 + 1 + 1 + 2) * STEP
+    assert report.incumbent.pod_hours == pytest.approx((2 * 5 + 3 * 5) * STEP / 3600)
+    assert report.surge.pod_hours == pytest.approx((2 * 3 + 3 * 7) * STEP / 3600)
+    assert (report.incumbent.scale_events, report.incumbent.flaps) == (1, 0)
+    assert report.incumbent.share_at_max == pytest.approx(0.5)
+    assert report.surge.share_at_max == pytest.approx(0.7)
+    assert report.forecast is None
