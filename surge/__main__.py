@@ -11,9 +11,10 @@ from collections.abc import Sequence
 
 from shared.cli import OneLineErrorParser, add_version_flag
 from surge import convert, explain
+from surge.report import command as report
 from surge.simulate import command as simulate
 
-SUBCOMMANDS = (simulate, explain, convert)
+SUBCOMMANDS = (simulate, report, explain, convert)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -33,12 +33,14 @@ Series = Sequence[float | None]
 
 @dataclass(frozen=True, slots=True)
 class Trace:
-    """One target's series. `load` is the target metric's current value (status), `target` the spec's
-    target for it, `surge` Surge's shadow decision, `incumbent` the incumbent's current replicas,
-    `max_replicas` the spec's maxReplicas, `forecast` the forecast of the workload's total (None: none)."""
+    """One target's series, of one metric (`metric_name`). `load` is the metric's current value
+    (status), `target` the spec's target for it, `surge` Surge's shadow decision, `incumbent` the
+    incumbent's current replicas, `max_replicas` the spec's maxReplicas, `forecast` the forecast of the
+    workload's total (None: none)."""
 
     namespace: str
     name: str
+    metric_name: str
     times: Sequence[float]
     step: float
     load: Series
@@ -83,6 +85,7 @@ class Forecast:
 class TargetReport:
     namespace: str
     name: str
+    metric_name: str
     target_type: str
     rises: tuple[Rise, ...]
     incumbent: Side
@@ -243,6 +246,7 @@ def analyse(trace: Trace, startup: float, horizon: float) -> TargetReport:
     return TargetReport(
         namespace=trace.namespace,
         name=trace.name,
+        metric_name=trace.metric_name,
         target_type=trace.target_type,
         rises=found,
         incumbent=_side(trace, trace.incumbent, need, startup),

@@ -84,6 +84,7 @@ def test_analyse_puts_the_pieces_together_for_a_step_in_load() -> None:
     trace = Trace(
         namespace="shop",
         name="web",
+        metric_name="requests",
         times=T,
         step=STEP,
         load=[50, 50, 150, 150, 150, 150, 100, 100, 100, 100],  # per pod, over a target of 100

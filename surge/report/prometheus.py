@@ -1,0 +1,156 @@
+"""Read each shadowed target's series from Prometheus for the report: range queries on one grid.
+
+prometheus-api-client's synchronous client, as `surge simulate` reads its series: the report is an offline
+command, one query after another, and shared/prometheus.py is the daemons' asyncio transport for instant
+queries. Every query is aggregated by its identifying labels (`max by (namespace, name, ...)`), so the
+scrape's own labels (job, instance; a restarted daemon's new pod) do not split a target's series.
+
+The step is the series' resolution: the median gap between the newest raw samples of the shadow series
+(its scrape interval), unless --step gives one. Prometheus answers at most 11,000 points per series and
+query, so a long window is asked for in chunks.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import requests
+from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
+from urllib3.util.retry import Retry
+
+from surge.report.analysis import Trace
+
+CHUNK_POINTS = 10_000
+TIMEOUT_SECONDS = 60
+DEFAULT_STEP = 15
+SHADOW = "surge_shadow_desired_replicas"
+INCUMBENT = "surge_incumbent_current_replicas"
+PREFIX = "surge_autoscaler_target_"
+TARGET_LABELS = ("namespace", "name")
+METRIC_LABELS = ("namespace", "name", "metric_name", "metric_target_type")
+
+
+class Unreachable(Exception):
+    """Prometheus did not answer (refused, timed out): the message says where."""
+
+
+class Refused(Exception):
+    """Prometheus answered with an error: the message has its text."""
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    start: int
+    end: int
+    step: int
+
+    @property
+    def times(self) -> list[float]:
+        return [float(t) for t in range(self.start, self.end + 1, self.step)]
+
+
+def _at(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def _selector(metric: str, namespace: str | None) -> str:
+    return f'{metric}{{namespace="{namespace}"}}' if namespace is not None else metric
+
+
+class Reader:
+    """One Prometheus' range queries on `window`, each series keyed by its labels' values."""
+
+    def __init__(self, url: str, window: Window | None = None) -> None:
+        self.url = url
+        self.window = window
+        # A refused connection is reported at once (the client's default retries it for 6 s); a busy
+        # Prometheus' 429 or a proxy's 502-504 is retried.
+        retry = Retry(total=3, connect=0, backoff_factor=0.5, status_forcelist=(429, 502, 503, 504))
+        self._client = PrometheusConnect(url, timeout=TIMEOUT_SECONDS, retry=retry)
+
+    def _call(self, query: str, start: int, end: int, step: int) -> list[dict[str, object]]:
+        try:
+            return list(self._client.custom_query_range(query, _at(start), _at(end), f"{step}s"))
+        except PrometheusApiClientException as err:
+            raise Refused(f"Prometheus at {self.url} refused {query!r}: {err}") from None
+        except requests.RequestException as err:
+            raise Unreachable(f"cannot query Prometheus at {self.url}: {type(err).__name__}") from None
+
+    def resolution(self, namespace: str | None, until: int) -> int:
+        """The shadow series' scrape interval in whole seconds (DEFAULT_STEP when it has no samples)."""
+        query = f"{_selector(SHADOW, namespace)}[10m]"
+        try:
+            result = self._client.custom_query(query, params={"time": str(until)})
+        except PrometheusApiClientException as err:
+            raise Refused(f"Prometheus at {self.url} refused {query!r}: {err}") from None
+        except requests.RequestException as err:
+            raise Unreachable(f"cannot query Prometheus at {self.url}: {type(err).__name__}") from None
+        gaps = [
+            float(b[0]) - float(a[0])
+            for series in result
+            for a, b in zip(series["values"], series["values"][1:], strict=False)
+        ]
+        return max(1, round(statistics.median(gaps))) if gaps else DEFAULT_STEP
+
+    def series(self, query: str, labels: tuple[str, ...]) -> dict[tuple[str, ...], list[float | None]]:
+        """`query` on the window's grid: per series (its `labels`' values), a value or None per step."""
+        assert self.window is not None
+        w = self.window
+        index = {t: i for i, t in enumerate(w.times)}
+        out: dict[tuple[str, ...], list[float | None]] = defaultdict(lambda: [None] * len(index))
+        for chunk_start in range(w.start, w.end + 1, CHUNK_POINTS * w.step):
+            chunk_end = min(chunk_start + (CHUNK_POINTS - 1) * w.step, w.end)
+            for found in self._call(query, chunk_start, chunk_end, w.step):
+                metric = found["metric"]
+                assert isinstance(metric, dict)
+                key = tuple(str(metric.get(label, "")) for label in labels)
+                values = out[key]
+                for stamp, text in found["values"]:  # type: ignore[attr-defined]
+                    value = float(text)
+                    i = index.get(float(stamp))
+                    if i is not None and math.isfinite(value):
+                        values[i] = value
+        return dict(out)
+
+
+def _by(labels: tuple[str, ...], metric: str, namespace: str | None) -> str:
+    return f"max by ({', '.join(labels)}) ({_selector(metric, namespace)})"
+
+
+def read_traces(reader: Reader, namespace: str | None) -> Iterator[Trace]:
+    """A trace per target with a shadow series in the window, in (namespace, name) order. Its metric is
+    the first (by name) with both a spec target and a status value; a target without one is left out."""
+    assert reader.window is not None
+    surge = reader.series(_by(TARGET_LABELS, SHADOW, namespace), TARGET_LABELS)
+    incumbent = reader.series(_by(TARGET_LABELS, INCUMBENT, namespace), TARGET_LABELS)
+    maxima = reader.series(_by(TARGET_LABELS, PREFIX + "spec_max_replicas", namespace), TARGET_LABELS)
+    status = reader.series(_by(METRIC_LABELS, PREFIX + "status_target_metric", namespace), METRIC_LABELS)
+    spec = reader.series(_by(METRIC_LABELS, PREFIX + "spec_target_metric", namespace), METRIC_LABELS)
+    forecast_labels = ("namespace", "name", "metric_name")
+    forecasts = reader.series(_by(forecast_labels, PREFIX + "forecast_metric", namespace), forecast_labels)
+    times = reader.window.times
+    none: list[float | None] = [None] * len(times)
+    for key in sorted(surge):
+        metrics = sorted(m for m in status if m[:2] == key and m in spec)
+        if not metrics:
+            continue
+        metric = metrics[0]
+        yield Trace(
+            namespace=key[0],
+            name=key[1],
+            metric_name=metric[2],
+            times=times,
+            step=float(reader.window.step),
+            load=status[metric],
+            target=spec[metric],
+            target_type=metric[3],
+            incumbent=incumbent.get(key, none),
+            surge=surge[key],
+            max_replicas=maxima.get(key, none),
+            forecast=forecasts.get(metric[:3]),
+        )

@@ -1,0 +1,270 @@
+"""The report as text (a table per target and a summary), JSON (the same numbers) or one self-contained
+HTML page (a summary table, then per target its numbers, an inline SVG chart of the load and both sides'
+replicas, and the `surge simulate` command that replays it). The page references nothing outside itself:
+no scripts, no stylesheets, no fonts, no images but the inline SVG (which needs no xmlns in HTML)."""
+
+from __future__ import annotations
+
+import html
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from surge.report.analysis import Series, Side, TargetReport, Trace
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One target's report, its series (for the chart) and its `surge simulate` command."""
+
+    report: TargetReport
+    trace: Trace
+    command: str
+
+
+def _side(side: Side) -> dict[str, Any]:
+    return {
+        "unservedPodSeconds": side.unserved_pod_seconds,
+        "podHours": side.pod_hours,
+        "scaleEvents": side.scale_events,
+        "flaps": side.flaps,
+        "shareAtMax": side.share_at_max,
+    }
+
+
+def _responses(reports: Sequence[TargetReport], which: str) -> dict[str, Any]:
+    seconds = [getattr(r, which) for report in reports for r in report.rises]
+    known = [s for s in seconds if s is not None]
+    return {
+        "medianSeconds": statistics.median(known) if known else None,
+        "maxSeconds": max(known) if known else None,
+        "never": len(seconds) - len(known),
+    }
+
+
+def summary(reports: Sequence[TargetReport]) -> dict[str, Any]:
+    """Totals over the targets: rises, each side's responses and totals."""
+
+    def total(side: str, field: str) -> float:
+        return sum(getattr(getattr(r, side), field) for r in reports)
+
+    def side(name: str, which: str) -> dict[str, Any]:
+        return {
+            "responses": _responses(reports, which),
+            "unservedPodSeconds": total(name, "unserved_pod_seconds"),
+            "podHours": total(name, "pod_hours"),
+            "scaleEvents": int(total(name, "scale_events")),
+            "flaps": int(total(name, "flaps")),
+        }
+
+    return {
+        "targets": len(reports),
+        "rises": sum(len(r.rises) for r in reports),
+        "incumbent": side("incumbent", "incumbent_seconds"),
+        "surge": side("surge", "surge_seconds"),
+    }
+
+
+def to_json(entries: Sequence[Entry], window: dict[str, Any]) -> dict[str, Any]:
+    """The report's numbers: the window, the summary, and per target its rises, sides and forecast."""
+    reports = [e.report for e in entries]
+    return {
+        "window": window,
+        "summary": summary(reports),
+        "targets": [
+            {
+                "namespace": r.namespace,
+                "name": r.name,
+                "metric": r.metric_name,
+                "targetType": r.target_type,
+                "rises": [
+                    {"time": x.time, "incumbentSeconds": x.incumbent_seconds, "surgeSeconds": x.surge_seconds}
+                    for x in r.rises
+                ],
+                "incumbent": _side(r.incumbent),
+                "surge": _side(r.surge),
+                "forecast": None
+                if r.forecast is None
+                else {"mape": r.forecast.mape, "bias": r.forecast.bias, "points": r.forecast.points},
+                "simulate": e.command,
+            }
+            for e, r in zip(entries, reports, strict=True)
+        ],
+    }
+
+
+def _num(value: float | None, unit: str = "", digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}{unit}"
+
+
+def _rows(report: TargetReport) -> list[tuple[str, str, str]]:
+    def both(field: str, fmt: Any) -> tuple[str, str]:
+        return fmt(getattr(report.incumbent, field)), fmt(getattr(report.surge, field))
+
+    rows = [
+        ("unserved pod-seconds", *both("unserved_pod_seconds", lambda v: _num(v, digits=0))),
+        ("pod-hours", *both("pod_hours", lambda v: _num(v, digits=2))),
+        ("scale events", *both("scale_events", str)),
+        ("flaps (< 5 min)", *both("flaps", str)),
+        ("time at max", *both("share_at_max", lambda v: _num(None if v is None else 100 * v, " %"))),
+    ]
+    for rise in report.rises:
+        rows.append(
+            (
+                f"rise at {rise.time:.0f}: s to scale up",
+                _num(rise.incumbent_seconds, digits=0),
+                _num(rise.surge_seconds, digits=0),
+            )
+        )
+    return rows
+
+
+def _table(header: tuple[str, str, str], rows: Sequence[tuple[str, str, str]]) -> str:
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(3)]
+    lines = [f"{a:<{widths[0]}}  {b:>{widths[1]}}  {c:>{widths[2]}}" for a, b, c in (header, *rows)]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _summary_rows(numbers: dict[str, Any]) -> list[tuple[str, str, str]]:
+    inc, sur = numbers["incumbent"], numbers["surge"]
+    return [
+        (
+            "median s to scale up",
+            _num(inc["responses"]["medianSeconds"], digits=0),
+            _num(sur["responses"]["medianSeconds"], digits=0),
+        ),
+        ("rises never scaled up for", str(inc["responses"]["never"]), str(sur["responses"]["never"])),
+        (
+            "unserved pod-seconds",
+            _num(inc["unservedPodSeconds"], digits=0),
+            _num(sur["unservedPodSeconds"], digits=0),
+        ),
+        ("pod-hours", _num(inc["podHours"], digits=2), _num(sur["podHours"], digits=2)),
+        ("scale events", str(inc["scaleEvents"]), str(sur["scaleEvents"])),
+        ("flaps (< 5 min)", str(inc["flaps"]), str(sur["flaps"])),
+    ]
+
+
+def text(entries: Sequence[Entry]) -> str:
+    """A table per target (incumbent beside Surge), then the summary."""
+    parts = []
+    for e in entries:
+        r = e.report
+        title = f"{r.namespace}/{r.name} ({r.metric_name}, {r.target_type}): {len(r.rises)} rises"
+        if r.forecast is not None:
+            title += f"; forecast MAPE {r.forecast.mape:.1f} %, bias {r.forecast.bias:+.1f} %"
+        parts.append(title + "\n" + _table(("", "incumbent", "surge"), _rows(r)))
+    numbers = summary([e.report for e in entries])
+    head = f"summary: {numbers['targets']} targets, {numbers['rises']} rises"
+    parts.append(head + "\n" + _table(("", "incumbent", "surge"), _summary_rows(numbers)))
+    return "\n\n".join(parts) + "\n"
+
+
+WIDTH, HEIGHT, PAD = 720, 200, 36
+COLOURS = {"load": "#999999", "target": "#999999", "incumbent": "#d95f02", "surge": "#1b9e77"}
+
+
+def _points(times: Sequence[float], values: Series, top: float, step_line: bool) -> str:
+    """SVG points of a series on the chart, at most one per pixel column (the column's last value)."""
+    if not times or top <= 0:
+        return ""
+    t0, span = times[0], max(times[-1] - times[0], 1e-9)
+    columns: dict[int, float] = {}
+    for t, v in zip(times, values, strict=True):
+        if v is not None:
+            columns[round((t - t0) / span * (WIDTH - 2 * PAD))] = v
+    out: list[str] = []
+    previous: float | None = None
+    for x, v in sorted(columns.items()):
+        y = HEIGHT - PAD - v / top * (HEIGHT - 2 * PAD)
+        if step_line and previous is not None:
+            out.append(f"{x + PAD},{previous:.1f}")
+        out.append(f"{x + PAD},{y:.1f}")
+        previous = y
+    return " ".join(out)
+
+
+def _top(*series: Series) -> float:
+    known = [v for s in series for v in s if v is not None]
+    return max(known) * 1.1 if known and max(known) > 0 else 1.0
+
+
+def chart(trace: Trace) -> str:
+    """An inline SVG: the load (grey, its own scale on the right) and its target (dashed), the incumbent's
+    replicas and Surge's (step lines, scale on the left)."""
+    replicas_top = _top(trace.incumbent, trace.surge, trace.max_replicas)
+    load_top = _top(trace.load, trace.target)
+    lines = [
+        ("load", _points(trace.times, trace.load, load_top, False), ""),
+        ("target", _points(trace.times, trace.target, load_top, True), ' stroke-dasharray="4 3"'),
+        ("incumbent", _points(trace.times, trace.incumbent, replicas_top, True), ""),
+        ("surge", _points(trace.times, trace.surge, replicas_top, True), ""),
+    ]
+    body = [
+        f'<svg class="chart" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img">',
+        f'<rect x="{PAD}" y="{PAD}" width="{WIDTH - 2 * PAD}" height="{HEIGHT - 2 * PAD}" fill="none" '
+        'stroke="#ccc"/>',
+        f'<text x="2" y="{PAD - 4}" font-size="11">{replicas_top / 1.1:.0f} pods</text>',
+        f'<text x="{WIDTH - 2}" y="{PAD - 4}" font-size="11" text-anchor="end">'
+        f"load {load_top / 1.1:.4g}</text>",
+    ]
+    for i, (name, points, extra) in enumerate(lines):
+        body.append(
+            f'<polyline fill="none" stroke="{COLOURS[name]}" stroke-width="1.5"{extra} points="{points}"/>'
+        )
+        body.append(
+            f'<text x="{PAD + 110 * i}" y="{HEIGHT - 8}" font-size="11" fill="{COLOURS[name]}">{name}</text>'
+        )
+    body.append("</svg>")
+    return "\n".join(body)
+
+
+def _html_table(header: tuple[str, str, str], rows: Sequence[tuple[str, str, str]]) -> str:
+    cells = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{cells}</tr>{body}</table>"
+
+
+STYLE = (
+    "body{font-family:sans-serif;margin:2em;max-width:60em}table{border-collapse:collapse;margin:.5em 0}"
+    "td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}td:first-child{text-align:left}"
+    "pre{white-space:pre-wrap;background:#f4f4f4;padding:.5em}"
+)
+
+
+def page(entries: Sequence[Entry], window: dict[str, Any]) -> str:
+    """The one self-contained HTML page."""
+    numbers = summary([e.report for e in entries])
+    per_target = []
+    for e in entries:
+        r = e.report
+        title = html.escape(f"{r.namespace}/{r.name}")
+        note = html.escape(f"{r.metric_name} ({r.target_type}), {len(r.rises)} rises")
+        if r.forecast is not None:
+            note += html.escape(f"; forecast MAPE {r.forecast.mape:.1f} %, bias {r.forecast.bias:+.1f} %")
+        per_target.append(
+            f'<section class="target"><h2>{title}</h2><p>{note}</p>'
+            + _html_table(("", "incumbent", "surge"), _rows(r))
+            + chart(e.trace)
+            + f"<p>Replay it:</p><pre>{html.escape(e.command)}</pre></section>"
+        )
+    span = html.escape(f"{window['start']} to {window['end']}, step {window['step']} s")
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Surge shadow report</title>'
+        f"<style>{STYLE}</style></head><body><h1>What Surge would have done</h1><p>{span}: "
+        f"{numbers['targets']} targets, {numbers['rises']} rises.</p>"
+        + _html_table(("", "incumbent", "surge"), _summary_rows(numbers))
+        + "".join(per_target)
+        + "</body></html>\n"
+    )
+
+
+def render(entries: Sequence[Entry], window: dict[str, Any], output: str) -> str:
+    """The report in `output`: text, json or html."""
+    if output == "json":
+        return json.dumps(to_json(entries, window), indent=1) + "\n"
+    if output == "html":
+        return page(entries, window)
+    return text(entries)

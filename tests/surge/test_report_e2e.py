@@ -1,0 +1,211 @@
+"""`surge report` against a real Prometheus: it scrapes, every second, an exposition server this test
+controls, which plays the shadow daemon's series of two targets over a few seconds; the report over that
+window must find each rise in load and each side's response within one scrape interval of what was
+played, the JSON numbers, and a self-contained HTML page with a chart per target."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from sim.prometheus import PrometheusProcess, free_port
+from surge.__main__ import main
+
+SCRAPE = 1.0  # seconds
+WEB = 'namespace="shop",name="web"'
+API = 'namespace="shop",name="api"'
+
+# Seconds from the start of play -> the gauges from then on. web: an AverageValue target of 100 with up to
+# 10 pods; its load rises at 2, Surge scales up 1 s later, the incumbent 3 s later, the load falls at 7.
+# api: a Value target of 100 with up to 3 pods; its load rises at 1, Surge scales up 2 s later, the
+# incumbent never does. web has a forecast (constant), api none.
+PLAY: list[tuple[float, dict[str, float]]] = [
+    (0, {"web_load": 50, "web_inc": 2, "web_surge": 2, "api_load": 50, "api_inc": 1, "api_surge": 1}),
+    (1, {"api_load": 200}),
+    (2, {"web_load": 150}),
+    (3, {"web_surge": 4, "api_surge": 3}),
+    (5, {"web_inc": 3}),
+    (7, {"web_load": 80}),
+]
+END = 9.0
+SINCE = 10  # the window: the 11 whole seconds from a second before play on
+
+
+def _exposition(g: dict[str, float]) -> str:
+    return "".join(
+        line + "\n"
+        for line in (
+            f"surge_shadow_desired_replicas{{{WEB}}} {g['web_surge']}",
+            f"surge_shadow_desired_replicas{{{API}}} {g['api_surge']}",
+            f"surge_incumbent_current_replicas{{{WEB}}} {g['web_inc']}",
+            f"surge_incumbent_current_replicas{{{API}}} {g['api_inc']}",
+            f"surge_autoscaler_target_spec_max_replicas{{{WEB}}} 10",
+            f"surge_autoscaler_target_spec_max_replicas{{{API}}} 3",
+            f'surge_autoscaler_target_spec_target_metric{{{WEB},metric_name="requests",'
+            'metric_target_type="average"} 100',
+            f'surge_autoscaler_target_status_target_metric{{{WEB},metric_name="requests",'
+            f'metric_target_type="average"}} {g["web_load"]}',
+            f'surge_autoscaler_target_spec_target_metric{{{API},metric_name="queue",'
+            'metric_target_type="value"} 100',
+            f'surge_autoscaler_target_status_target_metric{{{API},metric_name="queue",'
+            f'metric_target_type="value"}} {g["api_load"]}',
+            f'surge_autoscaler_target_forecast_metric{{{WEB},metric_name="requests"}} 500',
+        )
+    )
+
+
+class _Gauges:
+    def __init__(self) -> None:
+        self.values = dict(PLAY[0][1])
+        self.lock = threading.Lock()
+
+    def text(self) -> bytes:
+        with self.lock:
+            return _exposition(self.values).encode()
+
+
+@pytest.fixture
+def played(tmp_path: Path) -> Iterator[tuple[PrometheusProcess, float]]:
+    """Prometheus holding the played trace; the unix time play started."""
+    gauges = _Gauges()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = gauges.text()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    sd = tmp_path / "targets.json"
+    sd.write_text(json.dumps([{"targets": [f"127.0.0.1:{server.server_address[1]}"]}]))
+    prometheus = PrometheusProcess(sd, interval_seconds=SCRAPE)
+    try:
+        prometheus.start()
+        # Three scrapes before play: the window, from a second before it, starts on a sample.
+        prometheus.wait_for_data_sync(
+            f"count_over_time(surge_shadow_desired_replicas{{{WEB}}}[1m]) >= 3", timeout_seconds=20
+        )
+        started = time.time()
+        for offset, change in PLAY[1:]:
+            time.sleep(max(0.0, started + offset - time.time()))
+            with gauges.lock:
+                gauges.values.update(change)
+        time.sleep(max(0.0, started + END - time.time()))
+        until = math.ceil(started + END)
+        # Until Prometheus has the samples up to the window's end (a scrape after it).
+        prometheus.wait_for_data_sync(
+            f"timestamp(surge_shadow_desired_replicas{{{WEB}}}) > {until}", timeout_seconds=10
+        )
+        yield prometheus, started
+    finally:
+        prometheus.stop()
+        server.shutdown()
+        server.server_close()
+
+
+def _report(
+    prometheus: PrometheusProcess, started: float, output: str, capsys: pytest.CaptureFixture[str]
+) -> str:
+    until = str(math.ceil(started + END))
+    argv = ["report", "--prometheus-url", prometheus.url, "--until", until, "--since", f"{SINCE}s"]
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--pod-startup-seconds", "0", "--forecast-horizon", "2s", "-o", output])
+    captured = capsys.readouterr()
+    assert exited.value.code == 0, captured.err
+    return captured.out
+
+
+def test_the_report_of_a_played_trace(
+    played: tuple[PrometheusProcess, float], capsys: pytest.CaptureFixture[str]
+) -> None:
+    prometheus, started = played
+    numbers = json.loads(_report(prometheus, started, "json", capsys))
+    assert numbers["window"]["step"] == 1  # the scrape interval, found from the samples
+    targets = {t["name"]: t for t in numbers["targets"]}
+    assert sorted(targets) == ["api", "web"]
+    web, api = targets["web"], targets["api"]
+    [web_rise] = web["rises"]
+    [api_rise] = api["rises"]
+    assert abs(web_rise["time"] - (started + 2)) <= SCRAPE + 1  # a grid point after the scrape after it
+    assert web_rise["surgeSeconds"] == pytest.approx(1, abs=SCRAPE)
+    assert web_rise["incumbentSeconds"] == pytest.approx(3, abs=SCRAPE)
+    assert api_rise["surgeSeconds"] == pytest.approx(2, abs=SCRAPE)
+    assert api_rise["incumbentSeconds"] is None
+    # Scale events as played; no flaps.
+    assert [web[s]["scaleEvents"] for s in ("incumbent", "surge")] == [1, 1]
+    assert [api[s]["scaleEvents"] for s in ("incumbent", "surge")] == [0, 1]
+    assert all(t[s]["flaps"] == 0 for t in (web, api) for s in ("incumbent", "surge"))
+    # Each played change shows at the first whole second at or after the scrape after it: 0 to 2 s late, so
+    # a span between two changes is off by at most one second either way.
+    # Unserved pod-seconds with no start-up: needed = ceil(incumbent's pods x load / 100). web's incumbent
+    # is 1 short from 2 to 5 (3 needed, 2 there) and 2 short from 5 to 7 (5 needed, 3 there): 3 + 2 x 2,
+    # give or take 1 + 2 x 1; Surge is 1 short from 2 to 3 and from 5 to 7: 1 + 2, give or take 1 + 1.
+    assert web["incumbent"]["unservedPodSeconds"] == pytest.approx(7, abs=3)
+    assert web["surge"]["unservedPodSeconds"] == pytest.approx(3, abs=2)
+    # api (Value: ceil(1 x 200 / 100) = 2 from 1 s): Surge 1 short until 3 s; the incumbent to the
+    # window's end, 8 or 9 points (the window ends 9 to 10 s after play began).
+    assert api["surge"]["unservedPodSeconds"] == pytest.approx(2, abs=1)
+    assert api["incumbent"]["unservedPodSeconds"] in (8, 9)
+    # Pod-hours over the 11 grid points: web's incumbent 3 pods from 5 s to the end (4 or 5 points), else 2.
+    assert round(web["incumbent"]["podHours"] * 3600, 6) in (2 * 11 + 4, 2 * 11 + 5)
+    # api's Surge is at its max of 3 from 3 s to the end: 6 or 7 of the 11 points.
+    assert round(api["surge"]["shareAtMax"] * 11, 6) in (6, 7)
+    assert api["incumbent"]["shareAtMax"] == 0
+    assert web["forecast"] is not None and web["forecast"]["bias"] > 0  # 500 is above every actual total
+    assert api["forecast"] is None
+    assert web["simulate"].startswith(f"surge simulate --prometheus-url {prometheus.url} --query ")
+    assert numbers["summary"]["rises"] == 2
+    assert numbers["summary"]["incumbent"]["responses"]["never"] == 1
+
+    text = _report(prometheus, started, "text", capsys)
+    assert "shop/web (requests, average): 1 rises" in text and "summary: 2 targets, 2 rises" in text
+
+    page = _report(prometheus, started, "html", capsys)
+    assert page.count("<svg") == 2 and page.count('<section class="target">') == 2
+    outside_commands = re.sub(r"<pre>.*?</pre>", "", page, flags=re.S)
+    assert not re.search(r"https?://", outside_commands, flags=re.I)
+    assert page.count(prometheus.url) == 2  # in each command
+
+
+def test_an_unreachable_prometheus_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    unused_port = free_port()  # nothing listens there
+    with pytest.raises(SystemExit) as exited:
+        main(["report", "--prometheus-url", f"http://127.0.0.1:{unused_port}"])
+    assert exited.value.code == 1
+    assert capsys.readouterr().err == (
+        f"surge report: cannot query Prometheus at http://127.0.0.1:{unused_port}: ConnectionError\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--since", "1x"], "--since: '1x' is not a duration like 30s or 1m30s"),
+        (["--step", "1500ms"], "--step: 1.5s is not a whole number of seconds"),
+        (["-o", "pdf"], "-o/--output: invalid choice: 'pdf' (choose from 'text', 'json', 'html')"),
+        (["--out", "/nonexistent/x.html"], "--out: /nonexistent is not a directory"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_flag_and_exit_2(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["report", "--prometheus-url", "http://127.0.0.1:9", *flags])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == f"surge report: error: {message}\n"
