@@ -323,6 +323,7 @@ def describe(record: Record) -> str:
         fields += [("Max replicas:", str(record["limits"]["maxReplicas"]))]
     fields += [
         ("Replicas:", f"{record['currentReplicas']} current / {record['desiredReplicas']} desired"),
+        *_shadow_fields(record),
         ("Reason:", record["reason"]),
     ]
     width = max(len(key) for key, _ in fields) + 2
@@ -330,6 +331,19 @@ def describe(record: Record) -> str:
     lines += ["Conditions:", *_conditions_table(record["conditions"])]
     lines += ["Derivation:", *(f"  {line}" for line in _derivation(record))]
     return "\n".join(lines)
+
+
+def _shadow_fields(record: Record) -> list[tuple[str, str]]:
+    """A shadow decision (autoscaler/shadow.py): that it wrote nothing, and what the incumbent's status said
+    (`<unknown>` where not known, as for the CRD, whose status is Surge's own)."""
+    if not record.get("shadow"):
+        return []
+    incumbent = record.get("incumbent") or {}
+    current, desired = (_unknown(incumbent.get(k)) for k in ("currentReplicas", "desiredReplicas"))
+    return [
+        ("Mode:", "shadow (decided, not acted on: the incumbent autoscaler scales the target)"),
+        ("Incumbent:", f"{current} current / {desired} desired"),
+    ]
 
 
 def _owner_field(owner: Record | None) -> list[tuple[str, str]]:
