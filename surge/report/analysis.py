@@ -21,6 +21,7 @@ a sample holds until the next step (sample-and-hold), so a sample stands for `st
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import deque
 from collections.abc import Sequence
@@ -192,8 +193,8 @@ def forecast_accuracy(
     for i, (t, f) in enumerate(zip(times, forecast, strict=True)):
         if f is None or t + horizon > end + 1e-9:
             continue
-        ahead = [a for tt, a in zip(times[i + 1 :], actual[i + 1 :], strict=True) if tt <= t + horizon + 1e-9]
-        known = [a for a in ahead if a is not None]
+        last = bisect.bisect_right(times, t + horizon + 1e-9)
+        known = [a for a in actual[i + 1 : last] if a is not None]
         if not known or max(known) <= 0:
             continue
         peak = max(known)
