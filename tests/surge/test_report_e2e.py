@@ -182,6 +182,14 @@ def test_the_report_of_a_played_trace(
     assert not re.search(r"https?://", outside_commands, flags=re.I)
     assert page.count(prometheus.url) == 2  # in each command
 
+    # --namespace keeps its targets only: none here.
+    until = math.ceil(started + END)
+    argv = ["report", "--prometheus-url", prometheus.url, "--until", str(until), "--namespace", "other"]
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 1
+    assert capsys.readouterr().err.startswith("surge report: no target in namespace other has shadow series")
+
 
 def test_an_unreachable_prometheus_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     unused_port = free_port()  # nothing listens there
