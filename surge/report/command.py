@@ -26,13 +26,25 @@ DESCRIPTION = (
 def register(subcommands: Any) -> None:
     """Add `report` to the `surge` command's subcommands."""
     p = subcommands.add_parser(NAME, help=HELP, description=DESCRIPTION)
-    p.add_argument("--prometheus-url", type=http_url, required=True, metavar="URL")
+    p.add_argument(
+        "--prometheus-url",
+        type=http_url,
+        required=True,
+        metavar="URL",
+        help="the Prometheus that scrapes the shadow daemon's /metrics",
+    )
     p.add_argument(
         "--since", type=go_duration(1.0), default=86400.0, metavar="DURATION", help="the window (default 24h)"
     )
     p.add_argument("--until", type=_instant, metavar="T", help="its end: unix s or RFC 3339 (default now)")
     p.add_argument("--namespace", metavar="N", help="only the targets of this namespace")
-    p.add_argument("-o", "--output", choices=("text", "json", "html"), default="text")
+    p.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json", "html"),
+        default="text",
+        help="text tables, the numbers as JSON, or one self-contained HTML page (default text)",
+    )
     p.add_argument("--out", type=Path, metavar="FILE", help="write the report here (default stdout)")
     p.add_argument(
         "--pod-startup-seconds",
