@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import yaml
+from aiohttp import web
 
 from autoscaler.controller import Controller
 from autoscaler.daemon import AutoscalerDaemon
@@ -254,3 +255,32 @@ async def daemon_get(daemon: AutoscalerDaemon, path: str, token: str | None = ""
 
 
 __all__ = ["eventually"]
+
+
+def instant_vector(at: float, value: float) -> dict[str, Any]:
+    """A Prometheus instant query's answer: one sample of `value` at `at`."""
+    result = [{"metric": {}, "value": [at, f"{value:g}"]}]
+    return {"status": "success", "data": {"resultType": "vector", "result": result}}
+
+
+@asynccontextmanager
+async def prometheus_query_api(
+    answer: Callable[[str, float], Awaitable[web.Response]],
+) -> AsyncIterator[str]:
+    """A Prometheus HTTP API on a free loopback port whose `/api/v1/query` (GET or POST) is answered by
+    `answer(promql, time)`; yields its URL."""
+
+    async def query(request: web.Request) -> web.Response:
+        params = await request.post() if request.method == "POST" else request.query
+        return await answer(str(params["query"]), float(str(params["time"])))
+
+    app = web.Application()
+    app.router.add_route("*", "/api/v1/query", query)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+    finally:
+        await runner.cleanup()

@@ -26,7 +26,16 @@ from shared.clock import FakeClock
 from shared.kube import KubeClient
 from sim.runner import ServerThread
 from surge.explain import describe
-from tests.autoscaler.harness import create_hza, install_crd, replicas_of, running_controller, seed, workload
+from tests.autoscaler.harness import (
+    create_hza,
+    install_crd,
+    instant_vector,
+    prometheus_query_api,
+    replicas_of,
+    running_controller,
+    seed,
+    workload,
+)
 from tests.autoscaler.helpers import advance, eventually, reconciles
 
 QUEUE = f"{DIRECT_METRIC_PREFIX}queue"
@@ -48,21 +57,11 @@ class Queue:
 async def queue() -> AsyncIterator[Queue]:
     state = Queue()
 
-    async def query(request: web.Request) -> web.Response:
-        params = await request.post() if request.method == "POST" else request.query
-        at = float(str(params["time"]))
-        result = [{"metric": {}, "value": [at, f"{state.value:g}"]}]
-        return web.json_response({"status": "success", "data": {"resultType": "vector", "result": result}})
+    async def answer(promql: str, at: float) -> web.Response:
+        return web.json_response(instant_vector(at, state.value))
 
-    app = web.Application()
-    app.router.add_route("*", "/api/v1/query", query)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    state.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
-    yield state
-    await runner.cleanup()
+    async with prometheus_query_api(answer) as state.url:
+        yield state
 
 
 def _external(**extra: Any) -> dict[str, Any]:

@@ -31,6 +31,8 @@ from tests.autoscaler.harness import (
     condition,
     create_hza,
     install_crd,
+    instant_vector,
+    prometheus_query_api,
     replicas_of,
     running_controller,
     seed,
@@ -57,25 +59,15 @@ class Prometheus:
 async def prometheus() -> AsyncIterator[Prometheus]:
     state = Prometheus()
 
-    async def query(request: web.Request) -> web.Response:
-        params = await request.post() if request.method == "POST" else request.query
-        promql, at = str(params["query"]), float(str(params["time"]))
+    async def answer(promql: str, at: float) -> web.Response:
         name = "queue" if "queue" in promql else "lag"
         if name in state.failing:
             body = {"status": "error", "errorType": "execution", "error": f"{name}: storage unavailable"}
             return web.json_response(body, status=422)
-        result = [{"metric": {}, "value": [at, f"{state.values[name]:g}"]}]
-        return web.json_response({"status": "success", "data": {"resultType": "vector", "result": result}})
+        return web.json_response(instant_vector(at, state.values[name]))
 
-    app = web.Application()
-    app.router.add_route("*", "/api/v1/query", query)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    state.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
-    yield state
-    await runner.cleanup()
+    async with prometheus_query_api(answer) as state.url:
+        yield state
 
 
 def _external(name: str, **extra: Any) -> dict[str, Any]:

@@ -22,28 +22,12 @@ from autoscaler.core.types import (
     Pause,
 )
 from autoscaler.sources import COOLDOWN_ANNOTATION, CRD_SOURCE, HPA_SOURCE, LAST_ACTIVE_ANNOTATION, Source
+from tests.autoscaler.test_source_zero_settings import _obj  # (the same object, one place)
 
 TRUE = ["1", "t", "T", "TRUE", "true", "True"]
 FALSE = ["0", "f", "F", "FALSE", "false", "False"]
 NOT_BOOLEAN = ["yes", "on", "", " true", "true ", "tRUE", "2", "y"]
 SOURCES = [(CRD_SOURCE, "HorizontalAutoscaler"), (HPA_SOURCE, "HorizontalPodAutoscaler")]
-
-
-def _obj(kind: str, annotations: dict[str, str], **spec: Any) -> dict[str, Any]:
-    api = "autoscaling.surge.dev/v1alpha1" if kind == "HorizontalAutoscaler" else "autoscaling/v2"
-    external = {"metric": {"name": "queue"}, "target": {"type": "AverageValue", "averageValue": "10"}}
-    return {
-        "apiVersion": api,
-        "kind": kind,
-        "metadata": {"name": "worker", "namespace": "default", "annotations": annotations},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "worker"},
-            "minReplicas": 0,
-            "maxReplicas": 5,
-            "metrics": [{"type": "External", "external": external}],
-            **spec,
-        },
-    }
 
 
 @pytest.mark.parametrize(("text", "value"), [(t, True) for t in TRUE] + [(f, False) for f in FALSE])
