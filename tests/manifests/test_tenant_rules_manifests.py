@@ -9,8 +9,6 @@ import copy
 import functools
 import json
 import re
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +16,9 @@ import pytest
 import yaml
 
 from adapter.flags import parse_flags
-from sim.apiserver import ApiServer, CertificateAuthority
+from sim.apiserver import ApiServer
 from sim.runner import ServerThread
-from tests.fixtures.apiserver import KubectlRunner
+from tests.fixtures.apiserver import KubectlRunner, wait_for
 from tests.fixtures.cluster import kubectl_runner
 from tests.manifests.conftest import MANIFESTS, REPO, find, kustomize, with_component
 
@@ -227,19 +225,6 @@ ADAPTER = ("--as=system:serviceaccount:surge:surge-adapter",)
 
 
 @pytest.fixture
-def rbac_apiserver(apiserver_ca: CertificateAuthority) -> Iterator[ServerThread[ApiServer]]:
-    with ServerThread(ApiServer(ca=apiserver_ca, authorization_mode="RBAC")) as running:
-        yield running
-
-
-def _eventually(what: str, check: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        time.sleep(0.02)
-
-
-@pytest.fixture
 def rbac(rbac_apiserver: ServerThread[ApiServer], tmp_path: Path) -> KubectlRunner:
     """The CRDs, the component's roles and a policy applied as cluster-admin; the aggregation done."""
     kubeconfig = rbac_apiserver.write_kubeconfig(tmp_path / "kubeconfig")
@@ -252,7 +237,7 @@ def rbac(rbac_apiserver: ServerThread[ApiServer], tmp_path: Path) -> KubectlRunn
         return any(GROUP in (rule.get("apiGroups") or []) for rule in stored.get("rules") or [])
 
     for role in ("view", "edit", "admin"):
-        _eventually(f"{role} aggregates the tenant-rules roles", functools.partial(aggregated, role))
+        wait_for(f"{role} aggregates the tenant-rules roles", functools.partial(aggregated, role))
     return kubectl
 
 

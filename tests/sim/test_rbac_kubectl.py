@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import json
 import ssl
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sim.apiserver import ApiServer, CertificateAuthority
+from sim.apiserver import ApiServer
 from sim.runner import ServerThread
-from tests.fixtures.apiserver import KubectlRunner
+from tests.fixtures.apiserver import KubectlRunner, wait_for
 from tests.fixtures.cluster import kubectl_runner
 
 CLUSTER_ROLES = ("rbac.authorization.k8s.io", "clusterroles")
@@ -248,22 +246,8 @@ CAN_I = [
 
 
 @pytest.fixture
-def rbac_apiserver(apiserver_ca: CertificateAuthority) -> Iterator[ServerThread[ApiServer]]:
-    with ServerThread(ApiServer(ca=apiserver_ca, authorization_mode="RBAC")) as running:
-        yield running
-
-
-@pytest.fixture
 def admin_kubectl(rbac_apiserver: ServerThread[ApiServer], tmp_path: Path) -> KubectlRunner:
     return kubectl_runner(rbac_apiserver.write_kubeconfig(tmp_path / "kubeconfig"), tmp_path / "kube-cache")
-
-
-def _eventually(what: str, check: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting until {what}")
-        time.sleep(0.02)
 
 
 def _rules(apiserver: ServerThread[ApiServer], role: str) -> list[dict[str, Any]]:
@@ -278,7 +262,7 @@ def policy(rbac_apiserver: ServerThread[ApiServer], admin_kubectl: KubectlRunner
     # ("widgets.example.com", group ""): the custom resources must be served.
     admin_kubectl("apply", "-f", "-", input=CRDS)
     admin_kubectl("apply", "-f", "-", input=POLICY)
-    _eventually("admin aggregates widget-reader through view and edit",
+    wait_for("admin aggregates widget-reader through view and edit",
                 lambda: WIDGET_RULE in _rules(rbac_apiserver, "admin"))
 
 
@@ -380,13 +364,13 @@ def test_aggregated_roles_follow_their_sources(rbac_apiserver: ServerThread[ApiS
                             "labels": {"rbac.authorization.k8s.io/aggregate-to-edit": "true"}},
                "rules": [{"apiGroups": ["example.com"], "resources": ["gadgets"], "verbs": ["create"]}]}
     admin_kubectl("apply", "-f", "-", input=json.dumps(gadgets))
-    _eventually("edit and admin aggregate gadget-editor",
+    wait_for("edit and admin aggregate gadget-editor",
                 lambda: all(gadgets["rules"][0] in _rules(rbac_apiserver, role)
                             for role in ("edit", "admin")))
     assert gadgets["rules"][0] not in _rules(rbac_apiserver, "view")
     assert _can_i(admin_kubectl, ["--as=dave"], ["create", "gadgets.example.com", "-n", "team-a"]) == "yes"
     admin_kubectl("delete", "clusterrole", "widget-reader")
-    _eventually("view, edit and admin drop widget-reader's rule",
+    wait_for("view, edit and admin drop widget-reader's rule",
                 lambda: all(WIDGET_RULE not in _rules(rbac_apiserver, role)
                             for role in ("view", "edit", "admin")))
     assert _can_i(admin_kubectl, ["--as=erin"], ["get", "widgets.example.com", "-n", "team-a"]) == "no"
