@@ -83,6 +83,15 @@ async def _take_buckets(
     assert controller.keys_owned() == len(NAMES), f"not within {within} s of the fake clock"
 
 
+def _cache_as_stub(controller: Controller, key: tuple[str, str]) -> None:
+    """What a list racing a change of the buckets expected can leave: an autoscaler of ours cached as a stub
+    (metadata only)."""
+    store = controller.autoscalers.store
+    obj = store.get(*key)
+    assert obj is not None
+    store.put({"metadata": {k: obj["metadata"][k] for k in ("name", "namespace", "resourceVersion")}})
+
+
 async def test_an_autoscaler_of_ours_met_as_a_stub_is_listed_again_and_reconciled(
     kube: KubeClient,
     apiserver: ServerThread,
@@ -98,11 +107,8 @@ async def test_an_autoscaler_of_ours_met_as_a_stub_is_listed_again_and_reconcile
         await eventually(lambda: reconciles(controller) >= len(NAMES))  # real I/O: the clock stands still
         key = ("default", "a")
         before = reconciles(controller)
-        # What a list racing a change of the buckets expected can leave: ours, cached as a stub.
         store = controller.autoscalers.store
-        obj = store.get(*key)
-        assert obj is not None
-        store.put({"metadata": {k: obj["metadata"][k] for k in ("name", "namespace", "resourceVersion")}})
+        _cache_as_stub(controller, key)
         controller.queue.add(key)
         # Not dropped: its namespace is listed again, then it is reconciled with its spec.
         await eventually(lambda: reconciles(controller) > before)
@@ -161,9 +167,7 @@ async def test_a_stub_in_a_namespace_neither_listed_nor_listing_is_listed_again(
         key = ("default", "a")
         before = reconciles(controller)
         store = controller.autoscalers.store
-        obj = store.get(*key)
-        assert obj is not None
-        store.put({"metadata": {k: obj["metadata"][k] for k in ("name", "namespace", "resourceVersion")}})
+        _cache_as_stub(controller, key)
         controller._listed.discard("default")  # (its pods still cached: "default" in _pod_namespaces)
         controller.queue.add(key)
         await eventually(lambda: reconciles(controller) > before)
