@@ -22,35 +22,17 @@ from autoscaler.core.types import (
     PodsMetricAnswer,
     Prediction,
     Predictive,
-    ScalingPolicy,
-    ScalingRules,
     Snapshot,
 )
 
 from . import builders as b
+from .test_algorithm_properties import behaviors  # (the HPA behaviors the core's properties draw)
 
 STEP = 60.0
 RPS = MetricSpec("Pods", MetricTarget("AverageValue", average_value=100_000), metric=MetricIdentifier("rps"))
 # "Days" of 10 samples, "weeks" of 30: short enough that a history of a few dozen samples forecasts.
 PREDICTIVE = Predictive(lookback_seconds=1800, horizon_seconds=120, seasons_seconds=(600, 1800))
 
-policies = st.lists(
-    st.builds(
-        ScalingPolicy,
-        type=st.sampled_from(["Pods", "Percent"]),
-        value=st.integers(1, 300),
-        period_seconds=st.integers(1, 600),
-    ),
-    min_size=1,
-    max_size=3,
-).map(tuple)
-rules = st.builds(
-    ScalingRules,
-    stabilization_window_seconds=st.none() | st.integers(0, 600),
-    select_policy=st.none() | st.sampled_from(["Max", "Min", "Disabled"]),
-    policies=st.none() | policies,
-)
-behaviors = st.none() | st.builds(Behavior, scale_up=st.none() | rules, scale_down=st.none() | rules)
 # A season of 10 samples repeated, with noise and a level that may shift (a pattern that breaks).
 loads = st.tuples(
     st.lists(st.integers(0, 2000).map(float), min_size=10, max_size=10),
