@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from autoscaler.core.parsebool import parse_bool  # (the daemon's reading: convert agrees with it)
 from autoscaler.core.types import PAUSED_REPLICAS_ANNOTATION
 
 SURGE_PREFIX = "autoscaling.surge.dev/"
@@ -13,16 +14,6 @@ KEDA_PREFIX = "autoscaling.keda.sh/"
 PAUSED_REPLICAS = "paused-replicas"
 # KEDA's boolean annotations (the names after either prefix), as Surge takes them.
 BOOLEAN_ANNOTATIONS = ("paused", "paused-scale-in", "paused-scale-out", "force-activation")
-
-# Go's strconv.ParseBool, exactly: nothing else, not even with spaces around.
-_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
-
-
-def parse_bool(text: str) -> bool | None:
-    """strconv.ParseBool(text): True or False, None when Go would return an error."""
-    return True if text in _TRUE else False if text in _FALSE else None
-
 
 def scaling_annotations(annotations: dict[str, str], changes: list[str]) -> dict[str, str]:
     """Surge's annotations for KEDA's (or Surge's own, kept as the source for those KEDA lacks) and a

@@ -18,8 +18,8 @@ from typing import Any
 import promql_parser as pp
 import yaml
 
+from autoscaler.core.parsebool import parse_bool
 from shared.promql.confine import NAMESPACE_LABEL, QueryRefused, check, render
-from surge.convert.keda_annotations import parse_bool
 from surge.convert.problems import ConvertError, short
 
 RULES_API_VERSION = "metrics.surge.dev/v1alpha1"

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 import yaml
 
+from autoscaler.core.parsebool import parse_bool
 from surge.__main__ import main as surge_main
 from surge.convert import ConvertError, converted
-from surge.convert.keda_annotations import parse_bool
 from surge.simulate.profiles import load_profile
 from surge.simulate.replay import SCALE, Workload, replay
 from surge.simulate.series_csv import read_series_csv
