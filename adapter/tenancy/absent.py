@@ -10,35 +10,15 @@ then return no series, which absentValue answers.
 
 from __future__ import annotations
 
-import promql_parser as pp
-
 from adapter.config import DiscoveryRule
 from adapter.seriesshapes import SeriesShapes
-from shared.stopping import STOPPING
-
-
-def exact_series_name(series_query: str) -> str | None:
-    """The one series name `series_query` (a selector) matches, if it names one exactly."""
-    try:
-        expr = pp.parse(series_query)
-        if not isinstance(expr, pp.VectorSelector):
-            return None
-        if expr.name:
-            return str(expr.name)
-        for matcher in expr.matchers.matchers:
-            if matcher.name == "__name__" and str(matcher.op) == str(pp.MatchOp.Equal):
-                return str(matcher.value)
-    except STOPPING:
-        raise
-    except BaseException:  # (promql-parser may panic: a BaseException; a query it cannot read has no name)
-        return None
-    return None
+from shared.promql.series_selector import series_name
 
 
 def absent_series(rule: DiscoveryRule, found: SeriesShapes) -> SeriesShapes | None:
     """The made-up series of `rule` (see the module docstring) when `found` lacks it; else None."""
-    name = exact_series_name(rule.series_query)
-    if name is None or any(series_name == name for series_name, _ in found.shapes):
+    name = series_name(rule.series_query)
+    if name is None or any(found_name == name for found_name, _ in found.shapes):
         return None
     labels = ("__name__", *sorted(rule.association.overrides))
     return SeriesShapes(found.count, (*found.shapes, (name, labels)))

@@ -20,12 +20,12 @@ from typing import Any
 
 from adapter.naming.resources import BUILTIN_RESOURCES, StaticResourceMapper
 from adapter.tenancy.confinement import RuleRefused, confine_rule
+from shared.promql.series_selector import pinned_namespace
 from surge.convert.adapter_config import WrittenRule, read_config
 from surge.convert.metadata import DNS_LABEL
 from surge.convert.problems import ConvertError
 from surge.convert.rule_names import Names, base_name, exposed_name
 from surge.convert.rule_spec import rule_spec, spec_problems
-from surge.convert.series_query import pinned_namespace
 from surge.convert.tenant_changes import changes
 
 API_VERSION = "metrics.surge.dev/v1alpha1"

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
+from shared.promql.series_selector import series_name
 from surge.convert.adapter_config import WrittenRule
-from surge.convert.series_query import series_name
 
 MAX_NAME = 63  # a DNS-1123 label
 # `$1`, `${1}`, `$name`, `${name}` in `as` (Go's regexp Expand); groups, classes and escapes in `matches`.

@@ -23,7 +23,7 @@ from adapter.naming.errors import QueryBuildError
 from adapter.naming.query import custom_query_data, external_query_data, render_query
 from adapter.naming.resources import BUILTIN_RESOURCES, ResourceMapper
 from shared.promql.confine import NAMESPACE_LABEL, QueryRefused, check, render
-from surge.convert.series_query import series_name
+from shared.promql.series_selector import series_name
 
 _EQUAL = str(pp.MatchOp.Equal)
 _SAMPLE_SERIES = "series"  # when the seriesQuery names no one series

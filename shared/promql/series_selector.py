@@ -1,5 +1,6 @@
-"""What a prometheus-adapter rule's `seriesQuery` selects, read from its parsed selector (never from the text
-by pattern): the one series name it names, and the one namespace it pins, if any.
+"""What a series selector (a prometheus-adapter rule's `seriesQuery`) selects, read from its parsed form
+(never from the text by pattern): the one series name it names, and the one namespace it pins, if any.
+`surge convert` places rules by them; the adapter names the series a tenant rule's absentValue stands for.
 
 A seriesQuery is a series selector (`name{label="v",...}` or `{__name__=~"...",...}`), what Prometheus'
 /api/v1/series takes. One that does not parse as a selector names and pins nothing here, nor one beyond
