@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # only a type here, as in sources.py
 
 PROFILE_ANNOTATION = "autoscaling.surge.dev/shadow-profile"
 
+FAST_SYNC_PERIOD_SECONDS = 1
 FAST_SCALE_UP: dict[str, Any] = {
     "stabilizationWindowSeconds": 0,
     "selectPolicy": "Max",
@@ -68,20 +69,16 @@ DEFAULT_PREDICTIVE: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class ShadowProfile:
-    name: str
-    sync_period_seconds: int
-    scale_up: dict[str, Any]
-    burst: bool
-    predictive: bool
+    """`fast`'s settings (every profile's), and whether burst mode and predictive scaling are turned on."""
+
+    burst: bool = False
+    predictive: bool = False
 
 
 PROFILES = {
-    profile.name: profile
-    for profile in (
-        ShadowProfile("fast", 1, FAST_SCALE_UP, burst=False, predictive=False),
-        ShadowProfile("burst", 1, FAST_SCALE_UP, burst=True, predictive=False),
-        ShadowProfile("predictive", 1, FAST_SCALE_UP, burst=False, predictive=True),
-    )
+    "fast": ShadowProfile(),
+    "burst": ShadowProfile(burst=True),
+    "predictive": ShadowProfile(predictive=True),
 }
 
 
@@ -100,7 +97,7 @@ def apply_profile(obj: Obj) -> tuple[Obj, str | None]:
     profiled = _with_profile(obj, profile, source)
     added = _introduced_violations(obj, profiled, source)
     if added:
-        return obj, f"{PROFILE_ANNOTATION}: profile {profile.name!r} does not apply: {added}"
+        return obj, f"{PROFILE_ANNOTATION}: profile {name!r} does not apply: {added}"
     return profiled, None
 
 
@@ -112,11 +109,12 @@ def source_of(obj: Obj) -> Source:
 
 def _with_profile(obj: Obj, profile: ShadowProfile, source: Source) -> Obj:
     profiled = copy.deepcopy(obj)
-    spec = profiled.setdefault("spec", {})
+    spec = profiled["spec"] = profiled.get("spec") or {}
     behavior = spec.get("behavior") or {}
-    spec["behavior"] = {**behavior, "scaleUp": {**(behavior.get("scaleUp") or {}), **profile.scale_up}}
+    scale_up = {**(behavior.get("scaleUp") or {}), **copy.deepcopy(FAST_SCALE_UP)}
+    spec["behavior"] = {**behavior, "scaleUp": scale_up}
     settings = _Settings(profiled, source)
-    settings.set_sync_period(profile.sync_period_seconds)
+    settings.set_sync_period(FAST_SYNC_PERIOD_SECONDS)
     if profile.burst and settings.get(BURST_ANNOTATION, "burst") is None:
         settings.set(BURST_ANNOTATION, "burst", DEFAULT_BURST)
     if profile.predictive:

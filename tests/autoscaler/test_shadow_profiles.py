@@ -23,9 +23,12 @@ from autoscaler.core.types import (
     ScalingPolicy,
     ScalingRules,
 )
+from autoscaler.core.validation import FORMULA_WITHOUT
 from autoscaler.shadow_profiles import PROFILE_ANNOTATION, PROFILES, apply_profile
 from autoscaler.sources import (
     BURST_ANNOTATION,
+    FORMULA_ANNOTATION,
+    METRIC_NAMES_ANNOTATION,
     MODE_ANNOTATION,
     PREDICTIVE_ANNOTATION,
     SOURCES,
@@ -152,6 +155,30 @@ def test_a_profile_the_object_cannot_take_is_refused_saying_why(source: str) -> 
     # Its `fast` part alone applies.
     fast, error = apply_profile(autoscaler(source, web_spec(metrics=[CPU]), "fast"))
     assert error is None and SOURCES[source].sync_period_of(fast) == 1.0
+
+
+@pytest.mark.parametrize("source", sorted(SOURCES))
+def test_predictive_beside_a_formula_is_refused(source: str) -> None:
+    # A formula reads its metrics as one: predictive scaling forecasts them one by one.
+    formula = {"expression": "rps * 2", "target": {"type": "AverageValue", "averageValue": "100"}}
+    if source == "hpa":
+        obj = autoscaler(source, web_spec(), "predictive")
+        obj["metadata"]["annotations"] |= {
+            FORMULA_ANNOTATION: json.dumps(formula),
+            METRIC_NAMES_ANNOTATION: json.dumps(["rps"]),
+        }
+    else:
+        spec = web_spec(formula=formula)
+        spec["metrics"][0]["name"] = "rps"
+        obj = autoscaler(source, spec, "predictive")
+    assert read(source, obj).spec.formula is not None
+    profiled, error = apply_profile(obj)
+    assert profiled is obj
+    # (validation.py names the spec field for both sources.)
+    expected = (
+        f"{PROFILE_ANNOTATION}: profile 'predictive' does not apply: spec.predictive: {FORMULA_WITHOUT}"
+    )
+    assert error == expected
 
 
 def test_an_object_without_api_version_is_an_hpa() -> None:
