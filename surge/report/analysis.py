@@ -3,12 +3,17 @@
 A series is a tuple of floats or None (no sample at that step), all on `Trace.times`, `step` seconds apart;
 a sample holds until the next step (sample-and-hold), so a sample stands for `step` seconds.
 
+* Each side's replicas are its decisions: Surge's shadow desired replicas, and the incumbent's HPA's
+  status.desiredReplicas (its currentReplicas at a step where desired is not known). When the HPA controller
+  scales it writes the scale, then its status with desiredReplicas the new count while currentReplicas still
+  says the old one until its next sync: current would make the incumbent look one sync slower than it was.
 * A rise in load is a step whose target-metric value is above the target after a step at or below it.
   Each side's response is the seconds from that step until the first step (the rise's own included) whose
   replicas are above what that side had at the step before the rise; None when it never is in the window.
 * Needed pods: the HPA's own formula, ceil(incumbent's current replicas x value / target), for every target
   type: the value is a per-pod average for AverageValue and Utilization (x pods = the workload's total) and
-  the HPA scales a Value target by the same ratio. The incumbent's replicas are the pods really running.
+  the HPA scales a Value target by the same ratio. Here the incumbent's *current* replicas (`running`), not
+  its decision: the value is an average over the pods really running, so only they turn it into the total.
 * Ready pods: a scale-up's new pods count only `startup` seconds after the step that added them; a
   scale-down counts at once. That is the minimum of the replicas over the last `startup` seconds.
 * Unserved pod-seconds: the sum over steps of max(0, needed - ready) x step, for each side.
@@ -17,6 +22,9 @@ a sample holds until the next step (sample-and-hold), so a sample stands for `st
   horizon; its error at a step is against the peak of the actual total over the following `horizon`
   seconds. MAPE is the mean of |forecast - actual| / actual, bias the mean of (forecast - actual) / actual,
   both in percent, over the steps whose whole horizon is in the window and whose actual is above 0.
+* The reads: the mean of the metric's value as each side read it (Surge's status, the incumbent's HPA's
+  status.currentMetrics), over the steps it is known, and the largest relative difference
+  |incumbent - Surge| / max(|incumbent|, |Surge|) (0 where both read 0) at the steps where both are known.
 """
 
 from __future__ import annotations
@@ -34,10 +42,11 @@ Series = Sequence[float | None]
 
 @dataclass(frozen=True, slots=True)
 class Trace:
-    """One target's series, of one metric (`metric_name`). `load` is the metric's current value
-    (status), `target` the spec's target for it, `surge` Surge's shadow decision, `incumbent` the
-    incumbent's current replicas, `max_replicas` the spec's maxReplicas, `forecast` the forecast of the
-    workload's total (None: none)."""
+    """One target's series, of one metric (`metric_name`). `load` is the metric's current value as
+    Surge read it (status), `target` the spec's target for it, `surge` Surge's shadow decision, `incumbent`
+    the incumbent's decision (`decided`), `running` its current replicas (the pods really running),
+    `max_replicas` the spec's maxReplicas, `forecast` the forecast of the workload's total (None: none),
+    `incumbent_load` the metric's value as the incumbent read it (None: not known, as for the CRD)."""
 
     namespace: str
     name: str
@@ -48,9 +57,11 @@ class Trace:
     target: Series
     target_type: str
     incumbent: Series
+    running: Series
     surge: Series
     max_replicas: Series
     forecast: Series | None = None
+    incumbent_load: Series | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +94,17 @@ class Forecast:
 
 
 @dataclass(frozen=True, slots=True)
+class Reads:
+    """The metric's value as each side read it: the means over the steps each is known (None: never), and
+    the largest relative difference at the `compared` steps where both are (None: no such step)."""
+
+    surge_mean: float | None
+    incumbent_mean: float | None
+    largest_difference: float | None
+    compared: int
+
+
+@dataclass(frozen=True, slots=True)
 class TargetReport:
     namespace: str
     name: str
@@ -92,6 +114,13 @@ class TargetReport:
     incumbent: Side
     surge: Side
     forecast: Forecast | None
+    reads: Reads
+
+
+def decided(desired: Series, current: Series) -> list[float | None]:
+    """The incumbent's replicas as it decided them: desired at each step, current where desired is not
+    known."""
+    return [d if d is not None else c for d, c in zip(desired, current, strict=True)]
 
 
 def rises(times: Sequence[float], load: Series, target: Series) -> list[int]:
@@ -120,10 +149,11 @@ def response_seconds(times: Sequence[float], replicas: Series, rise: int) -> flo
     return None
 
 
-def needed(load: Series, target: Series, incumbent: Series) -> list[int | None]:
-    """Pods needed at each step: ceil(incumbent's replicas x value / target); None where not known."""
+def needed(load: Series, target: Series, running: Series) -> list[int | None]:
+    """Pods needed at each step: ceil(the incumbent's running pods x value / target); None where not
+    known."""
     out: list[int | None] = []
-    for value, limit, pods in zip(load, target, incumbent, strict=True):
+    for value, limit, pods in zip(load, target, running, strict=True):
         if value is None or limit is None or pods is None or limit <= 0:
             out.append(None)
         else:
@@ -209,12 +239,28 @@ def forecast_accuracy(
 
 
 def workload_total(trace: Trace) -> list[float | None]:
-    """The load in the forecast's unit: the metric for a Value target, else value x incumbent's pods."""
+    """The load in the forecast's unit: the metric for a Value target, else value x the incumbent's
+    running pods."""
     if trace.target_type == "value":
         return list(trace.load)
-    return [
-        None if v is None or p is None else v * p for v, p in zip(trace.load, trace.incumbent, strict=True)
+    return [None if v is None or p is None else v * p for v, p in zip(trace.load, trace.running, strict=True)]
+
+
+def _mean(values: Series) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def reads(surge: Series, incumbent: Series | None) -> Reads:
+    """Each side's mean read value and the largest relative difference where both are known."""
+    if incumbent is None:
+        return Reads(_mean(surge), None, None, 0)
+    differences = [
+        0.0 if s == i else abs(i - s) / max(abs(i), abs(s))
+        for s, i in zip(surge, incumbent, strict=True)
+        if s is not None and i is not None
     ]
+    return Reads(_mean(surge), _mean(incumbent), max(differences, default=None), len(differences))
 
 
 def _side(trace: Trace, replicas: Series, need: Sequence[int | None], startup: float) -> Side:
@@ -229,8 +275,8 @@ def _side(trace: Trace, replicas: Series, need: Sequence[int | None], startup: f
 
 
 def analyse(trace: Trace, startup: float, horizon: float) -> TargetReport:
-    """The report of one target: its rises, each side's totals, the forecast's accuracy."""
-    need = needed(trace.load, trace.target, trace.incumbent)
+    """The report of one target: its rises, each side's totals, the forecast's accuracy, the reads."""
+    need = needed(trace.load, trace.target, trace.running)
     found = tuple(
         Rise(
             trace.times[i],
@@ -253,4 +299,5 @@ def analyse(trace: Trace, startup: float, horizon: float) -> TargetReport:
         incumbent=_side(trace, trace.incumbent, need, startup),
         surge=_side(trace, trace.surge, need, startup),
         forecast=accuracy,
+        reads=reads(trace.load, trace.incumbent_load),
     )

@@ -14,12 +14,13 @@ from surge.simulate.command import _instant
 NAME = "report"
 HELP = "what Surge in shadow mode would have done beside the incumbent autoscaler, from Prometheus"
 DESCRIPTION = (
-    "Reads the shadow series (surge_shadow_desired_replicas, surge_incumbent_current_replicas and the "
-    "surge_autoscaler_target_* series) of each target over a window from Prometheus and reports, per "
-    "target and in sum: for each rise in load, the seconds until the incumbent and Surge scaled up; the "
-    "modelled unserved load (pod-seconds short of what the metric needed, new pods ready "
-    "--pod-startup-seconds after they were added); pod-hours; scale events and flaps; the share of time at "
-    "maxReplicas; the forecast's MAPE and bias (spec.predictive). See docs/report.md."
+    "Reads the shadow series (surge_shadow_desired_replicas, the surge_incumbent_* series, the pods' "
+    "observed start-up and the surge_autoscaler_target_* series) of each target over a window from "
+    "Prometheus and reports, per target and in sum: for each rise in load, the seconds until the incumbent "
+    "and Surge decided to scale up; the modelled unserved load (pod-seconds short of what the metric "
+    "needed, new pods ready the start-up the cluster showed after they were added); pod-hours; scale events "
+    "and flaps; the share of time at maxReplicas; the forecast's MAPE and bias (spec.predictive); the "
+    "metric's value as each side read it. See docs/report.md."
 )
 
 
@@ -49,9 +50,10 @@ def register(subcommands: Any) -> None:
     p.add_argument(
         "--pod-startup-seconds",
         type=seconds(),
-        default=30.0,
         metavar="S",
-        help="from a scale-up until its new pods serve, in the modelled unserved load (default 30)",
+        help="from a scale-up until its new pods serve, in the modelled unserved load, for every target "
+        "(default none: each target's mean start-up observed over the window, else the mean over the "
+        "report's targets, else 30)",
     )
     p.add_argument(
         "--forecast-horizon",

@@ -7,7 +7,9 @@ scrape's own labels (job, instance; a restarted daemon's new pod) do not split a
 
 The step is the series' resolution: the median gap between the newest raw samples of the shadow series
 (its scrape interval), unless --step gives one. Prometheus answers at most 11,000 points per series and
-query, so a long window is asked for in chunks.
+query, so a long window is asked for in chunks. The pods' observed start-up is one instant query at the
+window's end per histogram part (`increase` over the window), summed over the scrape's labels: a
+restarted daemon's counters start again in a new series.
 """
 
 from __future__ import annotations
@@ -18,18 +20,23 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import requests
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
 from urllib3.util.retry import Retry
 
-from surge.report.analysis import Trace
+from surge.report.analysis import Trace, decided
+from surge.report.startup import Observed
 
 CHUNK_POINTS = 10_000
 TIMEOUT_SECONDS = 60
 DEFAULT_STEP = 15
 SHADOW = "surge_shadow_desired_replicas"
-INCUMBENT = "surge_incumbent_current_replicas"
+INCUMBENT_CURRENT = "surge_incumbent_current_replicas"
+INCUMBENT_DESIRED = "surge_incumbent_desired_replicas"
+INCUMBENT_READ = "surge_incumbent_target_metric"
+STARTUP = "surge_target_pod_startup_seconds"
 PREFIX = "surge_autoscaler_target_"
 TARGET_LABELS = ("namespace", "name")
 METRIC_LABELS = ("namespace", "name", "metric_name", "metric_target_type")
@@ -81,15 +88,17 @@ class Reader:
         except requests.RequestException as err:
             raise Unreachable(f"cannot query Prometheus at {self.url}: {type(err).__name__}") from None
 
-    def resolution(self, namespace: str | None, until: int) -> int:
-        """The shadow series' scrape interval in whole seconds (DEFAULT_STEP when it has no samples)."""
-        query = f"{_selector(SHADOW, namespace)}[10m]"
+    def _instant(self, query: str, at: int) -> list[dict[str, Any]]:
         try:
-            result = self._client.custom_query(query, params={"time": str(until)})
+            return list(self._client.custom_query(query, params={"time": str(at)}))
         except PrometheusApiClientException as err:
             raise Refused(f"Prometheus at {self.url} refused {query!r}: {err}") from None
         except requests.RequestException as err:
             raise Unreachable(f"cannot query Prometheus at {self.url}: {type(err).__name__}") from None
+
+    def resolution(self, namespace: str | None, until: int) -> int:
+        """The shadow series' scrape interval in whole seconds (DEFAULT_STEP when it has no samples)."""
+        result = self._instant(f"{_selector(SHADOW, namespace)}[10m]", until)
         gaps = [
             float(b[0]) - float(a[0])
             for series in result
@@ -117,6 +126,16 @@ class Reader:
                         values[i] = value
         return dict(out)
 
+    def at_end(self, query: str, labels: tuple[str, ...]) -> dict[tuple[str, ...], float]:
+        """`query` at the window's end: per series (its `labels`' values), its value."""
+        assert self.window is not None
+        out: dict[tuple[str, ...], float] = {}
+        for found in self._instant(query, self.window.end):
+            value = float(found["value"][1])
+            if math.isfinite(value):
+                out[tuple(str(found["metric"].get(label, "")) for label in labels)] = value
+        return out
+
 
 def _by(labels: tuple[str, ...], metric: str, namespace: str | None) -> str:
     return f"max by ({', '.join(labels)}) ({_selector(metric, namespace)})"
@@ -127,7 +146,9 @@ def read_traces(reader: Reader, namespace: str | None) -> Iterator[Trace]:
     the first (by name) with both a spec target and a status value; a target without one is left out."""
     assert reader.window is not None
     surge = reader.series(_by(TARGET_LABELS, SHADOW, namespace), TARGET_LABELS)
-    incumbent = reader.series(_by(TARGET_LABELS, INCUMBENT, namespace), TARGET_LABELS)
+    current = reader.series(_by(TARGET_LABELS, INCUMBENT_CURRENT, namespace), TARGET_LABELS)
+    desired = reader.series(_by(TARGET_LABELS, INCUMBENT_DESIRED, namespace), TARGET_LABELS)
+    incumbent_reads = reader.series(_by(METRIC_LABELS, INCUMBENT_READ, namespace), METRIC_LABELS)
     maxima = reader.series(_by(TARGET_LABELS, PREFIX + "spec_max_replicas", namespace), TARGET_LABELS)
     status = reader.series(_by(METRIC_LABELS, PREFIX + "status_target_metric", namespace), METRIC_LABELS)
     spec = reader.series(_by(METRIC_LABELS, PREFIX + "spec_target_metric", namespace), METRIC_LABELS)
@@ -149,8 +170,24 @@ def read_traces(reader: Reader, namespace: str | None) -> Iterator[Trace]:
             load=status[metric],
             target=spec[metric],
             target_type=metric[3],
-            incumbent=incumbent.get(key, none),
+            incumbent=decided(desired.get(key, none), current.get(key, none)),
+            running=current.get(key, none),
             surge=surge[key],
             max_replicas=maxima.get(key, none),
             forecast=forecasts.get(metric[:3]),
+            incumbent_load=incumbent_reads.get(metric),
         )
+
+
+def read_startups(reader: Reader, namespace: str | None) -> dict[tuple[str, ...], Observed]:
+    """Per target, its pods' start-ups observed over the window (those with a histogram series)."""
+    assert reader.window is not None
+    span = reader.window.end - reader.window.start
+
+    def increase(part: str) -> dict[tuple[str, ...], float]:
+        selector = _selector(f"{STARTUP}_{part}", namespace)
+        query = f"sum by ({', '.join(TARGET_LABELS)}) (increase({selector}[{span}s]))"
+        return reader.at_end(query, TARGET_LABELS)
+
+    totals, counts = increase("sum"), increase("count")
+    return {key: Observed(totals.get(key, 0.0), count) for key, count in counts.items()}

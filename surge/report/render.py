@@ -1,7 +1,9 @@
 """The report as text (a table per target and a summary), JSON (the same numbers) or one self-contained
 HTML page (a summary table, then per target its numbers, an inline SVG chart of the load and both sides'
-replicas, and the `surge simulate` command that replays it). The page references nothing outside itself:
-no scripts, no stylesheets, no fonts, no images but the inline SVG (which needs no xmlns in HTML)."""
+replicas, and the `surge simulate` command that replays it). Each target says which pod start-up its
+unserved load used and where from, and how the metric's value each side read compares. The page
+references nothing outside itself: no scripts, no stylesheets, no fonts, no images but the inline SVG
+(which needs no xmlns in HTML)."""
 
 from __future__ import annotations
 
@@ -12,16 +14,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from surge.report.analysis import Series, Side, TargetReport, Trace
+from surge.report.analysis import Reads, Series, Side, TargetReport, Trace
+from surge.report.startup import Startup
 
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One target's report, its series (for the chart) and its `surge simulate` command."""
+    """One target's report, its series (for the chart), its `surge simulate` command and the start-up its
+    unserved load used."""
 
     report: TargetReport
     trace: Trace
     command: str
+    startup: Startup
 
 
 def _side(side: Side) -> dict[str, Any]:
@@ -31,6 +36,15 @@ def _side(side: Side) -> dict[str, Any]:
         "scaleEvents": side.scale_events,
         "flaps": side.flaps,
         "shareAtMax": side.share_at_max,
+    }
+
+
+def _reads(reads: Reads) -> dict[str, Any]:
+    return {
+        "surgeMean": reads.surge_mean,
+        "incumbentMean": reads.incumbent_mean,
+        "largestRelativeDifference": reads.largest_difference,
+        "steps": reads.compared,
     }
 
 
@@ -88,6 +102,8 @@ def to_json(entries: Sequence[Entry], window: dict[str, Any]) -> dict[str, Any]:
                 "forecast": None
                 if r.forecast is None
                 else {"mape": r.forecast.mape, "bias": r.forecast.bias, "points": r.forecast.points},
+                "startup": {"seconds": e.startup.seconds, "source": e.startup.source, "pods": e.startup.pods},
+                "reads": _reads(r.reads),
                 "simulate": e.command,
             }
             for e, r in zip(entries, reports, strict=True)
@@ -104,6 +120,11 @@ def _rows(report: TargetReport) -> list[tuple[str, str, str]]:
         return fmt(getattr(report.incumbent, field)), fmt(getattr(report.surge, field))
 
     rows = [
+        (
+            "metric read (mean)",
+            _num(report.reads.incumbent_mean, digits=2),
+            _num(report.reads.surge_mean, digits=2),
+        ),
         ("unserved pod-seconds", *both("unserved_pod_seconds", lambda v: _num(v, digits=0))),
         ("pod-hours", *both("pod_hours", lambda v: _num(v, digits=2))),
         ("scale events", *both("scale_events", str)),
@@ -147,6 +168,25 @@ def _summary_rows(numbers: dict[str, Any]) -> list[tuple[str, str, str]]:
     ]
 
 
+def _from(startup: Startup) -> str:
+    if startup.source == "observed":
+        return f"observed over {startup.pods} pods"
+    if startup.source == "targets":
+        return f"none observed: the report's targets' mean over {startup.pods} pods"
+    if startup.source == "flag":
+        return "--pod-startup-seconds"
+    return "default: no pod's start-up observed"
+
+
+def notes(entry: Entry) -> str:
+    """The line under a target's title: its start-up and where from, and how far the reads differed."""
+    line = f"pod start-up {entry.startup.seconds:.1f} s ({_from(entry.startup)})"
+    largest = entry.report.reads.largest_difference
+    if largest is None:
+        return line + "; the incumbent's read of the metric not known"
+    return line + f"; the reads differ by up to {100 * largest:.1f} %"
+
+
 def text(entries: Sequence[Entry]) -> str:
     """A table per target (incumbent beside Surge), then the summary."""
     parts = []
@@ -155,7 +195,7 @@ def text(entries: Sequence[Entry]) -> str:
         title = f"{r.namespace}/{r.name} ({r.metric_name}, {r.target_type}): {len(r.rises)} rises"
         if r.forecast is not None:
             title += f"; forecast MAPE {r.forecast.mape:.1f} %, bias {r.forecast.bias:+.1f} %"
-        parts.append(title + "\n" + _table(("", "incumbent", "surge"), _rows(r)))
+        parts.append(f"{title}\n{notes(e)}\n" + _table(("", "incumbent", "surge"), _rows(r)))
     numbers = summary([e.report for e in entries])
     head = f"summary: {numbers['targets']} targets, {numbers['rises']} rises"
     parts.append(head + "\n" + _table(("", "incumbent", "surge"), _summary_rows(numbers)))
@@ -244,6 +284,7 @@ def page(entries: Sequence[Entry], window: dict[str, Any]) -> str:
         note = html.escape(f"{r.metric_name} ({r.target_type}), {len(r.rises)} rises")
         if r.forecast is not None:
             note += html.escape(f"; forecast MAPE {r.forecast.mape:.1f} %, bias {r.forecast.bias:+.1f} %")
+        note += "<br>" + html.escape(notes(e))
         per_target.append(
             f'<section class="target"><h2>{title}</h2><p>{note}</p>'
             + _html_table(("", "incumbent", "surge"), _rows(r))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import shlex
 
 from surge.report.analysis import Trace
-from surge.report.prometheus import INCUMBENT, PREFIX
+from surge.report.prometheus import INCUMBENT_CURRENT, PREFIX
 
 
 def load_query(trace: Trace) -> str:
@@ -18,7 +18,7 @@ def load_query(trace: Trace) -> str:
     value = f"max({PREFIX}status_target_metric{{{metric}}})"
     if trace.target_type == "value":
         return value
-    return f"{value} * max({INCUMBENT}{{{target}}})"
+    return f"{value} * max({INCUMBENT_CURRENT}{{{target}}})"
 
 
 def capacity_per_pod(trace: Trace) -> float | None:

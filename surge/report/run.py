@@ -11,9 +11,10 @@ import time
 from datetime import UTC, datetime
 
 from surge.report.analysis import analyse
-from surge.report.prometheus import Reader, Refused, Unreachable, Window, read_traces
+from surge.report.prometheus import Reader, Refused, Unreachable, Window, read_startups, read_traces
 from surge.report.render import Entry, render
 from surge.report.rerun import simulate_command
+from surge.report.startup import startups
 
 
 def _iso(seconds: int) -> str:
@@ -34,6 +35,7 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         start -= (start - end) % step  # the grid ends at `end`
         reader.window = Window(start, end, step)
         traces = list(read_traces(reader, args.namespace))
+        observed = {} if args.pod_startup_seconds is not None else read_startups(reader, args.namespace)
     except (Unreachable, Refused) as err:
         sys.stderr.write(f"surge report: {err}\n")
         return 1
@@ -43,11 +45,13 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             f"surge report: no target{where} has shadow series from {_iso(start)} to {_iso(end)}\n"
         )
         return 1
+    startup = startups(((t.namespace, t.name) for t in traces), observed, args.pod_startup_seconds)
     entries = [
         Entry(
-            analyse(t, args.pod_startup_seconds, args.forecast_horizon),
+            analyse(t, startup[t.namespace, t.name].seconds, args.forecast_horizon),
             t,
             simulate_command(t, args.prometheus_url, start, end, step),
+            startup[t.namespace, t.name],
         )
         for t in traces
     ]

@@ -1,14 +1,18 @@
-"""surge/report/analysis.py on hand-built series: each expected number worked out by hand in the test."""
+"""surge/report/analysis.py and startup.py on hand-built series: each expected number worked out by hand in
+the test."""
 
 from __future__ import annotations
 
 import pytest
 
 from surge.report.analysis import (
+    Reads,
     Trace,
     analyse,
+    decided,
     forecast_accuracy,
     needed,
+    reads,
     ready,
     response_seconds,
     rises,
@@ -16,6 +20,7 @@ from surge.report.analysis import (
     share_at_max,
     unserved_pod_seconds,
 )
+from surge.report.startup import Observed, Startup, startups
 
 STEP = 10.0
 T = [1000.0 + STEP * i for i in range(10)]
@@ -34,6 +39,10 @@ def test_response_seconds_count_from_the_rise_to_the_first_step_above_the_replic
     assert response_seconds(T, replicas, 7) is None  # never above 1 again
     assert response_seconds(T, [2, 2, 5, 5, 5, 5, 5, 5, 5, 5], 2) == 0.0  # rose at the rise's own step
     assert response_seconds(T, [None, None, 5, 5, 5, 5, 5, 5, 5, 5], 2) is None  # nothing before
+
+
+def test_the_incumbents_decision_is_its_desired_replicas_else_its_current() -> None:
+    assert decided([2, 3, None, None], [2, 2, 3, None]) == [2, 3, 3, None]
 
 
 def test_needed_is_the_hpa_formula_on_the_incumbents_pods() -> None:
@@ -79,6 +88,33 @@ def test_forecast_mape_and_bias_against_the_peak_of_the_next_horizon() -> None:
     assert forecast_accuracy(times, [None] * 4, actual, 20) is None
 
 
+def test_the_reads_means_and_largest_relative_difference_where_both_are_known() -> None:
+    surge = [100, 200, None, 0, 50]
+    incumbent = [100, 150, 80, 0, None]
+    # Means over each side's known steps: (100 + 200 + 0 + 50) / 4 and (100 + 150 + 80 + 0) / 4. Both known
+    # at steps 0, 1 and 3: differences 0, 50 / 200 and 0 (both read 0).
+    assert reads(surge, incumbent) == Reads(87.5, 82.5, 0.25, 3)
+    assert reads(surge, None) == Reads(87.5, None, None, 0)  # no incumbent series (the CRD)
+    assert reads([1, None], [None, 2]) == Reads(1, 2, None, 0)  # never known at the same step
+
+
+def test_the_startup_is_each_targets_observed_mean_else_the_reports_else_30() -> None:
+    a, b, c, d = ("shop", "a"), ("shop", "b"), ("shop", "c"), ("shop", "d")
+    observed = {
+        a: Observed(total_seconds=33.0, count=2.2),  # an increase extrapolated to the window's edges
+        b: Observed(total_seconds=20.0, count=1.0),
+        d: Observed(total_seconds=0.0, count=0.0),  # a histogram series, but no pod in the window
+        ("other", "x"): Observed(total_seconds=1000.0, count=1.0),  # not one of the report's targets
+    }
+    got = startups([a, b, c, d], observed, None)
+    # a: 33 / 2.2 = 15 s over 2 pods; b: 20 s over 1; c and d: (33 + 20) / (2.2 + 1) over 3 pods.
+    assert got[a] == Startup(pytest.approx(15.0), "observed", 2)
+    assert got[b] == Startup(20.0, "observed", 1)
+    assert got[c] == got[d] == Startup(pytest.approx(53 / 3.2), "targets", 3)
+    assert startups([a, c], observed, 5.0) == {a: Startup(5.0, "flag"), c: Startup(5.0, "flag")}
+    assert startups([c, d], observed, None) == {c: Startup(30.0, "default"), d: Startup(30.0, "default")}
+
+
 def test_analyse_puts_the_pieces_together_for_a_step_in_load() -> None:
     n = 10
     trace = Trace(
@@ -90,21 +126,29 @@ def test_analyse_puts_the_pieces_together_for_a_step_in_load() -> None:
         load=[50, 50, 150, 150, 150, 150, 100, 100, 100, 100],  # per pod, over a target of 100
         target=[100.0] * n,
         target_type="average",
-        incumbent=[2, 2, 2, 2, 2, 3, 3, 3, 3, 3],  # rose 30 s after the rise at step 2
+        # The incumbent decided 3 pods 20 s after the rise at step 2; its status' current said so a step
+        # later.
+        incumbent=decided([2, 2, 2, 2, 3, 3, 3, 3, 3, 3], [2, 2, 2, 2, 2, 3, 3, 3, 3, 3]),
+        running=[2, 2, 2, 2, 2, 3, 3, 3, 3, 3],
         surge=[2, 2, 2, 3, 3, 3, 3, 3, 3, 3],  # rose 10 s after
         max_replicas=[3.0] * n,
         forecast=[None] * n,
+        incumbent_load=[50, 50, 120, 150, 150, 150, 100, 100, 100, 100],  # read the rise a step late
     )
     report = analyse(trace, startup=20, horizon=30)
-    assert [(r.time, r.incumbent_seconds, r.surge_seconds) for r in report.rises] == [(1020.0, 30.0, 10.0)]
-    # Needed: ceil(2 x 1.5) = 3 at steps 2-4, ceil(3 x 1.5) = 5 at step 5, 3 after.
-    # Incumbent ready (startup 20): 2 until step 6, 3 from step 7: short 1, 1, 1 (steps 2-4), 3, 1.
-    # Surge ready: 2 until step 4, 3 from step 5: short 1, 1, 1 (steps 2-4), 2 (step 5: 5 - 3).
-    assert report.incumbent.unserved_pod_seconds == (1 + 1 + 1 + 3 + 1) * STEP
+    assert [(r.time, r.incumbent_seconds, r.surge_seconds) for r in report.rises] == [(1020.0, 20.0, 10.0)]
+    # Needed, on the pods running: ceil(2 x 1.5) = 3 at steps 2-4, ceil(3 x 1.5) = 5 at step 5, 3 after.
+    # Incumbent ready (startup 20 after its decision at step 4): 2 until step 5, 3 from step 6: short 1, 1,
+    # 1 (steps 2-4), 3 (step 5). Surge ready: 2 until step 4, 3 from step 5: short 1, 1, 1, then 2 (5 - 3).
+    assert report.incumbent.unserved_pod_seconds == (1 + 1 + 1 + 3) * STEP
     assert report.surge.unserved_pod_seconds == (1 + 1 + 1 + 2) * STEP
-    assert report.incumbent.pod_hours == pytest.approx((2 * 5 + 3 * 5) * STEP / 3600)
+    assert report.incumbent.pod_hours == pytest.approx((2 * 4 + 3 * 6) * STEP / 3600)
     assert report.surge.pod_hours == pytest.approx((2 * 3 + 3 * 7) * STEP / 3600)
+    # One scale event: the decision at step 4, not again when current caught up at step 5.
     assert (report.incumbent.scale_events, report.incumbent.flaps) == (1, 0)
-    assert report.incumbent.share_at_max == pytest.approx(0.5)
+    assert report.incumbent.share_at_max == pytest.approx(0.6)
     assert report.surge.share_at_max == pytest.approx(0.7)
     assert report.forecast is None
+    # Means: (2 x 50 + 4 x 150 + 4 x 100) / 10 = 110 and 107 for the incumbent (120, not 150, at step 2);
+    # the largest difference is there, 30 / 150.
+    assert report.reads == Reads(110.0, 107.0, pytest.approx(0.2), 10)
