@@ -51,13 +51,14 @@ from autoscaler.decisionlog import decision_fields
 from autoscaler.decisions import DecisionRecords
 from autoscaler.events import EventRecorder
 from autoscaler.history import Histories
+from autoscaler.incumbent import IncumbentTracker, PodStartup, creation_time
 from autoscaler.leader import Fence, LeaseGuard
 from autoscaler.metrics import MetricsClient
 from autoscaler.pods import PodIndex, compiled_selector, slim_pod
 from autoscaler.promql.direct import DirectMetrics
 from autoscaler.reasons import reason_of
 from autoscaler.scale import ScaleError, read_scale, scale_path, update_replicas
-from autoscaler.shadow import ACT, SHADOW, ShadowFence, incumbent_of, object_mode, with_own_state
+from autoscaler.shadow import ACT, SHADOW, ShadowFence, object_mode, with_own_state
 from autoscaler.sharding import Sharding
 from autoscaler.sources import HPA_SOURCE, LAST_ACTIVE_ANNOTATION, Source, mode_annotation
 from autoscaler.telemetry import Telemetry
@@ -234,7 +235,7 @@ class Controller:
         self.pods = Informer(
             client,
             "/api/v1/pods",
-            transform=slim_pod,
+            transform=_slim_pod,
             keep=self._caches_pods_of if shards is not None else None,
         )
         self.pod_index = PodIndex(self.pods.store)
@@ -242,6 +243,10 @@ class Controller:
         # Shadowed objects: the cooldown's last-active time of their last decision, never written
         # (autoscaler/shadow.py's with_own_state).
         self._shadow_active: dict[Key, datetime] = {}
+        # Shadowed objects: what the incumbent did (its HPA's status through the watch) and the start-ups
+        # of the target's pods (autoscaler/incumbent.py).
+        self._incumbents = IncumbentTracker()
+        self._pod_startup = PodStartup()
         # The last decisions of each autoscaler: /debug/decisions, `surge explain`, the per-target series.
         self.decisions = DecisionRecords(render_query=self._direct.rendered)
         # The parsed spec and status of each autoscaler, by resourceVersion: parsing costs more than a
@@ -359,6 +364,7 @@ class Controller:
 
     def _autoscaler_added(self, obj: Obj) -> None:
         key = object_key(obj)
+        self._watch_incumbent(key, obj)
         if self._shards is not None and self._shards.placement.add(key, self._clock.now()):
             self._regroup(key[0])
         if not self.autoscalers.synced.is_set():
@@ -379,6 +385,7 @@ class Controller:
     def _autoscaler_updated(self, old: Obj, new: Obj) -> None:
         # Our own status writes change nothing the decision depends on; a new generation (spec edit) or
         # changed annotations (sync period) does, but for the last-active-time we write ourselves.
+        self._watch_incumbent(object_key(new), new)
         old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
         if (
             old_meta.get("generation") != new_meta.get("generation")
@@ -392,10 +399,25 @@ class Controller:
         if self._shards is not None and self._shards.placement.remove(key, self._clock.now()):
             self._regroup(key[0])
 
+    def _watch_incumbent(self, key: Key, obj: Obj) -> None:
+        """A shadowed HPA's status, as the watch delivers it, is what the incumbent did: tracked, and the
+        newest shadow record shows it at once (not at Surge's next decision)."""
+        if "spec" not in obj or not self._owns(key):
+            return  # (another replica's stub)
+        if not self._shadowed(obj):
+            self._forget_shadowed(key)
+        elif self.source.kind == HPA_SOURCE.kind:  # (a CRD's status is Surge's own)
+            self.decisions.incumbent_moved(key, self._incumbents.observe(key, obj))
+
+    def _forget_shadowed(self, key: Key) -> None:
+        self._incumbents.forget(key)
+        self._pod_startup.forget(key)
+
     def _forget(self, key: Key) -> None:
         """Drop everything kept about `key` (deleted, or its bucket went to another replica)."""
         self._history.pop(key, None)
         self._shadow_active.pop(key, None)
+        self._forget_shadowed(key)
         self.decisions.forget(key)
         self._histories.forget(key)
         self._parsed.pop(key, None)
@@ -965,7 +987,8 @@ class Controller:
         return tuple(refused)
 
     async def _reconcile(self, key: Key, obj: Obj, hpa: HPA) -> str:
-        if self._shadowed(obj):
+        shadowed = self._shadowed(obj)
+        if shadowed:
             hpa = with_own_state(hpa, self._shadow_active.get(key))
         history = self._history.get(key, History())
         ref = hpa.spec.scale_target_ref
@@ -988,6 +1011,8 @@ class Controller:
             pods = ()  # the core reports the unparsable selector
         pod_names = tuple(pod.name for pod in pods)
         self._remember_pods(key, pod_names)
+        if shadowed:
+            self._observe_startups(key, hpa.namespace, pods)
         metric_specs = effective_metrics(hpa.spec)
         answers: tuple[MetricAnswer, ...]
         if len(metric_specs) == 1:
@@ -1023,6 +1048,13 @@ class Controller:
             delay = (decision.next_schedule_change - self._clock.wall()).total_seconds()
             self.queue.add_after(key, delay)
         return await self._act(key, obj, hpa, decision, path, scale_obj, predictions, answers)
+
+    def _observe_startups(self, key: Key, namespace: str, pods: tuple[Pod, ...]) -> None:
+        store = self.pods.store
+        created = [(pod, (store.get(namespace, pod.name) or {}).get("created")) for pod in pods]
+        started = self._pod_startup.observe(key, created)
+        if started:
+            self._incumbents.started(key, started)
 
     async def _fetch(
         self, namespace: str, spec: MetricSpec, pod_selector: str, window: str | None = None
@@ -1273,8 +1305,11 @@ class Controller:
         if decision.status.last_active_time is not None:
             self._shadow_active[key] = decision.status.last_active_time
         # An HPA's status is the incumbent's (the built-in controller, or KEDA's HPA); a CRD's is Surge's own.
-        is_hpa = self.source.kind == HPA_SOURCE.kind
-        incumbent = incumbent_of(obj.get("status") if is_hpa else None)
+        if self.source.kind == HPA_SOURCE.kind:
+            # The watch fed it, unless the key was not ours then. The cached object, not `obj`: one newer
+            # may have come during the reconcile, and going back to `obj` would read as two scale events.
+            self._incumbents.observe(key, self.autoscalers.store.get(*key) or obj)
+        incumbent = self._incumbents.get(key)
         spec = hpa.spec if hpa is not None else None
         self.decisions.add(key, spec, decision, reason, decided_at, predictions, answers, shadow=incumbent)
         self._log_decision(key, decision, reason, decided_at, answers, shadow=True)
@@ -1315,6 +1350,14 @@ def _annotations_but_last_active(meta: Obj) -> dict[str, str]:
     annotations = dict(meta.get("annotations") or {})
     annotations.pop(LAST_ACTIVE_ANNOTATION, None)
     return annotations
+
+
+def _slim_pod(obj: Obj) -> Obj:
+    """The cached pod (pods.py's slim_pod) and its creation time, which a shadowed target's pods' start-ups
+    are counted from (autoscaler/incumbent.py)."""
+    slim = slim_pod(obj)
+    slim["created"] = creation_time(obj)
+    return slim
 
 
 def object_key(obj: Obj) -> Key:

@@ -59,12 +59,21 @@ QueryRenderer = Callable[[str, str], str]
 
 @dataclass(frozen=True, slots=True)
 class Incumbent:
-    """A shadow decision's incumbent (autoscaler/shadow.py): the replicas its HPA's status said at the
-    decision, status.currentReplicas and status.desiredReplicas (None: not known, as for the CRD, whose
-    status is Surge's own)."""
+    """A shadow decision's incumbent (autoscaler/shadow.py) as last seen (autoscaler/incumbent.py): its
+    HPA's status.currentReplicas and status.desiredReplicas (None: not known, as for the CRD, whose status
+    is Surge's own), status.lastScaleTime (unix seconds), status.currentMetrics, the changes of
+    status.desiredReplicas seen through the watch, and the start-ups of the target's pods."""
 
     current: int | None = None
     desired: int | None = None
+    last_scale_time: float | None = None
+    scaled_up: int = 0
+    scaled_down: int = 0
+    metrics: tuple[MetricStatus, ...] = ()
+    # Pods' start-ups (creation to Ready) per bucket of incumbent.STARTUP_BUCKETS and one past its last
+    # (+Inf), not cumulative; () before any was seen. And their sum, in seconds.
+    startups: tuple[int, ...] = ()
+    startup_seconds: float = 0.0
 
 
 @dataclass(slots=True)
@@ -224,6 +233,13 @@ class DecisionRecords:
         # Level 1: a third of level 6's time for a fifth more bytes.
         return zlib.compress(b"\n".join(kept), 1) if kept else b""
 
+    def incumbent_moved(self, key: Key, incumbent: Incumbent) -> None:
+        """The incumbent as seen since the newest record (its HPA's status through the watch): a shadow
+        record shows it at once, not at the next decision."""
+        target = self._targets.get(key)
+        if target is not None and target.newest.shadow is not None:
+            target.newest.shadow = incumbent
+
     def forget(self, key: Key) -> None:
         self._targets.pop(key, None)
 
@@ -245,8 +261,9 @@ class DecisionRecords:
 # --- JSON ------------------------------------------------------------------------------------------
 
 
-def metric_name(spec: MetricSpec) -> str:
-    """The resource name of a Resource or ContainerResource metric, otherwise the metric's name."""
+def metric_name(spec: MetricSpec | MetricStatus) -> str:
+    """The resource name of a Resource or ContainerResource metric, otherwise the metric's name (of its
+    spec, or of its status.currentMetrics entry)."""
     if spec.type in (RESOURCE, CONTAINER_RESOURCE):
         return spec.name
     return spec.metric.name if spec.metric is not None else ""

@@ -11,11 +11,16 @@ when it is above the spec's); so are `forecast_metric` and `forecast_error` (spe
 forecast and its recent error, labelled `metric_name`), and `in_burst` (spec.burst: 1 while the target is
 in burst, else 0).
 
-Shadow mode (autoscaler/shadow.py) has three series of its own, for the autoscalers whose newest decision
-was a shadow one, so a panel plots Surge's decision beside the incumbent's: `surge_shadow_desired_replicas`
+Shadow mode (autoscaler/shadow.py) has series of its own, for the autoscalers whose newest decision was a
+shadow one, so a panel plots Surge's decision beside the incumbent's: `surge_shadow_desired_replicas`
 (what Surge would have scaled to), `surge_incumbent_current_replicas` and `surge_incumbent_desired_replicas`
-(the incumbent HPA's status.currentReplicas and status.desiredReplicas at that decision; absent when not
-known, as for the CRD, whose status is Surge's own).
+(the incumbent HPA's status.currentReplicas and status.desiredReplicas as the watch last delivered them;
+absent when not known, as for the CRD, whose status is Surge's own). What the incumbent did
+(autoscaler/incumbent.py), for the same autoscalers: `surge_incumbent_last_scale_timestamp_seconds`
+(status.lastScaleTime), `surge_incumbent_scale_events_total` (the changes of status.desiredReplicas seen,
+labelled `direction` up or down), `surge_incumbent_target_metric` (status.currentMetrics, labelled as
+`surge_autoscaler_target_status_target_metric`), and the histogram `surge_target_pod_startup_seconds` (the
+target's pods, creation to Ready).
 
 The text is written here rather than through prometheus_client, measured at 10,000 autoscalers of 10
 series: its labelled children hold about 740 bytes per series (74 MiB) and its exposition takes about
@@ -29,8 +34,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 
-from autoscaler.core.types import HPASpec, MetricSpec, MetricTarget, MetricValueStatus
-from autoscaler.decisions import DecisionRecord, Key, metric_name, record_metrics
+from autoscaler.core.types import HPASpec, MetricSpec, MetricStatus, MetricTarget, MetricValueStatus
+from autoscaler.decisions import DecisionRecord, Incumbent, Key, metric_name, record_metrics
+from autoscaler.incumbent import STARTUP_BUCKETS
 
 PREFIX = "surge_autoscaler_target_"
 
@@ -71,7 +77,7 @@ def _current_values(current: MetricValueStatus) -> Iterator[tuple[str, float]]:
         yield "utilization", current.average_utilization
 
 
-def _metric_labels(spec: MetricSpec, target_type: str) -> str:
+def _metric_labels(spec: MetricSpec | MetricStatus, target_type: str) -> str:
     return f',metric_name="{_escape(metric_name(spec))}",metric_target_type="{target_type}"'
 
 
@@ -173,15 +179,14 @@ def families(entries: Sequence[Entry]) -> Iterator[str]:
         (f"{t}{labels}}} {e!r}" for t, r in rows for labels, _, e in _forecasts(r) if e is not None),
     )
     yield from shadow_families(entries)
+    yield from incumbent_families(entries)
 
 
 SHADOW_HELP = {
     "surge_shadow_desired_replicas": "The replicas Surge would have scaled the target to at its last "
     "decision, in shadow mode (it writes nothing).",
-    "surge_incumbent_current_replicas": "The incumbent HPA's status.currentReplicas at Surge's last shadow "
-    "decision.",
-    "surge_incumbent_desired_replicas": "The incumbent HPA's status.desiredReplicas at Surge's last shadow "
-    "decision.",
+    "surge_incumbent_current_replicas": "The incumbent HPA's status.currentReplicas, as last seen (watch).",
+    "surge_incumbent_desired_replicas": "The incumbent HPA's status.desiredReplicas, as last seen (watch).",
 }
 
 
@@ -210,4 +215,90 @@ def shadow_families(entries: Sequence[Entry]) -> Iterator[str]:
     )
 
 
-METRIC_NAMES = (*(PREFIX + name for name in HELP), *SHADOW_HELP)
+# What the incumbent did (autoscaler/incumbent.py): family name -> (type, help).
+INCUMBENT_HELP = {
+    "surge_incumbent_last_scale_timestamp_seconds": (
+        "gauge",
+        "Unix time of the incumbent HPA's last scale of the target (status.lastScaleTime).",
+    ),
+    "surge_incumbent_scale_events": (
+        "counter",
+        "Changes of the incumbent HPA's status.desiredReplicas seen through the watch, by direction.",
+    ),
+    "surge_incumbent_target_metric": (
+        "gauge",
+        "The current value of each metric of the incumbent HPA (status.currentMetrics), as last seen.",
+    ),
+    "surge_target_pod_startup_seconds": (
+        "histogram",
+        "Seconds from creation to Ready of the target's pods, each counted once, in shadow mode.",
+    ),
+}
+
+
+def _incumbent_metrics(incumbent: Incumbent) -> Iterator[tuple[str, float]]:
+    for status in incumbent.metrics:
+        if status.current is not None and status.type:  # (a failed metric's entry is a zero one)
+            for kind, value in _current_values(status.current):
+                yield _metric_labels(status, kind), value
+
+
+def _startup_buckets(incumbent: Incumbent) -> Iterator[tuple[str, int]]:
+    """The cumulative counts of the start-up histogram, labelled `le`."""
+    counts = incumbent.startups or (0,) * (len(STARTUP_BUCKETS) + 1)
+    bounds = (*(repr(float(b)) for b in STARTUP_BUCKETS), "+Inf")
+    total = 0
+    for bound, count in zip(bounds, counts, strict=True):
+        total += count
+        yield f',le="{bound}"', total
+
+
+def incumbent_families(entries: Sequence[Entry]) -> Iterator[str]:
+    """The exposition text of what the incumbent did (HELP, TYPE and samples), one string per family: for
+    each autoscaler whose newest decision was a shadow one."""
+    rows = [
+        (f'namespace="{_escape(ns)}",name="{_escape(name)}"', record.shadow)
+        for (ns, name), record in entries
+        if record.shadow is not None
+    ]
+
+    def family(name: str, samples: Iterable[str]) -> str:
+        kind, text = INCUMBENT_HELP[name]
+        # A counter's series, and so its HELP and TYPE, end in _total (as prometheus_client writes them).
+        full = name + "_total" if kind == "counter" else name
+        return f"# HELP {full} {text}\n# TYPE {full} {kind}\n" + "".join(f"{sample}\n" for sample in samples)
+
+    name = "surge_incumbent_last_scale_timestamp_seconds"
+    yield family(
+        name, (f"{name}{{{t}}} {i.last_scale_time!r}" for t, i in rows if i.last_scale_time is not None)
+    )
+    name = "surge_incumbent_scale_events"
+    yield family(
+        name,
+        (
+            f'{name}_total{{{t},direction="{direction}"}} {count}'
+            for t, i in rows
+            if i.desired is not None  # (an incumbent HPA seen)
+            for direction, count in (("up", i.scaled_up), ("down", i.scaled_down))
+        ),
+    )
+    name = "surge_incumbent_target_metric"
+    yield family(
+        name, (f"{name}{{{t}{labels}}} {v!r}" for t, i in rows for labels, v in _incumbent_metrics(i))
+    )
+    name = "surge_target_pod_startup_seconds"
+    yield family(
+        name,
+        (
+            sample
+            for t, i in rows
+            for sample in (
+                *(f"{name}_bucket{{{t}{le}}} {count}" for le, count in _startup_buckets(i)),
+                f"{name}_sum{{{t}}} {i.startup_seconds!r}",
+                f"{name}_count{{{t}}} {sum(i.startups)}",
+            )
+        ),
+    )
+
+
+METRIC_NAMES = (*(PREFIX + name for name in HELP), *SHADOW_HELP, *INCUMBENT_HELP)
