@@ -122,6 +122,14 @@ EXPECTED: dict[str, list[tuple[str, float, float]]] = {
         (r"^a hung backend \((\d+) reads waiting", 10, 10),
         (r"^a hung backend .* other namespaces' reads p50 ([\d.]+) ms", 0.01, 5_000),
     ],
+    # `surge report` on 5 targets x 1 h backfilled into a real Prometheus: it ran (json and html) and the
+    # series were written (samples: the median row's first column).
+    "bench_report": [
+        (r"^report of 5 targets x 1 h: json median ([\d.]+) s", 0.05, 60),
+        (r"html median ([\d.]+) s", 0.05, 60),
+        (r"peak RSS median ([\d.]+) MiB", 10, 2_000),
+        (r"^median\s+([\d,]+)", 1_000, 100_000),
+    ],
 }
 
 
