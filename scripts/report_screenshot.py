@@ -4,14 +4,14 @@
 
 Three targets over a Wednesday of bench/trace_generator.py's business traffic at a 60 s step (a steep
 morning rise, lunch dip, evening peak, 1 % noise; one unforecastable spike in the days replayed), each
-with its own peak and per-pod target. Both sides' replicas are `surge simulate`'s replay of that load (surge.simulate.replay, the
-algorithm core the daemon runs), pods ready 180 s after a scale-up: the incumbent is the built-in HPA's
-settings for the spec (`--compare default`), Surge the same spec with a fast scale-up and spec.predictive
-on the daily season, both replayed from the Monday so the forecast has two days of history. The metric
-both sides read is the incumbent's pods' average (a shadow reads the pods the incumbent runs), so the
-reads do not differ. The page is built through surge.report's own analysis and renderer, as `surge
-report` builds it from Prometheus, and loaded with scripts/chromium.py (the network off) in a window
-`--width` wide: the summary and the first two targets.
+with its own peak and per-pod target. Both sides' replicas are `surge simulate`'s replay of that load
+(surge.simulate.replay, the algorithm core the daemon runs), pods ready 180 s after a scale-up: the
+incumbent is the built-in HPA's settings for the spec (`--compare default`), Surge the same spec with a
+fast scale-up and spec.predictive on the daily season, both replayed from the Monday so the forecast has
+two days of history. The metric both sides read is the incumbent's pods' average (a shadow reads the pods
+the incumbent runs), so the reads do not differ. The page is built through surge.report's own analysis and
+renderer, as `surge report` builds it from Prometheus, and loaded with scripts/chromium.py (the network
+off) in a window `--width` wide: the summary and the first two targets.
 """
 
 from __future__ import annotations
