@@ -6,7 +6,8 @@ its count); a target with none observed takes the mean over all the pods observe
 none at all, DEFAULT_SECONDS. `--pod-startup-seconds`, given, is used for every target instead.
 
 The observed counts come from Prometheus' `increase()`, which extrapolates to the window's edges, so a
-count is rounded to whole pods; the mean is a ratio of two increases extrapolated alike.
+count is rounded to whole pods; the mean is a ratio of two increases extrapolated alike (about alike for
+a series that starts within the window).
 """
 
 from __future__ import annotations
