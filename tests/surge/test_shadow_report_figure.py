@@ -15,6 +15,7 @@ log's scale writes of the incumbent and the shadow's decision log lines.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import math
@@ -336,6 +337,10 @@ async def test_the_report_of_an_incumbent_and_a_shadow_agrees_with_what_they_did
     }
     assert not_reads <= {("create", "tokenreviews"), ("create", "subjectaccessreviews")}
     assert ("create", "tokenreviews") in not_reads  # Prometheus' token, reviewed
+
+    # Every second scraped: a missed scrape would leave a hole in the report's grid (and stale series).
+    held = [s for s in scrapes if played.start - SCRAPE <= s <= played.until]
+    assert max(b - a for a, b in itertools.pairwise(held)) < 1.5 * SCRAPE, f"a scrape was missed: {held}"
 
     # The report's rise at grid time t was seen by the last scrape at or before t (a range query reads
     # the newest sample at each step); the step before it by the scrape before that.
