@@ -59,6 +59,7 @@ from autoscaler.promql.direct import DirectMetrics
 from autoscaler.reasons import reason_of
 from autoscaler.scale import ScaleError, read_scale, scale_path, update_replicas
 from autoscaler.shadow import ACT, SHADOW, ShadowFence, object_mode, with_own_state
+from autoscaler.shadow_profiles import apply_profile
 from autoscaler.sharding import Sharding
 from autoscaler.sources import HPA_SOURCE, LAST_ACTIVE_ANNOTATION, Source, mode_annotation
 from autoscaler.telemetry import Telemetry
@@ -247,6 +248,10 @@ class Controller:
         # of the target's pods (autoscaler/incumbent.py).
         self._incumbents = IncumbentTracker()
         self._pod_startup = PodStartup()
+        # Shadowed objects as decided on, their shadow profile applied, by resourceVersion; and the
+        # generation whose profile error was logged (`_decided_on`).
+        self._profiled: dict[Key, tuple[str, Obj]] = {}
+        self._profile_warned: dict[Key, object] = {}
         # The last decisions of each autoscaler: /debug/decisions, `surge explain`, the per-target series.
         self.decisions = DecisionRecords(render_query=self._direct.rendered)
         # The parsed spec and status of each autoscaler, by resourceVersion: parsing costs more than a
@@ -349,7 +354,29 @@ class Controller:
         self._queue_spread([(key, self._period_of(obj)) for key, obj in self.autoscalers.store.items()])
 
     def _period_of(self, obj: Obj) -> float:
-        return sync_period(self.source.sync_period_of(obj), self.options.default_sync_period)
+        decided_on = self._decided_on(object_key(obj), obj)
+        return sync_period(self.source.sync_period_of(decided_on), self.options.default_sync_period)
+
+    def _decided_on(self, key: Key, obj: Obj) -> Obj:
+        """The object as its spec and settings are decided on: a shadowed one with the shadow profile its
+        annotation names applied (autoscaler/shadow_profiles.py), by resourceVersion. A profile that
+        cannot apply is logged once per generation, and the object decided on as it is."""
+        if "spec" not in obj or not self._shadowed(obj):
+            return obj  # (a stub: another replica's)
+        meta = obj.get("metadata") or {}
+        version = meta.get("resourceVersion")
+        cached = self._profiled.get(key)
+        if cached is not None and version and cached[0] == version:
+            return cached[1]
+        profiled, error = apply_profile(obj)
+        if error is not None and self._profile_warned.get(key) != meta.get("generation"):
+            self._profile_warned[key] = meta.get("generation")
+            log.warning("shadow profile not applied", key=_key_str(key), error=error)
+        if profiled is obj:
+            self._profiled.pop(key, None)  # (no profile: nothing to keep)
+        elif version:
+            self._profiled[key] = (version, profiled)
+        return profiled
 
     async def stop(self, grace: float) -> None:
         """Stop taking work and let in-flight reconciles finish within `grace`; the supervisor's owner
@@ -412,6 +439,8 @@ class Controller:
     def _forget_shadowed(self, key: Key) -> None:
         self._incumbents.forget(key)
         self._pod_startup.forget(key)
+        self._profiled.pop(key, None)
+        self._profile_warned.pop(key, None)
 
     def _forget(self, key: Key) -> None:
         """Drop everything kept about `key` (deleted, or its bucket went to another replica)."""
@@ -909,7 +938,7 @@ class Controller:
         obj = self.autoscalers.store.get(namespace, name)
         if obj is None:
             return Outcome(failed=False, resync_after=None)
-        period = sync_period(self.source.sync_period_of(obj), self.options.default_sync_period)
+        period = self._period_of(obj)
         second_due = self._second_due.pop(key, None)
         if second_due is not None:
             # The first reconcile after a start or a gained bucket: the next one comes at the key's slot.
@@ -967,7 +996,8 @@ class Controller:
         cached = self._parsed.get(key)
         if cached is not None and version and cached[0] == version:
             return cached[1], cached[2]
-        hpa, violations = self.source.read(obj, scale_to_zero=self.options.config.features.hpa_scale_to_zero)
+        scale_to_zero = self.options.config.features.hpa_scale_to_zero
+        hpa, violations = self.source.read(self._decided_on(key, obj), scale_to_zero=scale_to_zero)
         if hpa is not None:
             violations += self._refused_queries(hpa)
         if version:

@@ -3,7 +3,8 @@ simulated API server with its audit log. Under load that should scale out, the s
 rescale again and again, records and logs it as a shadow decision, and writes nothing: the Deployment's
 replicas and the HPA's status stay the incumbent's, no Event is recorded, and the audit log holds no
 request by the daemon's user other than get, list and watch. Its /metrics plots its decision beside the
-incumbent's. Both ways in: the annotation on one HPA, and `--mode=shadow` for the whole daemon."""
+incumbent's. Both ways in: the annotation on one HPA, and `--mode=shadow` for the whole daemon. A shadow
+profile (autoscaler/shadow_profiles.py) is what a shadowed HPA is decided with."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from structlog.testing import capture_logs
 
+from autoscaler.controller import Controller
+from autoscaler.shadow_profiles import PROFILE_ANNOTATION
 from autoscaler.sources import MODE_ANNOTATION, SYNC_PERIOD_ANNOTATION
+from shared.clock import FakeClock
 from shared.kube import KubeClient, Obj, load_access
 from sim.apiserver import ApiServer, CertificateAuthority
 from sim.runner import ServerThread
@@ -25,11 +29,12 @@ from tests.autoscaler.harness import (
     daemon_get,
     events_of,
     replicas_of,
+    running_controller,
     running_daemon,
     seed,
     workload,
 )
-from tests.autoscaler.helpers import eventually, reconciles
+from tests.autoscaler.helpers import advance, eventually, reconciles
 from tests.autoscaler.metrics_backend import MetricsBackend
 from tests.sim.test_apiserver_audit import events
 
@@ -43,6 +48,7 @@ SHADOW_USER = "surge-shadow"
 READS = {"get", "list", "watch"}
 # The incumbent's status, as the built-in HPA controller left it (it holds the target at 2).
 INCUMBENT_STATUS = {"currentReplicas": PODS, "desiredReplicas": PODS}
+MERGE = "application/merge-patch+json"
 
 
 @pytest.fixture
@@ -143,3 +149,63 @@ async def test_a_shadowed_hpa_is_decided_on_and_never_written(
         ("create", "tokenreviews"),
         ("create", "subjectaccessreviews"),
     }
+
+
+def _profiled_hpa(name: str, profile: str | None) -> Obj:
+    annotations = {MODE_ANNOTATION: "shadow"} | ({PROFILE_ANNOTATION: profile} if profile else {})
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name, "namespace": "default", "annotations": annotations},
+        "spec": autoscaler_spec(name, "http_requests", f"{TARGET:g}"),
+        "status": INCUMBENT_STATUS,
+    }
+
+
+def _decided_at(controller: Controller, name: str) -> str | None:
+    records = controller.decisions.records_json(("default", name))
+    return str(records[0]["time"]) if records else None
+
+
+async def test_a_shadow_profile_is_what_the_shadow_decides_with(
+    apiserver: ServerThread[ApiServer], kubeconfig_path: Path, backend: MetricsBackend, fake_clock: FakeClock
+) -> None:
+    """autoscaling.surge.dev/shadow-profile: fast (autoscaler/shadow_profiles.py) makes the shadowed HPA's
+    sync period 1 s: a second on the daemon's clock reconciles it again, and not its neighbour without a
+    profile (the daemon's 15 s). An unknown profile is logged once, and the object decided on as it is."""
+    for name, profile in (("web", "fast"), ("api", None), ("odd", "turbo")):
+        backend.pod_values[METRIC] = {
+            **backend.pod_values.get(METRIC, {}),
+            **dict.fromkeys(workload(apiserver, name, PODS), TARGET),
+        }
+        seed(apiserver, ("autoscaling", "horizontalpodautoscalers"), _profiled_hpa(name, profile))
+    with capture_logs() as logs:
+        async with running_controller(
+            kubeconfig_path, backend.url, source="hpa", clock=fake_clock
+        ) as controller:
+            await eventually(
+                lambda: all(_decided_at(controller, n) for n in ("web", "api", "odd")), within=10
+            )
+            first = {name: _decided_at(controller, name) for name in ("web", "api", "odd")}
+            await advance(fake_clock, controller, 1)
+            assert _decided_at(controller, "web") != first["web"]
+            assert _decided_at(controller, "api") == first["api"]
+            # The incumbent writes the status (a new resourceVersion, the same generation): no second warning.
+            admin = KubeClient(await load_access(str(kubeconfig_path)))
+            try:
+                path = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers/odd/status"
+                status = {"desiredReplicas": PODS + 1}
+                await admin.request("PATCH", path, body={"status": status}, content_type=MERGE)
+            finally:
+                await admin.close()
+
+            def seen() -> bool:
+                cached = controller.autoscalers.store.get("default", "odd") or {}
+                return bool((cached.get("status") or {}).get("desiredReplicas") == PODS + 1)
+
+            await eventually(seen, within=10)
+            await advance(fake_clock, controller, 15, reconciled=3)
+            assert _decided_at(controller, "odd") != first["odd"]
+    warnings = [e for e in logs if e["event"] == "shadow profile not applied"]
+    assert [(e["key"], e["log_level"]) for e in warnings] == [("default/odd", "warning")]
+    assert "unknown profile 'turbo'" in warnings[0]["error"]
