@@ -7,9 +7,20 @@ a sample holds until the next step (sample-and-hold), so a sample stands for `st
   status.desiredReplicas (its currentReplicas at a step where desired is not known). When the HPA controller
   scales it writes the scale, then its status with desiredReplicas the new count while currentReplicas still
   says the old one until its next sync: current would make the incumbent look one sync slower than it was.
-* A rise in load is a step whose target-metric value is above the target after a step at or below it.
+* A rise in load is a step whose target-metric value is above the target by more than TOLERANCE (the
+  HPA's default tolerance, 10 %) after a step at or below that. Neither the HPA nor Surge (at its default
+  --tolerance) scales within the tolerance, by design: a load wandering about its target is no rise.
   Each side's response is the seconds from that step until the first step (the rise's own included) whose
   replicas are above what that side had at the step before the rise; None when it never is in the window.
+  A side whose replicas at the rise already cover the pods needed then (below) responded in 0 s: it had
+  scaled up ahead (a forecast, an earlier faster scale-up), and its next scale-up, maybe hours later for
+  other load, is no response to this rise.
+* A side *answered* a rise when it has a response (0 s included). The sides are compared on the same
+  rises: over the rises *both* answered (their count said), each side's median and worst (largest)
+  seconds; then, per side, the rises only it answered, and the rises neither answered. An unanswered rise
+  is not 0 s, nor dropped unsaid: it has no seconds to take a median of, so it is counted. A median over
+  each side's own answered rises compares different populations (the rises only one side answered are
+  often the hard ones, answered late) and is kept, labelled as such, only in the JSON.
 * Needed pods: the HPA's own formula, ceil(incumbent's current replicas x value / target), for every target
   type: the value is a per-pod average for AverageValue and Utilization (x pods = the workload's total) and
   the HPA scales a Value target by the same ratio. Here the incumbent's *current* replicas (`running`), not
@@ -31,11 +42,13 @@ from __future__ import annotations
 
 import bisect
 import math
+import statistics
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 FLAP_SECONDS = 300.0
+TOLERANCE = 0.1
 
 Series = Sequence[float | None]
 
@@ -71,6 +84,22 @@ class Rise:
     time: float
     incumbent_seconds: float | None
     surge_seconds: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Responses:
+    """The sides' responses on the same rises: over the `both` rises both sides answered, each side's
+    median and worst seconds (None when `both` is 0); then the rises only one side answered and those
+    neither did."""
+
+    both: int
+    incumbent_median: float | None
+    incumbent_worst: float | None
+    surge_median: float | None
+    surge_worst: float | None
+    only_incumbent: int
+    only_surge: int
+    neither: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,21 +153,26 @@ def decided(desired: Series, current: Series) -> list[float | None]:
 
 
 def rises(times: Sequence[float], load: Series, target: Series) -> list[int]:
-    """The steps where the load crosses above its target after being at or below it."""
+    """The steps where the load crosses above its target x (1 + TOLERANCE) after being at or below it."""
     found = []
     for i in range(1, len(times)):
         before, now, limit, limit_before = load[i - 1], load[i], target[i], target[i - 1]
         if None in (before, now, limit, limit_before):
             continue
         assert before is not None and now is not None and limit is not None and limit_before is not None
-        if before <= limit_before and now > limit:
+        if before <= limit_before * (1 + TOLERANCE) and now > limit * (1 + TOLERANCE):
             found.append(i)
     return found
 
 
-def response_seconds(times: Sequence[float], replicas: Series, rise: int) -> float | None:
-    """Seconds from the step `rise` until replicas first exceed those of the step before it (None: never,
-    or not known before the rise)."""
+def response_seconds(
+    times: Sequence[float], replicas: Series, rise: int, need: Sequence[int | None]
+) -> float | None:
+    """Seconds from the step `rise` until replicas first exceed those of the step before it, 0 if at the
+    rise they already cover `need` there (None: never, or not known before the rise)."""
+    covered, needed_then = replicas[rise], need[rise]
+    if covered is not None and needed_then is not None and covered >= needed_then:
+        return 0.0
     before = replicas[rise - 1]
     if before is None:
         return None
@@ -147,6 +181,27 @@ def response_seconds(times: Sequence[float], replicas: Series, rise: int) -> flo
         if now is not None and now > before:
             return times[j] - times[rise]
     return None
+
+
+def compare(found: Sequence[Rise]) -> Responses:
+    """The sides' responses compared on the rises both answered, and the count of the others."""
+    paired = [
+        (r.incumbent_seconds, r.surge_seconds)
+        for r in found
+        if r.incumbent_seconds is not None and r.surge_seconds is not None
+    ]
+    incumbent = [i for i, _ in paired]
+    surge = [s for _, s in paired]
+    return Responses(
+        both=len(paired),
+        incumbent_median=statistics.median(incumbent) if paired else None,
+        incumbent_worst=max(incumbent, default=None),
+        surge_median=statistics.median(surge) if paired else None,
+        surge_worst=max(surge, default=None),
+        only_incumbent=sum(1 for r in found if r.incumbent_seconds is not None and r.surge_seconds is None),
+        only_surge=sum(1 for r in found if r.incumbent_seconds is None and r.surge_seconds is not None),
+        neither=sum(1 for r in found if r.incumbent_seconds is None and r.surge_seconds is None),
+    )
 
 
 def needed(load: Series, target: Series, running: Series) -> list[int | None]:
@@ -280,8 +335,8 @@ def analyse(trace: Trace, startup: float, horizon: float) -> TargetReport:
     found = tuple(
         Rise(
             trace.times[i],
-            response_seconds(trace.times, trace.incumbent, i),
-            response_seconds(trace.times, trace.surge, i),
+            response_seconds(trace.times, trace.incumbent, i, need),
+            response_seconds(trace.times, trace.surge, i, need),
         )
         for i in rises(trace.times, trace.load, trace.target)
     )

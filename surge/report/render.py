@@ -1,7 +1,10 @@
 """The report as text (a table per target and a summary), JSON (the same numbers) or one self-contained
 HTML page (a summary table, then per target its numbers, an inline SVG chart of the load and both sides'
 replicas, and the `surge simulate` command that replays it). Each target says which pod start-up its
-unserved load used and where from, and how the metric's value each side read compares. The page
+unserved load used and where from, and how the metric's value each side read compares. The responses
+to rises lead with the two sides compared on the rises both answered (analysis' `compare`). A rise's
+time prints in UTC, as HH:MM:SS when the report's window is within one UTC day, else with its date; the
+JSON keeps unix seconds and adds RFC 3339. The page
 references nothing outside itself: no scripts, no stylesheets, no fonts, no images but the inline SVG
 (which needs no xmlns in HTML)."""
 
@@ -10,11 +13,12 @@ from __future__ import annotations
 import html
 import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
-from surge.report.analysis import Reads, Series, Side, TargetReport, Trace
+from surge.report.analysis import Reads, Responses, Series, Side, TargetReport, Trace, compare
 from surge.report.startup import Startup
 
 
@@ -48,6 +52,37 @@ def _reads(reads: Reads) -> dict[str, Any]:
     }
 
 
+def _compared(responses: Responses) -> dict[str, Any]:
+    return {
+        "both": responses.both,
+        "incumbent": {"medianSeconds": responses.incumbent_median, "maxSeconds": responses.incumbent_worst},
+        "surge": {"medianSeconds": responses.surge_median, "maxSeconds": responses.surge_worst},
+        "onlyIncumbent": responses.only_incumbent,
+        "onlySurge": responses.only_surge,
+        "neither": responses.neither,
+    }
+
+
+def rfc3339(seconds: float) -> str:
+    """Unix seconds as RFC 3339 in UTC, to the second."""
+    return datetime.fromtimestamp(round(seconds), UTC).isoformat().replace("+00:00", "Z")
+
+
+def clock(start: float, end: float) -> Callable[[float], str]:
+    """How the report prints a time in the window from `start` to `end` (unix seconds): UTC HH:MM:SS when
+    both are on the same UTC day, else YYYY-MM-DD HH:MM:SS."""
+    same_day = datetime.fromtimestamp(start, UTC).date() == datetime.fromtimestamp(end, UTC).date()
+    layout = "%H:%M:%S" if same_day else "%Y-%m-%d %H:%M:%S"
+    return lambda seconds: datetime.fromtimestamp(round(seconds), UTC).strftime(layout)
+
+
+def _clock(entries: Sequence[Entry]) -> Callable[[float], str]:
+    times = [e.trace.times for e in entries if e.trace.times]
+    if not times:
+        return clock(0.0, 0.0)
+    return clock(min(t[0] for t in times), max(t[-1] for t in times))
+
+
 def _responses(reports: Sequence[TargetReport], which: str) -> dict[str, Any]:
     seconds = [getattr(r, which) for report in reports for r in report.rises]
     known = [s for s in seconds if s is not None]
@@ -59,7 +94,8 @@ def _responses(reports: Sequence[TargetReport], which: str) -> dict[str, Any]:
 
 
 def summary(reports: Sequence[TargetReport]) -> dict[str, Any]:
-    """Totals over the targets: rises, each side's responses and totals."""
+    """Totals over the targets: rises, the responses compared on the same rises, each side's responses
+    (over its own answered rises) and totals."""
 
     def total(side: str, field: str) -> float:
         return sum(getattr(getattr(r, side), field) for r in reports)
@@ -76,13 +112,15 @@ def summary(reports: Sequence[TargetReport]) -> dict[str, Any]:
     return {
         "targets": len(reports),
         "rises": sum(len(r.rises) for r in reports),
+        "compared": _compared(compare([rise for r in reports for rise in r.rises])),
         "incumbent": side("incumbent", "incumbent_seconds"),
         "surge": side("surge", "surge_seconds"),
     }
 
 
 def to_json(entries: Sequence[Entry], window: dict[str, Any]) -> dict[str, Any]:
-    """The report's numbers: the window, the summary, and per target its rises, sides and forecast."""
+    """The report's numbers: the window, the summary, and per target its rises, their responses compared,
+    sides and forecast."""
     reports = [e.report for e in entries]
     return {
         "window": window,
@@ -94,9 +132,15 @@ def to_json(entries: Sequence[Entry], window: dict[str, Any]) -> dict[str, Any]:
                 "metric": r.metric_name,
                 "targetType": r.target_type,
                 "rises": [
-                    {"time": x.time, "incumbentSeconds": x.incumbent_seconds, "surgeSeconds": x.surge_seconds}
+                    {
+                        "time": x.time,
+                        "at": rfc3339(x.time),
+                        "incumbentSeconds": x.incumbent_seconds,
+                        "surgeSeconds": x.surge_seconds,
+                    }
                     for x in r.rises
                 ],
+                "compared": _compared(compare(r.rises)),
                 "incumbent": _side(r.incumbent),
                 "surge": _side(r.surge),
                 "forecast": None
@@ -115,11 +159,35 @@ def _num(value: float | None, unit: str = "", digits: int = 1) -> str:
     return "-" if value is None else f"{value:.{digits}f}{unit}"
 
 
-def _rows(report: TargetReport) -> list[tuple[str, str, str]]:
+def _compared_rows(compared: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """From `_compared`'s numbers: the responses on the rises both sides answered, then the rises only
+    each side answered (the rises neither did are in the title: they are not one side's)."""
+    inc, sur = compared["incumbent"], compared["surge"]
+    on = f"the {compared['both']} rises both answered"
+    return [
+        (
+            f"median s to answer, {on}",
+            _num(inc["medianSeconds"], digits=0),
+            _num(sur["medianSeconds"], digits=0),
+        ),
+        (f"worst s to answer, {on}", _num(inc["maxSeconds"], digits=0), _num(sur["maxSeconds"], digits=0)),
+        ("rises only it answered", str(compared["onlyIncumbent"]), str(compared["onlySurge"])),
+    ]
+
+
+def _rises(count: int, compared: dict[str, Any]) -> str:
+    """'N rises; neither side answered M'."""
+    return f"{count} rises; neither side answered {compared['neither']}"
+
+
+def _rows(
+    report: TargetReport, compared: dict[str, Any], at: Callable[[float], str]
+) -> list[tuple[str, str, str]]:
     def both(field: str, fmt: Any) -> tuple[str, str]:
         return fmt(getattr(report.incumbent, field)), fmt(getattr(report.surge, field))
 
     rows = [
+        *_compared_rows(compared),
         (
             "metric read (mean)",
             _num(report.reads.incumbent_mean, digits=2),
@@ -134,7 +202,7 @@ def _rows(report: TargetReport) -> list[tuple[str, str, str]]:
     for rise in report.rises:
         rows.append(
             (
-                f"rise at {rise.time:.0f}: s to scale up",
+                f"rise at {at(rise.time)}: s to answer",
                 _num(rise.incumbent_seconds, digits=0),
                 _num(rise.surge_seconds, digits=0),
             )
@@ -151,12 +219,7 @@ def _table(header: tuple[str, str, str], rows: Sequence[tuple[str, str, str]]) -
 def _summary_rows(numbers: dict[str, Any]) -> list[tuple[str, str, str]]:
     inc, sur = numbers["incumbent"], numbers["surge"]
     return [
-        (
-            "median s to scale up",
-            _num(inc["responses"]["medianSeconds"], digits=0),
-            _num(sur["responses"]["medianSeconds"], digits=0),
-        ),
-        ("rises never scaled up for", str(inc["responses"]["never"]), str(sur["responses"]["never"])),
+        *_compared_rows(numbers["compared"]),
         (
             "unserved pod-seconds",
             _num(inc["unservedPodSeconds"], digits=0),
@@ -189,15 +252,17 @@ def notes(entry: Entry) -> str:
 
 def text(entries: Sequence[Entry]) -> str:
     """A table per target (incumbent beside Surge), then the summary."""
+    at = _clock(entries)
     parts = []
     for e in entries:
         r = e.report
-        title = f"{r.namespace}/{r.name} ({r.metric_name}, {r.target_type}): {len(r.rises)} rises"
+        compared = _compared(compare(r.rises))
+        title = f"{r.namespace}/{r.name} ({r.metric_name}, {r.target_type}): {_rises(len(r.rises), compared)}"
         if r.forecast is not None:
             title += f"; forecast MAPE {r.forecast.mape:.1f} %, bias {r.forecast.bias:+.1f} %"
-        parts.append(f"{title}\n{notes(e)}\n" + _table(("", "incumbent", "surge"), _rows(r)))
+        parts.append(f"{title}\n{notes(e)}\n" + _table(("", "incumbent", "surge"), _rows(r, compared, at)))
     numbers = summary([e.report for e in entries])
-    head = f"summary: {numbers['targets']} targets, {numbers['rises']} rises"
+    head = f"summary: {numbers['targets']} targets, " + _rises(numbers["rises"], numbers["compared"])
     parts.append(head + "\n" + _table(("", "incumbent", "surge"), _summary_rows(numbers)))
     return "\n\n".join(parts) + "\n"
 
@@ -277,17 +342,19 @@ STYLE = (
 def page(entries: Sequence[Entry], window: dict[str, Any]) -> str:
     """The one self-contained HTML page."""
     numbers = summary([e.report for e in entries])
+    at = _clock(entries)
     per_target = []
     for e in entries:
         r = e.report
+        compared = _compared(compare(r.rises))
         title = html.escape(f"{r.namespace}/{r.name}")
-        note = html.escape(f"{r.metric_name} ({r.target_type}), {len(r.rises)} rises")
+        note = html.escape(f"{r.metric_name} ({r.target_type}), {_rises(len(r.rises), compared)}")
         if r.forecast is not None:
             note += html.escape(f"; forecast MAPE {r.forecast.mape:.1f} %, bias {r.forecast.bias:+.1f} %")
         note += "<br>" + html.escape(notes(e))
         per_target.append(
             f'<section class="target"><h2>{title}</h2><p>{note}</p>'
-            + _html_table(("", "incumbent", "surge"), _rows(r))
+            + _html_table(("", "incumbent", "surge"), _rows(r, compared, at))
             + chart(e.trace)
             + f"<p>Replay it:</p><pre>{html.escape(e.command)}</pre></section>"
         )
@@ -295,7 +362,9 @@ def page(entries: Sequence[Entry], window: dict[str, Any]) -> str:
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Surge shadow report</title>'
         f"<style>{STYLE}</style></head><body><h1>What Surge would have done</h1><p>{span}: "
-        f"{numbers['targets']} targets, {numbers['rises']} rises.</p>"
+        f"{numbers['targets']} targets, "
+        + html.escape(_rises(numbers["rises"], numbers["compared"]))
+        + ".</p>"
         + _html_table(("", "incumbent", "surge"), _summary_rows(numbers))
         + "".join(per_target)
         + "</body></html>\n"

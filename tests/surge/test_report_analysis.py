@@ -7,8 +7,11 @@ import pytest
 
 from surge.report.analysis import (
     Reads,
+    Responses,
+    Rise,
     Trace,
     analyse,
+    compare,
     decided,
     forecast_accuracy,
     needed,
@@ -26,19 +29,53 @@ STEP = 10.0
 T = [1000.0 + STEP * i for i in range(10)]
 
 
-def test_a_rise_is_a_crossing_above_the_target_after_being_at_or_below_it() -> None:
-    load = [50, 100, 120, 130, 80, 100, 101, None, 200, 90]
+def test_a_rise_is_a_crossing_above_the_targets_tolerance_after_being_within_it() -> None:
+    load = [50, 105, 120, 130, 80, 109, 111, None, 200, 90]
     target = [100.0] * 10
-    # 100 -> 120 at 2 (100 is "at"), 100 -> 101 at 6; 200 at 8 follows a missing step: not a crossing.
+    # The band's top is 110: 105 at 1 is within it; 105 -> 120 at 2, 109 -> 111 at 6; 200 at 8 follows a
+    # missing step: not a crossing.
     assert rises(T, load, target) == [2, 6]
 
 
 def test_response_seconds_count_from_the_rise_to_the_first_step_above_the_replicas_before_it() -> None:
     replicas = [2, 2, 2, 2, 3, 3, 1, 1, 1, 1]
-    assert response_seconds(T, replicas, 2) == 20.0  # 3 > 2 at step 4
-    assert response_seconds(T, replicas, 7) is None  # never above 1 again
-    assert response_seconds(T, [2, 2, 5, 5, 5, 5, 5, 5, 5, 5], 2) == 0.0  # rose at the rise's own step
-    assert response_seconds(T, [None, None, 5, 5, 5, 5, 5, 5, 5, 5], 2) is None  # nothing before
+    need = [3] * 10
+    assert response_seconds(T, replicas, 2, need) == 20.0  # 3 > 2 at step 4
+    assert response_seconds(T, replicas, 7, need) is None  # never above 1 again
+    assert response_seconds(T, [2, 2, 5, 5, 5, 5, 5, 5, 5, 5], 2, need) == 0.0  # rose at the rise's own step
+    assert response_seconds(T, [None, None, 2, 5, 5, 5, 5, 5, 5, 5], 2, need) is None  # nothing before
+
+
+def test_a_side_that_already_covers_the_rises_need_responded_at_once() -> None:
+    # 4 pods at the rise cover the 3 needed there: 0 s, not the 60 s until its next scale-up (to 5).
+    ahead = [4, 4, 4, 4, 4, 4, 5, 5, 5, 5]
+    assert response_seconds(T, ahead, 2, [3] * 10) == 0.0
+    assert response_seconds(T, ahead, 2, [5] * 10) == 40.0  # 4 do not cover 5: its scale-up at step 6
+    assert response_seconds(T, ahead, 2, [None] * 10) == 40.0  # the need not known: its scale-up
+
+
+def test_the_sides_are_compared_on_the_rises_both_answered() -> None:
+    found = [
+        Rise(0, incumbent_seconds=60, surge_seconds=0),
+        Rise(1, incumbent_seconds=120, surge_seconds=30),
+        Rise(2, incumbent_seconds=30, surge_seconds=90),
+        Rise(3, incumbent_seconds=None, surge_seconds=1200),  # a hard rise only Surge answered
+        Rise(4, incumbent_seconds=15, surge_seconds=None),
+        Rise(5, incumbent_seconds=None, surge_seconds=None),
+    ]
+    # Both answered rises 0-2: the incumbent's 30, 60, 120 and Surge's 0, 30, 90 (its 1200 s is not in
+    # its median: the incumbent has no seconds for that rise). One rise each answered alone, one neither.
+    assert compare(found) == Responses(
+        both=3,
+        incumbent_median=60,
+        incumbent_worst=120,
+        surge_median=30,
+        surge_worst=90,
+        only_incumbent=1,
+        only_surge=1,
+        neither=1,
+    )
+    assert compare(found[3:]) == Responses(0, None, None, None, None, 1, 1, 1)
 
 
 def test_the_incumbents_decision_is_its_desired_replicas_else_its_current() -> None:
