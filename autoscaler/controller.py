@@ -26,10 +26,11 @@ import structlog
 from autoscaler import printing
 from autoscaler.buckets import bucket_of
 from autoscaler.core import burst
+from autoscaler.core.decision import Decision, scale_unavailable, spec_invalid
 from autoscaler.core.defaults import effective_metrics
 from autoscaler.core.kube_json import hpa_status_from_json, hpa_status_to_json, scale_from_json
 from autoscaler.core.predictive import Prediction, fed_answers, used_forecasts
-from autoscaler.core.reconcile import Decision, decide, scale_unavailable, spec_invalid
+from autoscaler.core.reconcile import decide
 from autoscaler.core.types import (
     COMPOSITE_METRIC,
     CONTAINER_RESOURCE,

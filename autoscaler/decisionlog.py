@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from autoscaler.core.decision import Decision
 from autoscaler.core.kube_json import hpa_status_to_json
-from autoscaler.core.reconcile import Decision
 from autoscaler.core.types import (
     ExternalMetricAnswer,
     MetricAnswer,

@@ -27,10 +27,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from autoscaler.core.composite import decided_metrics
+from autoscaler.core.decision import Decision
 from autoscaler.core.defaults import effective_metrics
 from autoscaler.core.kube_json import format_time, metric_target_to_json, metric_value_to_json
 from autoscaler.core.predictive import Prediction
-from autoscaler.core.reconcile import Decision
 from autoscaler.core.types import (
     CONTAINER_RESOURCE,
     RESOURCE,

@@ -7,13 +7,15 @@ its status; the decision record, the decision's log line and `surge explain` all
 from __future__ import annotations
 
 from autoscaler.core import burst
+from autoscaler.core.decision import Decision
+from autoscaler.core.metrics_read import FALLBACK
 from autoscaler.core.normalization import (
     SCALE_DOWN_LIMIT,
     SCALE_UP_LIMIT,
     TOO_FEW_REPLICAS,
     TOO_MANY_REPLICAS,
 )
-from autoscaler.core.reconcile import FALLBACK, SCALING_PAUSED, Decision
+from autoscaler.core.pause import SCALING_PAUSED
 from autoscaler.core.schedules import describe
 from autoscaler.core.types import (
     ABLE_TO_SCALE,

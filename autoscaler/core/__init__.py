@@ -6,8 +6,10 @@ metric_compute, normalization, defaults, conditions. ``kube_json`` builds the da
 Kubernetes JSON objects and writes the status back.
 """
 
+from autoscaler.core.decision import Decision, scale_unavailable
 from autoscaler.core.defaults import effective_metrics
-from autoscaler.core.reconcile import Decision, decide, scale_unavailable, tolerances_for
+from autoscaler.core.metrics_read import tolerances_for
+from autoscaler.core.reconcile import decide
 from autoscaler.core.types import (
     HPA,
     ControllerConfig,

@@ -30,15 +30,11 @@ from dataclasses import replace
 from datetime import timedelta
 
 from autoscaler.core.conditions import set_condition
+from autoscaler.core.decision import Decision, _BeforeRescale, reference_of
 from autoscaler.core.defaults import DEFAULT_SCALE_UP, effective_metrics, with_defaults
 from autoscaler.core.metric_compute import MetricsResult, compute_replicas_for_metrics
+from autoscaler.core.metrics_read import tolerances_for
 from autoscaler.core.normalization import scale_up_rate_limit, store_scale_event
-from autoscaler.core.reconcile import (
-    Decision,
-    _BeforeRescale,
-    reference_of,
-    tolerances_for,
-)
 from autoscaler.core.replica_calculator import CalcContext
 from autoscaler.core.types import (
     ABLE_TO_SCALE,

@@ -21,47 +21,15 @@ from dataclasses import replace
 from autoscaler.core.conclusion import Verdict, concluded, metrics_failed
 from autoscaler.core.conditions import set_condition
 from autoscaler.core.cooldown import step_to_zero
-from autoscaler.core.decision import (
-    INVALID_SPEC,
-    Decision,
-    MetricComputation,
-    _BeforeRescale,
-    action_label,
-    reference_of,
-    scale_unavailable,
-    spec_invalid,
-)
-from autoscaler.core.metrics_read import FALLBACK, fallback_reason, read_metrics, tolerances_for
+from autoscaler.core.decision import Decision
+from autoscaler.core.metrics_read import fallback_reason, read_metrics
 from autoscaler.core.normalize_stage import normalize
 from autoscaler.core.pass_start import start_pass
-from autoscaler.core.pause import SCALING_PAUSED, paused
-from autoscaler.core.proposal import ACTIVE, ALL_BELOW_TARGET, forecast_floor, propose
-from autoscaler.core.range_gate import ABOVE_MAX, BELOW_MIN, below_schedule, disabled_conditions, range_gate
+from autoscaler.core.pause import paused
+from autoscaler.core.proposal import forecast_floor, propose
+from autoscaler.core.range_gate import BELOW_MIN, disabled_conditions, range_gate
 from autoscaler.core.selector import SelectorProblem, validate_selector
 from autoscaler.core.types import SCALING_ACTIVE, Event, Snapshot
-
-# The names other modules import from here since decide() and its outcomes lived in this one module.
-__all__ = [
-    "ABOVE_MAX",
-    "ACTIVE",
-    "ALL_BELOW_TARGET",
-    "BELOW_MIN",
-    "FALLBACK",
-    "INVALID_SPEC",
-    "SCALING_PAUSED",
-    "Decision",
-    "MetricComputation",
-    "_BeforeRescale",
-    "action_label",
-    "below_schedule",
-    "decide",
-    "fallback_reason",
-    "reference_of",
-    "scale_unavailable",
-    "spec_invalid",
-    "tolerances_for",
-    "validate_selector",
-]
 
 
 def decide(snapshot: Snapshot) -> Decision:

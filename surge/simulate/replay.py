@@ -54,6 +54,7 @@ from typing import NamedTuple
 
 from autoscaler.core import burst, decide, effective_metrics
 from autoscaler.core.composite import evaluate_formula, input_value
+from autoscaler.core.decision import Decision
 from autoscaler.core.forecast import point_forecasts
 from autoscaler.core.predictive import (
     Forecasts,
@@ -63,7 +64,6 @@ from autoscaler.core.predictive import (
     prediction_at,
     used_forecasts,
 )
-from autoscaler.core.reconcile import Decision
 from autoscaler.core.types import (
     CONTAINER_RESOURCE,
     EXTERNAL,

@@ -13,7 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.core import History, decide, scale_unavailable
-from autoscaler.core.reconcile import Decision
+from autoscaler.core.decision import Decision
 from autoscaler.core.types import (
     Behavior,
     ExternalMetricAnswer,

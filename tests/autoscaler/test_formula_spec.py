@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from autoscaler.core.reconcile import INVALID_SPEC, spec_invalid
+from autoscaler.core.decision import INVALID_SPEC, spec_invalid
 from autoscaler.core.types import FormulaSpec, History, HPAStatus, MetricTarget
 from autoscaler.sources import CRD_SOURCE, FORMULA_ANNOTATION, HPA_SOURCE, METRIC_NAMES_ANNOTATION
 from sim.apiserver import ApiError, ApiServer

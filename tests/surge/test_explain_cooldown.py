@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from autoscaler.core.reconcile import Decision
+from autoscaler.core.decision import Decision
 from autoscaler.core.types import Cooldown
 from autoscaler.decisions import DecisionRecords
 from autoscaler.reasons import reason_of

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from autoscaler.core.reconcile import Decision
+from autoscaler.core.decision import Decision
 from autoscaler.core.types import ExternalMetricAnswer, Fallback, History, MetricAnswer, MetricFetchError
 from autoscaler.decisions import DecisionRecords
 from autoscaler.reasons import reason_of

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from autoscaler.core import burst, decide
+from autoscaler.core.decision import Decision
 from autoscaler.core.kube_json import history_from_json, history_to_json
-from autoscaler.core.reconcile import Decision
 from autoscaler.core.types import (
     HPA,
     Behavior,

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from autoscaler.core import decide
-from autoscaler.core.reconcile import below_schedule
+from autoscaler.core.range_gate import below_schedule
 from autoscaler.core.schedules import first_fire_after, schedule_state
 from autoscaler.core.types import HPA, History, Schedule, Snapshot
 from autoscaler.core.validation import spec_violations

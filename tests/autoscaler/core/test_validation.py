@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
+from autoscaler.core.decision import INVALID_SPEC, spec_invalid
 from autoscaler.core.kube_json import hpa_spec_from_json
-from autoscaler.core.reconcile import INVALID_SPEC, spec_invalid
 from autoscaler.core.types import (
     DIRECT_METRIC_PREFIX,
     Behavior,
