@@ -33,6 +33,7 @@ import sim.prometheus
 from autoscaler.daemon import AutoscalerDaemon
 from autoscaler.shadow_profiles import PROFILE_ANNOTATION
 from shared.kube import Obj
+from shared.quantity import Quantity
 from sim.apiserver import CertificateAuthority
 from sim.cluster import SimCluster
 from sim.prometheus import PrometheusProcess
@@ -65,14 +66,14 @@ SCRAPE = 1.0  # Prometheus' scrape interval, so the report's grid
 TIMING = Timing(scheduling_seconds=0.05, startup_seconds=0.2, readiness_seconds=0.2, termination_seconds=0.3)
 
 # The trace, as the workload's total load (per pod: total / Ready pods). Initially 2 pods at 60 each. The
-# first step puts 230 on each of those 2 (the incumbent goes to 4, its limit, then 5); the daily shape then
-# adds up to HUMP on top over HUMP_SECONDS (at 5 pods: 92 -> 124 per pod -> back), from INCUMBENT_PERIOD
-# after the step; the second step comes on at most 92 per pod (5 pods or more) and puts at most 220 on
-# each (both sides want 11 or fewer). Each step goes from at or below the target to far above its
-# tolerance (110), so it is a rise on the report's grid, decided on by the first decision of each side
-# that reads it.
+# first step puts 230 on each of those 2 (the incumbent goes to 4, its limit, then to 5 a period later: 92
+# each). The daily shape then adds up to HUMP on top over HUMP_SECONDS (at 5 pods: 92 -> 124 per pod ->
+# back), from HUMP_AFTER the first step, once the incumbent's 5 pods serve. The second step comes on at
+# most 92 per pod (5 pods or more) and puts at most 220 on each (both sides want 11 or fewer). Each of the
+# three goes from at or below the target's tolerance (110: the report's rises are past it, where an HPA
+# scales) to above it, so each is a rise; the steps far above it.
 QUIET, STEP_1, STEP_2 = 120.0, 460.0, 1100.0
-HUMP, HUMP_SECONDS = 160.0, 10.0
+HUMP, HUMP_SECONDS, HUMP_AFTER = 160.0, 8.0, 2 * INCUMBENT_PERIOD + 1
 
 # How long after it is decided a change shows in the gauge a scrape reads: the shadow's record is added
 # in the same reconcile, right after the decision; the incumbent's desired replicas reach the shadow's
@@ -185,6 +186,8 @@ async def _after_next_reconcile(daemon: AutoscalerDaemon) -> None:
 async def _play(
     trace: Trace, audit: Path, incumbent: AutoscalerDaemon, prometheus: PrometheusProcess, played: Played
 ) -> None:
+    """Play the trace, noting in `played` when each step came and the window; done once Prometheus holds
+    a scrape past the window's end."""
     series = f'{{namespace="{NAMESPACE}",name="{NAME}"}}'
     # Both sides' series scraped twice before the window opens (the step before a rise must be known).
     for metric in ("surge_shadow_desired_replicas", "surge_incumbent_desired_replicas"):
@@ -196,7 +199,7 @@ async def _play(
     await _after_next_reconcile(incumbent)
     trace.level = STEP_1
     played.steps.append(time.time())
-    trace.hump_from = played.steps[0] + INCUMBENT_PERIOD
+    trace.hump_from = played.steps[0] + HUMP_AFTER
     await asyncio.sleep(trace.hump_from + HUMP_SECONDS - time.time())  # the trace's pacing: wall time
     await _after_next_reconcile(incumbent)
     trace.level = STEP_2
@@ -214,65 +217,98 @@ def _stamp(text: str) -> float:
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
 
 
-def _scale_writes(audit: Path) -> list[tuple[float, int]]:
-    """The incumbent's scale updates in the audit log: (when received, the replicas written)."""
+def _by_incumbent(audit: Path, resource: str, subresource: str) -> list[tuple[float, dict[str, Any]]]:
+    """The incumbent's successful writes of `resource`'s `subresource` (audit log): (when received, body)."""
     return [
-        (_stamp(e["requestReceivedTimestamp"]), int(e["requestObject"]["spec"]["replicas"]))
+        (_stamp(e["requestReceivedTimestamp"]), e["requestObject"])
         for e in events(audit)
         if e["user"]["username"] == INCUMBENT_USER
-        and e["verb"] == "update"
-        and e["objectRef"].get("subresource") == "scale"
+        and e["verb"] in ("update", "patch")
+        and e["objectRef"].get("resource") == resource
+        and e["objectRef"].get("subresource") == subresource
         and e["responseStatus"]["code"] == 200
     ]
 
 
-def _shadow_decisions(logs: list[MutableMapping[str, Any]]) -> list[tuple[float, int]]:
-    """The shadow's decisions, from its decision log lines: (when decided, desired replicas)."""
-    return [
-        (datetime.fromisoformat(e["decided_at"]).timestamp(), int(e["proposal"]))
+def _scale_writes(audit: Path) -> list[tuple[float, float]]:
+    """The incumbent's scale updates: (when, the replicas written): its decisions."""
+    return [(t, float(body["spec"]["replicas"])) for t, body in _by_incumbent(audit, "deployments", "scale")]
+
+
+@dataclass(frozen=True)
+class History:
+    """One quantity's changes, (unix time, value) in time order, and how late a change may reach the
+    gauges a scrape reads (`lag`): a scrape within `lag` after a change may have seen it or not."""
+
+    changes: list[tuple[float, float]]
+    lag: float
+
+    def at(self, t: float, late: bool) -> float | None:
+        """The value at `t`; `late`: as if the changes of the last `lag` seconds had not arrived yet."""
+        seen = t - self.lag if late else t
+        return next((v for when, v in reversed(self.changes) if when <= seen), None)
+
+    def first_above(self, t: float, late: bool, value: float) -> float | None:
+        """When, after `t` (as `at` sees it), it first went above `value`; None: never."""
+        seen = t - self.lag if late else t
+        return next((when for when, v in self.changes if when > seen and v > value), None)
+
+
+def _shadow_decisions(logs: list[MutableMapping[str, Any]]) -> tuple[History, History]:
+    """The shadow's decisions, from its decision log lines: its desired replicas and the load it read."""
+    lines = [
+        e
         for e in logs
         if e["event"] == "decision" and e.get("shadow") is True and e["key"] == f"{NAMESPACE}/{NAME}"
     ]
+    decided = [datetime.fromisoformat(e["decided_at"]).timestamp() for e in lines]
+    read = [
+        Quantity.parse(e["metrics"][0]["pods"]["current"]["averageValue"]).milli_value() / 1000 for e in lines
+    ]
+    desired = [float(e["proposal"]) for e in lines]
+    return (
+        History(list(zip(decided, desired, strict=True)), SHADOW_GAUGE_LAG),
+        History(list(zip(decided, read, strict=True)), SHADOW_GAUGE_LAG),
+    )
 
 
 @dataclass(frozen=True)
 class Truth:
-    """One side's ground truth about a rise: when it first decided above what it had before the rise
-    (None: never), measured from the scrape that showed the rise."""
+    """One side's ground truth about a rise: the seconds the report should say (None: no answer) and
+    when the side decided that answer (None: never; the rise's scrape for a need already covered)."""
 
-    first: float | None
-    rise_scrape: float
-
-    @property
-    def seconds(self) -> float | None:
-        return None if self.first is None else max(0.0, self.first - self.rise_scrape)
+    seconds: float | None
+    decided: float | None
 
 
 def _truths(
-    changes: list[tuple[float, int]],
-    initial: int | None,
-    before_scrape: float,
-    rise_scrape: float,
-    lag: float,
+    side: History, load: History, running: History, before_scrape: float, rise_scrape: float
 ) -> list[Truth]:
-    """The report's definition (the first step whose replicas exceed those at the step before the rise)
-    applied to `changes` (time, replicas). What the scrape before the rise saw is the last change up to
-    it, unless a change came within `lag` of it (it may have reached the gauge after the scrape): then
-    both readings are candidates."""
-    candidates = []
-    for seen_until in sorted({before_scrape, before_scrape - lag}):
-        before = next((r for t, r in reversed(changes) if t <= seen_until), initial)
-        assert before is not None, "no decision before the window"
-        first = next((t for t, r in changes if t > seen_until and r > before), None)
-        candidates.append(Truth(first, rise_scrape))
-    return candidates
+    """The report's definition applied to what really happened: a side whose replicas at the rise cover
+    the pods needed then (ceil(running pods x load / target)) answered at once; else the seconds from the
+    rise to its first decision above what it had at the step before. What a scrape saw is each history's
+    value then, or (a change within its lag before the scrape) the one before: every combination is a
+    candidate."""
+    found = []
+    for side_late, load_late, running_late in itertools.product((False, True), repeat=3):
+        value, pods = load.at(rise_scrape, load_late), running.at(rise_scrape, running_late)
+        need = None if value is None or pods is None else math.ceil(pods * value / TARGET - 1e-9)
+        at_rise = side.at(rise_scrape, side_late)
+        if need is not None and at_rise is not None and at_rise >= need:
+            found.append(Truth(0.0, rise_scrape))
+            continue
+        before = side.at(before_scrape, side_late)
+        assert before is not None, "a side without a decision before the window"
+        first = side.first_above(before_scrape, side_late, before)
+        found.append(Truth(None if first is None else max(0.0, first - rise_scrape), first))
+    return found
 
 
 def _agrees(reported: float | None, truth: Truth, tolerance: float, until: float) -> bool:
-    """Whether the report's seconds are the truth's within `tolerance`; None where the decision came
-    too late for a scrape in the window."""
+    """Whether the report's seconds are the truth's within `tolerance`; None where the answer came too late
+    for a scrape in the window."""
     if reported is None:
-        return truth.first is None or truth.first > until - tolerance
+        return truth.decided is None or truth.decided > until - tolerance
     return truth.seconds is not None and abs(reported - truth.seconds) <= tolerance
 
 
@@ -347,39 +383,54 @@ async def test_the_report_of_an_incumbent_and_a_shadow_agrees_with_what_they_did
     def scrape_at(t: float) -> float:
         return max(s for s in scrapes if s <= t)
 
-    writes = _scale_writes(audit)
-    decisions = _shadow_decisions(logs)
+    # Ground truth. The incumbent: its scale writes (its decisions; before the first, the desired
+    # replicas of its first status write) and its status's currentReplicas (the pods running). Surge:
+    # the shadow's decision log lines, with the load it read (the report's load series).
+    statuses = _by_incumbent(audit, "horizontalpodautoscalers", "status")
+    first_status = statuses[0][1]["status"]
+    incumbent_desired = History(
+        [(statuses[0][0], float(first_status["desiredReplicas"])), *_scale_writes(audit)], INCUMBENT_GAUGE_LAG
+    )
+    running = History(
+        [
+            (t, float(body["status"]["currentReplicas"]))
+            for t, body in statuses
+            if "currentReplicas" in body["status"]
+        ],
+        INCUMBENT_GAUGE_LAG,
+    )
+    shadow_desired, load = _shadow_decisions(logs)
     rises = target["rises"]
     for rise in rises:
         rise_scrape, before_scrape = scrape_at(rise["time"]), scrape_at(rise["time"] - SCRAPE)
-        # (2) The incumbent's seconds are its real first scale-up write after the rise (the audit log),
-        # within one of its periods. On the grid the write shows at the first scrape after the shadow's
-        # gauge took it (the incumbent's status write, then the shadow's HPA watch): under a scrape interval
-        # plus INCUMBENT_GAUGE_LAG late, and the grid itself is a scrape interval coarse; a period (3 s)
-        # bounds both.
-        incumbent_truths = _truths(writes, 2, before_scrape, rise_scrape, INCUMBENT_GAUGE_LAG)
+        # (2) The incumbent's seconds are those from the rise to its real first scale-up write after it
+        # (the audit log), within one of its periods. On the grid a write shows at the first scrape after
+        # the shadow's gauge took it (the incumbent's status write, then the shadow's HPA watch): under a
+        # scrape interval plus INCUMBENT_GAUGE_LAG late; a period (3 s) bounds that.
+        incumbent_truths = _truths(incumbent_desired, load, running, before_scrape, rise_scrape)
         assert any(
             _agrees(rise["incumbentSeconds"], truth, INCUMBENT_PERIOD, played.until)
             for truth in incumbent_truths
         ), (rise, incumbent_truths)
-        # (3) Surge's seconds are what the shadow's decision records say: its first decision above what
-        # it had at the step before the rise. "Exactly" is to the grid: Prometheus holds the gauges at 1 s
-        # scrapes only, so a decision shows at the first scrape after it, up to a scrape interval later,
-        # and the rise it answers is itself a scrape instant: one scrape interval is the resolution any
-        # reading of these series has (the decision's own time is known to the microsecond here only
-        # because the test reads the log).
-        shadow_truths = _truths(decisions, None, before_scrape, rise_scrape, SHADOW_GAUGE_LAG)
+        # (3) Surge's seconds are what the shadow's decisions say, to the grid: Prometheus holds the
+        # gauges at 1 s scrapes only, so a decision shows at the first scrape after it, up to a scrape
+        # interval later, and the rise it answers is itself a scrape instant. One scrape interval is the
+        # resolution any reading of these series has ("exactly" here); the decisions' own times are known
+        # to the microsecond only because the test reads the daemon's log.
+        shadow_truths = _truths(shadow_desired, load, running, before_scrape, rise_scrape)
         assert any(_agrees(rise["surgeSeconds"], truth, SCRAPE, played.until) for truth in shadow_truths), (
             rise,
             shadow_truths,
         )
 
-    # (4) At least the two steps were rises, and Surge answered each sharp step before the incumbent:
-    # the shadow decides every second, the incumbent a whole period after each step (they were applied
-    # right after one of its reconciles). A step's rise shows at the shadow's first decision after it
-    # (under 1 s, plus its reconcile) and the scrape after that (under 1 s more) on the grid (under 1 s).
+    # (4) Both steps were rises (the daily shape adds one where the shadow reads it past 110 before the
+    # incumbent's sixth pod serves), and Surge answered each sharp step before the incumbent: the shadow
+    # decides every second, the incumbent a whole period after each step (they were applied right after
+    # one of its reconciles). A step's rise shows at the shadow's first decision after it (under 1 s,
+    # plus its reconcile) and the scrape after that (under 1 s more), on the grid (under 1 s more).
     assert len(rises) >= 2
     for step in played.steps:
-        answered = next(r for r in rises if step <= r["time"] <= step + 3 * SCRAPE + 1)
+        answered = next((r for r in rises if step <= r["time"] <= step + 3 * SCRAPE + 1), None)
+        assert answered is not None, (step, rises)
         assert answered["surgeSeconds"] is not None
         assert answered["incumbentSeconds"] is None or answered["surgeSeconds"] < answered["incumbentSeconds"]
