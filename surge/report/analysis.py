@@ -10,17 +10,28 @@ a sample holds until the next step (sample-and-hold), so a sample stands for `st
 * A rise in load is a step whose target-metric value is above the target by more than TOLERANCE (the
   HPA's default tolerance, 10 %) after a step at or below that. Neither the HPA nor Surge (at its default
   --tolerance) scales within the tolerance, by design: a load wandering about its target is no rise.
-  Each side's response is the seconds from that step until the first step (the rise's own included) whose
-  replicas are above what that side had at the step before the rise; None when it never is in the window.
-  A side whose replicas at the rise already cover the pods needed then (below) responded in 0 s: it had
-  scaled up ahead (a forecast, an earlier faster scale-up), and its next scale-up, maybe hours later for
-  other load, is no response to this rise.
+  It *ends* at the first step after it whose value is back within the band (at or below target x 1.1),
+  or with the window. The next rise needs no rule of its own to end the one before: it starts after a
+  step within the band, which is that one's end at the latest, so no response reaches into the next rise.
+* Each side's response to a rise counts only while the rise lasts: the seconds from the rise's step
+  until the first step, from the rise's own to its end's, whose replicas are above what that side had at
+  the step before the rise; None when there is none: a scale-up after the rise ended, maybe hours later
+  for other load, answers nothing this rise asked. The end's own step is in: each side decides on a read
+  of the load, and a decision taken while the rise lasted first shows in a sample up to a step later, in
+  the sample where the load is back (the HPA reads, then scales at its next sync). A side whose replicas
+  at the rise already cover the pods needed then (below) responded in 0 s: it had scaled up ahead (a
+  forecast, an earlier faster scale-up).
 * A side *answered* a rise when it has a response (0 s included). The sides are compared on the same
   rises: over the rises *both* answered (their count said), each side's median and worst (largest)
   seconds; then, per side, the rises only it answered, and the rises neither answered. An unanswered rise
   is not 0 s, nor dropped unsaid: it has no seconds to take a median of, so it is counted. A median over
   each side's own answered rises compares different populations (the rises only one side answered are
   often the hard ones, answered late) and is kept, labelled as such, only in the JSON.
+* A *blip* is a rise over at the next step. Blips stay in the comparison: a side whose pods covered the
+  excess served it, and one whose scale-up shows at the next step reacted as fast as the samples can
+  show. But the blips among the rises neither side answered are counted apart: a load back within the
+  band by the next step, before any new pod could serve it, is not both sides failing, as "neither
+  answered" alone would read.
 * Needed pods: the HPA's own formula, ceil(incumbent's current replicas x value / target), for every target
   type: the value is a per-pod average for AverageValue and Utilization (x pods = the workload's total) and
   the HPA scales a Value target by the same ratio. Here the incumbent's *current* replicas (`running`), not
@@ -79,18 +90,22 @@ class Trace:
 
 @dataclass(frozen=True, slots=True)
 class Rise:
-    """A rise in load at `time` (unix seconds), and each side's seconds until its replicas rose."""
+    """A rise in load at `time` (unix seconds), each side's seconds until its replicas rose while it lasted
+    (None: not while it lasted), when it ended (None: it lasted to the window's end) and whether that was
+    at the next step (a blip)."""
 
     time: float
     incumbent_seconds: float | None
     surge_seconds: float | None
+    end: float | None
+    blip: bool
 
 
 @dataclass(frozen=True, slots=True)
 class Responses:
     """The sides' responses on the same rises: over the `both` rises both sides answered, each side's
-    median and worst seconds (None when `both` is 0); then the rises only one side answered and those
-    neither did."""
+    median and worst seconds (None when `both` is 0); then the rises only one side answered, those
+    neither did, and how many of those were blips."""
 
     both: int
     incumbent_median: float | None
@@ -100,6 +115,7 @@ class Responses:
     only_incumbent: int
     only_surge: int
     neither: int
+    neither_blips: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,18 +181,29 @@ def rises(times: Sequence[float], load: Series, target: Series) -> list[int]:
     return found
 
 
+def rise_end(times: Sequence[float], load: Series, target: Series, rise: int) -> int:
+    """The first step after `rise` whose load is known and at or below its target x (1 + TOLERANCE);
+    len(times) if none is."""
+    for j in range(rise + 1, len(times)):
+        now, limit = load[j], target[j]
+        if now is not None and limit is not None and now <= limit * (1 + TOLERANCE):
+            return j
+    return len(times)
+
+
 def response_seconds(
-    times: Sequence[float], replicas: Series, rise: int, need: Sequence[int | None]
+    times: Sequence[float], replicas: Series, rise: int, end: int, need: Sequence[int | None]
 ) -> float | None:
-    """Seconds from the step `rise` until replicas first exceed those of the step before it, 0 if at the
-    rise they already cover `need` there (None: never, or not known before the rise)."""
+    """Seconds from the step `rise` until replicas first exceed those of the step before it, at a step up
+    to `end` (included), 0 if at the rise they already cover `need` there (None: not by `end`, or not known
+    before the rise)."""
     covered, needed_then = replicas[rise], need[rise]
     if covered is not None and needed_then is not None and covered >= needed_then:
         return 0.0
     before = replicas[rise - 1]
     if before is None:
         return None
-    for j in range(rise, len(times)):
+    for j in range(rise, min(end + 1, len(times))):
         now = replicas[j]
         if now is not None and now > before:
             return times[j] - times[rise]
@@ -201,6 +228,9 @@ def compare(found: Sequence[Rise]) -> Responses:
         only_incumbent=sum(1 for r in found if r.incumbent_seconds is not None and r.surge_seconds is None),
         only_surge=sum(1 for r in found if r.incumbent_seconds is None and r.surge_seconds is not None),
         neither=sum(1 for r in found if r.incumbent_seconds is None and r.surge_seconds is None),
+        neither_blips=sum(
+            1 for r in found if r.blip and r.incumbent_seconds is None and r.surge_seconds is None
+        ),
     )
 
 
@@ -329,15 +359,21 @@ def _side(trace: Trace, replicas: Series, need: Sequence[int | None], startup: f
     )
 
 
+def _rise(trace: Trace, rise: int, end: int, need: Sequence[int | None]) -> Rise:
+    return Rise(
+        time=trace.times[rise],
+        incumbent_seconds=response_seconds(trace.times, trace.incumbent, rise, end, need),
+        surge_seconds=response_seconds(trace.times, trace.surge, rise, end, need),
+        end=trace.times[end] if end < len(trace.times) else None,
+        blip=end == rise + 1,
+    )
+
+
 def analyse(trace: Trace, startup: float, horizon: float) -> TargetReport:
     """The report of one target: its rises, each side's totals, the forecast's accuracy, the reads."""
     need = needed(trace.load, trace.target, trace.running)
     found = tuple(
-        Rise(
-            trace.times[i],
-            response_seconds(trace.times, trace.incumbent, i, need),
-            response_seconds(trace.times, trace.surge, i, need),
-        )
+        _rise(trace, i, rise_end(trace.times, trace.load, trace.target, i), need)
         for i in rises(trace.times, trace.load, trace.target)
     )
     accuracy = (

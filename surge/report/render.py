@@ -2,11 +2,11 @@
 HTML page (a summary table, then per target its numbers, an inline SVG chart of the load and both sides'
 replicas, and the `surge simulate` command that replays it). Each target says which pod start-up its
 unserved load used and where from, and how the metric's value each side read compares. The responses
-to rises lead with the two sides compared on the rises both answered (analysis' `compare`). A rise's
-time prints in UTC, as HH:MM:SS when the report's window is within one UTC day, else with its date; the
-JSON keeps unix seconds and adds RFC 3339. The page
-references nothing outside itself: no scripts, no stylesheets, no fonts, no images but the inline SVG
-(which needs no xmlns in HTML)."""
+to rises lead with the two sides compared on the rises both answered (analysis' `compare`), and each rise
+says how long it lasted: a response counts only while it did. A rise's time prints in UTC, as HH:MM:SS
+when the report's window is within one UTC day, else with its date; the JSON keeps unix seconds and adds
+RFC 3339. The page references nothing outside itself: no scripts, no stylesheets, no fonts, no images but
+the inline SVG (which needs no xmlns in HTML)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from surge.report.analysis import Reads, Responses, Series, Side, TargetReport, Trace, compare
+from surge.report.analysis import Reads, Responses, Rise, Series, Side, TargetReport, Trace, compare
 from surge.report.startup import Startup
 
 
@@ -60,6 +60,7 @@ def _compared(responses: Responses) -> dict[str, Any]:
         "onlyIncumbent": responses.only_incumbent,
         "onlySurge": responses.only_surge,
         "neither": responses.neither,
+        "neitherBlips": responses.neither_blips,
     }
 
 
@@ -137,6 +138,9 @@ def to_json(entries: Sequence[Entry], window: dict[str, Any]) -> dict[str, Any]:
                         "at": rfc3339(x.time),
                         "incumbentSeconds": x.incumbent_seconds,
                         "surgeSeconds": x.surge_seconds,
+                        "endTime": x.end,
+                        "endAt": None if x.end is None else rfc3339(x.end),
+                        "blip": x.blip,
                     }
                     for x in r.rises
                 ],
@@ -176,8 +180,14 @@ def _compared_rows(compared: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 
 def _rises(count: int, compared: dict[str, Any]) -> str:
-    """'N rises; neither side answered M'."""
-    return f"{count} rises; neither side answered {compared['neither']}"
+    """'N rises; neither side answered M', and how many of those M were blips when any were."""
+    line = f"{count} rises; neither side answered {compared['neither']}"
+    blips = compared["neitherBlips"]
+    return line + (f" ({blips} of them over at the next step)" if blips else "")
+
+
+def _lasted(rise: Rise) -> str:
+    return "to the window's end" if rise.end is None else f"lasted {rise.end - rise.time:.0f} s"
 
 
 def _rows(
@@ -202,7 +212,7 @@ def _rows(
     for rise in report.rises:
         rows.append(
             (
-                f"rise at {at(rise.time)}: s to answer",
+                f"rise at {at(rise.time)} ({_lasted(rise)}): s to answer",
                 _num(rise.incumbent_seconds, digits=0),
                 _num(rise.surge_seconds, digits=0),
             )

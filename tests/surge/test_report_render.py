@@ -1,6 +1,6 @@
 """surge/report/render.py and rerun.py on a hand-built report: the summary's responses compared on the same
-rises and its counts, the text table, the rises' times, the start-up and reads lines, the page's
-self-containment, and the replay command's query."""
+rises and its counts, the text table, the rises' times and how long they lasted, the blips neither side
+answered, the start-up and reads lines, the page's self-containment, and the replay command's query."""
 
 from __future__ import annotations
 
@@ -17,11 +17,16 @@ TIMES = [float(t) for t in range(0, 100, 10)]
 
 
 def _trace(
-    name: str, target_type: str, surge_up_at: int, incumbent_read: float | None, incumbent_up_at: int = 10
+    name: str,
+    target_type: str,
+    surge_up_at: int,
+    incumbent_read: float | None,
+    incumbent_up_at: int = 10,
+    blip: bool = False,
 ) -> Trace:
-    """Two pods, the load 1.5 x its target from step 3 (t = 30: 3 pods needed); each side scales to 4 at
-    its step (10: never in the window)."""
-    load = [50.0] * 3 + [150.0] * 7
+    """Two pods, the load 1.5 x its target from step 3 (t = 30: 3 pods needed) to the window's end, or
+    (`blip`) at step 3 only; each side scales to 4 at its step (10: never in the window)."""
+    load = [50.0] * 3 + [150.0] + [50.0 if blip else 150.0] * 6
     surge = [2.0] * surge_up_at + [4.0] * (10 - surge_up_at)
     incumbent = [2.0] * incumbent_up_at + [4.0] * (10 - incumbent_up_at)
     reads = None if incumbent_read is None else [50.0] * 3 + [incumbent_read] * 7
@@ -68,6 +73,7 @@ def test_the_summary_compares_the_sides_on_the_rises_both_answered() -> None:
         "onlyIncumbent": 1,
         "onlySurge": 1,
         "neither": 0,
+        "neitherBlips": 0,
     }
     # Each side's own answered rises, as before (kept for the JSON's readers): Surge's 0, 10, 60; the
     # incumbent's 10, 20, 40.
@@ -93,7 +99,7 @@ def test_the_summary_leads_with_the_compared_rows() -> None:
 def test_the_text_has_a_table_per_target_and_the_summary() -> None:
     text = render(_entries(), {"start": "a", "end": "b", "step": 10}, "text")
     assert "shop/web (requests, average): 1 rises; neither side answered 0\n" in text
-    assert re.search(r"rise at 00:00:30: s to answer\s+-\s+10\n", text)
+    assert re.search(r"rise at 00:00:30 \(to the window's end\): s to answer\s+-\s+10\n", text)
     # Surge alone answered both rises: nothing to compare, so no median.
     assert re.search(r"median s to answer, the 0 rises both answered\s+-\s+-\n", text)
     assert re.search(r"\nrises only it answered\s+0\s+2\n", text)
@@ -105,9 +111,37 @@ def test_rises_print_in_utc_with_the_date_only_when_the_window_spans_days() -> N
     assert clock(day - 1, day + 60)(day + 3_723) == "2026-03-04 01:02:03"  # from 23:59:59 the day before
     [web] = json.loads(render(_entries()[:1], {"start": "a", "end": "b", "step": 10}, "json"))["targets"]
     assert web["rises"] == [
-        {"time": 30.0, "at": "1970-01-01T00:00:30Z", "incumbentSeconds": None, "surgeSeconds": 10.0}
+        {
+            "time": 30.0,
+            "at": "1970-01-01T00:00:30Z",
+            "incumbentSeconds": None,
+            "surgeSeconds": 10.0,
+            "endTime": None,
+            "endAt": None,
+            "blip": False,
+        }
     ]
     assert (web["compared"]["both"], web["compared"]["onlySurge"], web["compared"]["neither"]) == (0, 1, 0)
+
+
+def test_a_blip_neither_side_answered_is_counted_apart_and_each_rise_says_how_long_it_lasted() -> None:
+    # The load at 1.5 x its target at step 3 only; Surge scales up at 5, after the load was back at 4.
+    entries = [_entry(_trace("web", "average", 5, None, blip=True)), *_four()[:1]]
+    text = render(entries, {"start": "a", "end": "b", "step": 10}, "text")
+    assert (
+        "shop/web (requests, average): 1 rises; neither side answered 1 (1 of them over at the next step)\n"
+        in text
+    )
+    assert re.search(r"\nrise at 00:00:30 \(lasted 10 s\): s to answer\s+-\s+-\n", text)
+    assert "summary: 2 targets, 2 rises; neither side answered 1 (1 of them over at the next step)\n" in text
+    numbers = json.loads(render(entries, {"start": "a", "end": "b", "step": 10}, "json"))
+    [rise] = numbers["targets"][0]["rises"]
+    assert (rise["endTime"], rise["endAt"], rise["blip"]) == (40.0, "1970-01-01T00:00:40Z", True)
+    assert (rise["incumbentSeconds"], rise["surgeSeconds"]) == (None, None)
+    compared = numbers["summary"]["compared"]
+    assert (compared["both"], compared["neither"], compared["neitherBlips"]) == (1, 1, 1)
+    # Surge's own responses, kept in the JSON, are bounded alike: its scale-up at 50 is not one.
+    assert numbers["summary"]["surge"]["responses"] == {"medianSeconds": 10.0, "maxSeconds": 10.0, "never": 1}
 
 
 def test_each_target_says_its_startup_and_where_from_and_how_the_reads_compare() -> None:
