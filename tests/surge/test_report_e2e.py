@@ -1,7 +1,7 @@
 """`surge report` against a real Prometheus: it scrapes, every second, an exposition server this test
 controls, which plays the shadow daemon's series of two targets over a few seconds; the report over that
-window must find each rise in load and each side's response within one scrape interval of what was
-played (the incumbent's from its desired replicas, which lead its current ones), the start-up its pods
+window must find each rise in load, its end, and each side's response within one scrape interval of what
+was played (the incumbent's from its desired replicas, which lead its current ones), the start-up its pods
 showed, each side's read of the metric, the JSON numbers, and a self-contained HTML page with a chart per
 target."""
 
@@ -183,6 +183,12 @@ def test_the_report_of_a_played_trace(
     assert web_rise["incumbentSeconds"] == web_rise["surgeSeconds"]
     assert api_rise["surgeSeconds"] == pytest.approx(2, abs=SCRAPE)
     assert api_rise["incumbentSeconds"] is None
+    # web's rise ends when its load falls back at 7 (as its start, a grid point after the scrape after it);
+    # api's lasts to the window's end. Neither is a blip.
+    assert abs(web_rise["endTime"] - (started + 7)) <= SCRAPE + 1
+    assert web_rise["endTime"] - web_rise["time"] == pytest.approx(5, abs=SCRAPE)
+    assert (api_rise["endTime"], api_rise["endAt"]) == (None, None)
+    assert not web_rise["blip"] and not api_rise["blip"]
     # Scale events as played: the incumbent's decision once, not again when its current followed; no flaps.
     assert [web[s]["scaleEvents"] for s in ("incumbent", "surge")] == [1, 1]
     assert [api[s]["scaleEvents"] for s in ("incumbent", "surge")] == [0, 1]
