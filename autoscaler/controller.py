@@ -59,7 +59,7 @@ from autoscaler.pods import PodIndex, compiled_selector, slim_pod
 from autoscaler.promql.direct import DirectMetrics
 from autoscaler.reasons import reason_of
 from autoscaler.scale import ScaleError, read_scale, scale_path, update_replicas
-from autoscaler.shadow import ACT, SHADOW, ShadowFence, object_mode, with_own_state
+from autoscaler.shadow import ACT, SHADOW, OwnState, ShadowFence, as_if_acted, object_mode, with_own_state
 from autoscaler.shadow_profiles import apply_profile
 from autoscaler.sharding import Sharding
 from autoscaler.sources import HPA_SOURCE, LAST_ACTIVE_ANNOTATION, Source, mode_annotation
@@ -242,9 +242,9 @@ class Controller:
         )
         self.pod_index = PodIndex(self.pods.store)
         self._history: dict[Key, History] = {}
-        # Shadowed objects: the cooldown's last-active time of their last decision, never written
-        # (autoscaler/shadow.py's with_own_state).
-        self._shadow_active: dict[Key, datetime] = {}
+        # Shadowed objects: what Surge would have written (replicas, the cooldown's last-active time),
+        # kept in memory instead (autoscaler/shadow.py's OwnState).
+        self._shadow_state: dict[Key, OwnState] = {}
         # Shadowed objects: what the incumbent did (its HPA's status through the watch) and the start-ups
         # of the target's pods (autoscaler/incumbent.py).
         self._incumbents = IncumbentTracker()
@@ -446,7 +446,7 @@ class Controller:
     def _forget(self, key: Key) -> None:
         """Drop everything kept about `key` (deleted, or its bucket went to another replica)."""
         self._history.pop(key, None)
-        self._shadow_active.pop(key, None)
+        self._shadow_state.pop(key, None)
         self._forget_shadowed(key)
         self.decisions.forget(key)
         self._histories.forget(key)
@@ -1020,7 +1020,8 @@ class Controller:
     async def _reconcile(self, key: Key, obj: Obj, hpa: HPA) -> str:
         shadowed = self._shadowed(obj)
         if shadowed:
-            hpa = with_own_state(hpa, self._shadow_active.get(key))
+            own = self._shadow_state.get(key, OwnState())
+            hpa = with_own_state(hpa, own.last_active)
         history = self._history.get(key, History())
         ref = hpa.spec.scale_target_ref
         try:
@@ -1035,6 +1036,8 @@ class Controller:
                 key, obj, hpa, scale_unavailable(hpa, history, err.message, self._clock.wall()), None, None
             )
         scale = scale_from_json(scale_obj)
+        if shadowed:
+            scale = as_if_acted(scale, own.replicas)
         self._selectors.setdefault(hpa.namespace, {})[key] = scale.selector
         try:
             pods = self.pod_index.select(hpa.namespace, scale.selector) if scale.selector else ()
@@ -1333,8 +1336,7 @@ class Controller:
             return "not_leader"  # its bucket went to another replica meanwhile (as in `_act`)
         reason = reason_of(decision)
         self._history[key] = decision.history
-        if decision.status.last_active_time is not None:
-            self._shadow_active[key] = decision.status.last_active_time
+        self._shadow_state[key] = self._shadow_state.get(key, OwnState()).after(decision)
         # An HPA's status is the incumbent's (the built-in controller, or KEDA's HPA); a CRD's is Surge's own.
         if self.source.kind == HPA_SOURCE.kind:
             # The watch fed it, unless the key was not ours then. The cached object, not `obj`: one newer

@@ -7,20 +7,28 @@ spec, scale, pods and metrics and decides with Surge's own settings; its decisio
 records and log lines say `shadow: true`) and no write goes out: its writes are fenced by a `ShadowFence`,
 which admits none, so a write path that forgets shadow mode still sends nothing.
 
-What Surge keeps in an object's status for its next decisions is not written either: of it, only the
-cooldown's last-active time (core/cooldown.py) is Surge's own state, so the controller keeps a shadowed
-object's in memory and `with_own_state` puts it back before each decision (the other status fields, the
-last scale time and the conditions, are the incumbent's for an HPA: what the target really went through).
+What Surge would have written is kept in memory instead (`OwnState`), so that each decision follows from
+Surge's own earlier ones as it would once acting, not from the incumbent's:
+* the replicas it would have scaled to: the next decision takes them as the target's current replicas
+  (`as_if_acted`). Its stabilization windows and rate limits count the scale events it would have made;
+  with the incumbent's replicas as current instead, a policy's period start (current minus what was added
+  in the period) goes wrong, and the shadow fell back to the incumbent's count one second after each
+  scale-up it decided, then rose again. The metrics are still the target's own: a per-pod average times
+  the pods that report it is the workload's load, whoever scaled it.
+* the cooldown's last-active time (core/cooldown.py), which `with_own_state` puts back into the status.
+The other status fields (the last scale time, the conditions) are the incumbent's for an HPA: what the
+target really went through. A restarted shadow daemon starts again from the target's replicas.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import structlog
 
-from autoscaler.core.types import HPA
+from autoscaler.core.decision import Decision
+from autoscaler.core.types import HPA, Scale
 from autoscaler.decisions import Incumbent
 from autoscaler.leader import Fence
 from shared.kube import Obj
@@ -42,6 +50,28 @@ def object_mode(daemon_mode: str, annotation: str | None) -> str:
     if annotation is None or annotation.strip() == ACT:
         return ACT
     return SHADOW
+
+
+@dataclass(frozen=True, slots=True)
+class OwnState:
+    """What Surge would have written for a shadowed object, kept in memory: the replicas it would have
+    scaled the target to, and its cooldown's last-active time (None: not decided yet)."""
+
+    replicas: int | None = None
+    last_active: datetime | None = None
+
+    def after(self, decision: Decision) -> OwnState:
+        """The state once `decision` would have been acted on."""
+        return OwnState(
+            replicas=decision.desired_replicas if decision.rescale else self.replicas,
+            last_active=decision.status.last_active_time or self.last_active,
+        )
+
+
+def as_if_acted(scale: Scale, replicas: int | None) -> Scale:
+    """The target's scale as Surge would have left it: `replicas` (its last decided count) as the spec's
+    replicas; the scale as read when Surge has decided nothing yet."""
+    return scale if replicas is None else replace(scale, spec_replicas=replicas)
 
 
 def with_own_state(hpa: HPA, last_active: datetime | None) -> HPA:

@@ -15,7 +15,7 @@ from autoscaler.core import decide
 from autoscaler.decisions import DecisionRecords, Incumbent
 from autoscaler.options import parse_options
 from autoscaler.reasons import reason_of
-from autoscaler.shadow import ACT, SHADOW, ShadowFence, incumbent_of, object_mode
+from autoscaler.shadow import ACT, SHADOW, OwnState, ShadowFence, as_if_acted, incumbent_of, object_mode
 from autoscaler.sources import MODE_ANNOTATION, mode_annotation
 from autoscaler.target_metrics import METRIC_NAMES, SHADOW_HELP, families, shadow_families
 from tests.autoscaler.core import builders as b
@@ -148,3 +148,24 @@ def test_the_dashboard_plots_the_shadow_decision_beside_the_incumbents() -> None
     assert len(shadow) == 1
     exprs = " ".join(t["expr"] for t in shadow[0]["targets"])
     assert all(name in exprs for name in SHADOW_HELP)
+
+
+def test_the_shadow_goes_on_from_what_it_would_have_done() -> None:
+    """OwnState.after keeps the replicas a decision would have scaled to (and keeps the previous ones when
+    it would not rescale), and as_if_acted makes them the target's current replicas of the next decision;
+    the cooldown's last-active time is kept until a decision has a newer one."""
+    up = decide(cpu_snapshot(2, 500))  # a scale-up
+    assert up.rescale and up.desired_replicas > 2
+    state = OwnState().after(up)
+    assert state.replicas == up.desired_replicas
+    snapshot = cpu_snapshot(2, 50)
+    assert as_if_acted(snapshot.scale, None) is snapshot.scale  # nothing decided yet: the target's
+    scale = as_if_acted(snapshot.scale, state.replicas)
+    assert (scale.spec_replicas, scale.status_replicas, scale.selector) == (
+        up.desired_replicas,
+        snapshot.scale.status_replicas,
+        snapshot.scale.selector,
+    )
+    steady = decide(cpu_snapshot(2, 50))  # at its target: no rescale
+    assert not steady.rescale
+    assert OwnState(replicas=7, last_active=b.T0).after(steady) == OwnState(replicas=7, last_active=b.T0)

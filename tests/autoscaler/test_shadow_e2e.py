@@ -103,13 +103,18 @@ async def test_a_shadowed_hpa_is_decided_on_and_never_written(
                     return records[0] if records else None
 
                 await eventually(lambda: (newest() or {}).get("desiredReplicas") == SCALED_OUT, within=20)
-                # Several reconciles, each deciding the rescale again (the target never moves).
+                first = controller.decisions.records_json(KEY)[-1]
+                assert first["shadow"] is True and first["reason"].startswith(f"scale-up to {SCALED_OUT}")
+                assert (first["currentReplicas"], first["desiredReplicas"]) == (PODS, SCALED_OUT)
+                # Several reconciles more: as if it had acted (shadow.py's as_if_acted), the shadow is at
+                # SCALED_OUT and holds there, though the target never moved.
                 decided = reconciles(controller)
                 await eventually(lambda: reconciles(controller) >= decided + 3, within=20)
                 record = newest()
                 assert record is not None
-                assert record["shadow"] is True and record["reason"].startswith(f"scale-up to {SCALED_OUT}")
-                assert (record["currentReplicas"], record["desiredReplicas"]) == (PODS, SCALED_OUT)
+                assert record["shadow"] is True
+                assert (record["currentReplicas"], record["desiredReplicas"]) == (SCALED_OUT, SCALED_OUT)
+                assert record["reason"] == f"the metrics propose the current {SCALED_OUT} replicas"
                 assert record["incumbent"] == {"currentReplicas": PODS, "desiredReplicas": PODS}
 
                 # Nothing written: the target, the HPA (status and annotations) and the Events are as before.
@@ -132,7 +137,8 @@ async def test_a_shadowed_hpa_is_decided_on_and_never_written(
     shadow_lines = [e for e in logs if e["event"] == "decision" and e["key"] == "default/web"]
     assert len(shadow_lines) >= 3
     assert all(e["shadow"] is True for e in shadow_lines)
-    assert shadow_lines[-1]["result"] == "rescaled" and shadow_lines[-1]["proposal"] == SCALED_OUT
+    assert shadow_lines[0]["result"] == "rescaled" and shadow_lines[0]["proposal"] == SCALED_OUT
+    assert all(e["result"] != "rescaled" and e["proposal"] == SCALED_OUT for e in shadow_lines[1:])
 
     series = {
         f.name: {s.labels.get("name"): s.value for s in f.samples}
@@ -209,3 +215,32 @@ async def test_a_shadow_profile_is_what_the_shadow_decides_with(
     warnings = [e for e in logs if e["event"] == "shadow profile not applied"]
     assert [(e["key"], e["log_level"]) for e in warnings] == [("default/odd", "warning")]
     assert "unknown profile 'turbo'" in warnings[0]["error"]
+
+
+async def test_a_shadow_holds_what_it_decided_as_if_it_had_acted(
+    apiserver: ServerThread[ApiServer],
+    kubeconfig_path: Path,
+    backend: MetricsBackend,
+    fake_clock: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The shadow's next decision starts from the replicas it decided, not from the target's (which the
+    incumbent keeps at 2): under the fast profile's 1000 %/1 s policy, taking the target's 2 as current
+    while counting its own scale-up of +3 in the policy's period made the period start at -1, so the shadow
+    fell back to 2 ("scale-up limited by policy") a second after each scale-up, then rose again: flaps
+    that no acting Surge would make."""
+    load = 2.3 * TARGET  # per pod, over the 2 pods: ceil(2.3 x 2) = 5
+    backend.pod_values[METRIC] = dict.fromkeys(workload(apiserver, "web", PODS), load)
+    seed(apiserver, ("autoscaling", "horizontalpodautoscalers"), _profiled_hpa("web", "fast"))
+    caplog.set_level(logging.INFO, logger="autoscaler.controller")  # the decision log line is INFO
+    with capture_logs() as logs:
+        async with running_controller(
+            kubeconfig_path, backend.url, source="hpa", clock=fake_clock
+        ) as controller:
+            await eventually(lambda: _decided_at(controller, "web") is not None, within=10)
+            for _ in range(4):
+                await advance(fake_clock, controller, 1)
+    decided = [(e["current"], e["proposal"], e["result"]) for e in logs if e["event"] == "decision"]
+    assert len(decided) >= 5
+    assert decided[0] == (PODS, 5, "rescaled")
+    assert set(decided[1:]) == {(5, 5, "unchanged")}
