@@ -17,10 +17,11 @@ DESCRIPTION = (
     "Reads the shadow series (surge_shadow_desired_replicas, the surge_incumbent_* series, the pods' "
     "observed start-up and the surge_autoscaler_target_* series) of each target over a window from "
     "Prometheus and reports, per target and in sum: for each rise in load, the seconds until the incumbent "
-    "and Surge decided to scale up, compared on the rises both answered; the modelled unserved load "
-    "(pod-seconds short of what the metric needed, new pods ready the start-up the cluster showed after "
-    "they were added); pod-hours; scale events and flaps; the share of time at maxReplicas; the forecast's "
-    "MAPE and bias (spec.predictive); the metric's value as each side read it. See docs/report.md."
+    "and Surge decided to scale up while it lasted, compared on the rises both answered; the modelled "
+    "unserved load (pod-seconds short of what the metric needed, new pods ready the start-up the cluster "
+    "showed after they were added); pod-hours; scale events and flaps; the share of time at maxReplicas; "
+    "the forecast's MAPE and bias (spec.predictive); the metric's value as each side read it. See "
+    "docs/report.md."
 )
 
 
