@@ -24,7 +24,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -111,8 +111,14 @@ def _bindable(port: int) -> bool:
     return True
 
 
-def render_config(sd_file: Path, interval_seconds: float, query_log: Path | None = None) -> str:
-    """The config file; with `query_log`, Prometheus appends every query it runs there (a JSON line each)."""
+def render_config(
+    sd_file: Path,
+    interval_seconds: float,
+    query_log: Path | None = None,
+    scrape_jobs: Sequence[Mapping[str, Any]] = (),
+) -> str:
+    """The config file; with `query_log`, Prometheus appends every query it runs there (a JSON line each).
+    `scrape_jobs`: more scrape configs after the pods' (a daemon's authenticated /metrics, say)."""
     interval = f"{int(interval_seconds * 1000)}ms"
     settings = {"scrape_interval": interval, "evaluation_interval": interval, "scrape_timeout": interval}
     if query_log is not None:
@@ -123,7 +129,8 @@ def render_config(sd_file: Path, interval_seconds: float, query_log: Path | None
             {
                 "job_name": "sim-pods",
                 "file_sd_configs": [{"files": [str(sd_file)], "refresh_interval": interval}],
-            }
+            },
+            *scrape_jobs,
         ],
     }
     # JSON is valid YAML, and Prometheus reads YAML.
@@ -140,8 +147,10 @@ class PrometheusProcess:
         interval_seconds: float = 1.0,
         binary: str = PROMETHEUS_BINARY,
         query_log: bool = False,
+        scrape_jobs: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         self.sd_file = Path(sd_file)
+        self.scrape_jobs = scrape_jobs  # scraped beside the pods (render_config)
         self.interval_seconds = interval_seconds
         self.binary = binary
         self.query_log = query_log  # log every query to `query_log_path`
@@ -198,7 +207,7 @@ class PrometheusProcess:
         self._dir = Path(tempfile.mkdtemp(prefix="surge-prometheus-"))
         config = self._dir / "prometheus.yml"
         query_log = self.query_log_path if self.query_log else None
-        config.write_text(render_config(self.sd_file, self.interval_seconds, query_log))
+        config.write_text(render_config(self.sd_file, self.interval_seconds, query_log, self.scrape_jobs))
         args = [
             f"--config.file={config}",
             f"--storage.tsdb.path={self._data_dir}",

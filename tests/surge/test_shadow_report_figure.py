@@ -29,7 +29,6 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-import sim.prometheus
 from autoscaler.daemon import AutoscalerDaemon
 from autoscaler.shadow_profiles import PROFILE_ANNOTATION
 from shared.kube import Obj
@@ -154,26 +153,15 @@ def _follow(backend: MetricsBackend, cluster: ServerThread[SimCluster], trace: T
     backend.on_pods_request = values
 
 
-def _scraping(daemon: AutoscalerDaemon, token: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make the next PrometheusProcess also scrape the daemon's /metrics: HTTPS (self-signed: not
-    verified) with `token`. PrometheusProcess only scrapes plain-HTTP file_sd targets, so its config is
-    extended here with one more job rather than a second way of running Prometheus."""
-    render = sim.prometheus.render_config
-
-    def with_daemon(sd_file: Path, interval_seconds: float, query_log: Path | None = None) -> str:
-        config = json.loads(render(sd_file, interval_seconds, query_log))  # JSON, as it writes it
-        config["scrape_configs"].append(
-            {
-                "job_name": "surge-shadow",
-                "scheme": "https",
-                "tls_config": {"insecure_skip_verify": True},
-                "authorization": {"type": "Bearer", "credentials": token},
-                "static_configs": [{"targets": [f"127.0.0.1:{daemon.port}"]}],
-            }
-        )
-        return json.dumps(config, indent=1)
-
-    monkeypatch.setattr(sim.prometheus, "render_config", with_daemon)
+def _scrape_job(daemon: AutoscalerDaemon, token: str) -> dict[str, Any]:
+    """A Prometheus scrape config of the daemon's /metrics: HTTPS (self-signed: not verified) with `token`."""
+    return {
+        "job_name": "surge-shadow",
+        "scheme": "https",
+        "tls_config": {"insecure_skip_verify": True},
+        "authorization": {"type": "Bearer", "credentials": token},
+        "static_configs": [{"targets": [f"127.0.0.1:{daemon.port}"]}],
+    }
 
 
 async def _after_next_reconcile(daemon: AutoscalerDaemon) -> None:
@@ -316,7 +304,6 @@ async def test_the_report_of_an_incumbent_and_a_shadow_agrees_with_what_they_did
     cluster: ServerThread[SimCluster],
     backend: MetricsBackend,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -343,7 +330,7 @@ async def test_the_report_of_an_incumbent_and_a_shadow_agrees_with_what_they_did
                 ) as incumbent,
                 running_daemon(shadow_config, backend.url, source="hpa", flags=["--mode=shadow"]) as shadow,
             ):
-                _scraping(shadow, token, monkeypatch)
+                prometheus.scrape_jobs = [_scrape_job(shadow, token)]
                 await asyncio.to_thread(prometheus.start)  # the daemons keep deciding meanwhile
                 await _play(trace, audit, incumbent, prometheus, played)
         scrapes = [
