@@ -825,14 +825,16 @@ class Controller:
             self._reading.set()
 
     def _silent_at(self, key: Key) -> float | None:
-        """When every bucket `key` still waits for, expected from a member gone silent, will be silent
-        itself (None: not so)."""
+        """When every bucket `key` still waits for, expected from a member going silent, will be silent
+        itself and orphaned (its holder's membership unheard for the renew deadline), unless a Lease
+        changes meanwhile (None: not so). A bucket is expected from a member that missed two renewals
+        (Sharding.suspect_after), before it counts as orphaned: the readers wait for both."""
         assert self._shards is not None
         shards = self._shards
         waiting = [b for b in self._shards.buckets_of(key) if b not in self._owned_buckets]
-        if not waiting or any(b not in self._prepared or not shards.orphaned(b) for b in waiting):
-            return None  # (ours already; not expected; or a live holder's, to be handed over)
-        times = [shards.silent_at(b) for b in waiting]
+        if not waiting or any(b not in self._prepared for b in waiting):
+            return None  # (ours already; or not expected)
+        times = [t for b in waiting for t in (shards.silent_at(b), shards.orphaned_at(b))]
         return None if None in times else max(t for t in times if t is not None)
 
     async def _read_ahead(self) -> None:

@@ -118,6 +118,16 @@ class Members:
             if record[0] and now - seen_at < duration
         }
 
+    def unheard_at(self, member: str, silence: float) -> float | None:
+        """When `member`'s Lease will have been unchanged for `silence` (or will have run out, if sooner),
+        if it does not change; None: no live member of that name."""
+        ends = [
+            seen_at + min(duration, silence)
+            for record, seen_at, duration in self._seen.values()
+            if record[0] == member
+        ]
+        return min(ends, default=None)
+
     def live(self, now: float, fresh_within: float | None = None) -> set[str]:
         """The live members; with `fresh_within`, only those whose Lease changed within that long."""
         return {
@@ -245,6 +255,19 @@ class Sharding:
         holder = self.holder_of(bucket)
         fresh = self._members.live(self._clock.now(), fresh_within=self.config.renew_deadline)
         return holder != self.config.identity and holder not in fresh
+
+    def orphaned_at(self, bucket: int) -> float | None:
+        """When `bucket` (not ours) will be `orphaned` if no Lease changes meanwhile: now if it is; else
+        when its holder's membership will have gone unheard for the renew deadline. None: ours, or its
+        holder is no member we know of (so it is orphaned now, or its Lease not read yet)."""
+        holder = self.holder_of(bucket)
+        if holder == self.config.identity:
+            return None
+        now = self._clock.now()
+        if self.orphaned(bucket):
+            return now
+        at = self._members.unheard_at(holder, self.config.renew_deadline)
+        return None if at is None else max(now, at)
 
     def silent_at(self, bucket: int) -> float | None:
         """When `bucket`'s holder (not us) will have stopped writing for it by its own rule, if its Lease

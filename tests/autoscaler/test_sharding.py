@@ -155,6 +155,10 @@ def test_a_member_is_live_until_its_lease_stops_changing_for_its_duration() -> N
     members.observe("m-a", None, now=4.0)
     assert members.live(4.0) == {"b"}  # a's Lease deleted: forgotten
     assert members.next_change(4.0, stale_after=2.0) == 5.5  # b turns stale
+    # When b will have gone unheard for 2 s, or run out (its 3 s duration) if sooner: timed from its renewal.
+    assert members.unheard_at("b", 2.0) == 5.5
+    assert members.unheard_at("b", 10.0) == 6.5
+    assert members.unheard_at("a", 2.0) is None  # no member of that name
 
 
 class Replica:
