@@ -46,29 +46,33 @@ blocks against 3.4 s for 2 blocks of 24 h, 100 targets x 24 h); sim/prometheus.p
 (its own fresh data dir and 1 h retention, which would drop the blocks); the report's peak RSS from
 `RUSAGE_CHILDREN` (the largest of every child so far, promtool's included: `wait4` gives the child's own).
 
-Measured twice (2026-11-29, the development machine: 2 cores shared with other helpers' tests and
-benchmarks, 24 GiB; Debian's Prometheus and promtool 2.42), 1,000 targets x 24 h at 15 s, seeds 1 2 3;
-each run about 23.1 to 23.4 million samples, 2.9 GiB of OpenMetrics text, Prometheus ready in 0.1 s.
-RSS is the report's peak (json and html alike, within 2 MiB), Prometheus CPU its seconds answering both:
+Measured (2026-11-29, the development machine: 2 cores shared with other helpers' tests and benchmarks,
+24 GiB; Debian's Prometheus and promtool 2.42), 1,000 targets x 24 h at 15 s, seeds 1 2 3, twice on the
+report of commit 2fceb2e; each run about 23.1 to 23.4 million samples, 2.9 GiB of OpenMetrics text,
+Prometheus ready in 0.1 s. RSS is the report's peak (json and html alike, within 2 MiB), Prometheus CPU
+its seconds answering both:
 
-    run 1 (13 min 54 s; load average 2.2 at its start, up to 6.0 with others' benchmarks)
+    run A (12 min 0 s; load average 0.9 at its start, at most 2.0: this run alone)
     run            generate s  backfill s  json s  html s  RSS MiB  html MiB  Prometheus CPU s
-    sine/seed 1          19.4        42.5   130.1   145.7     2830      42.1             103.9
-    steps/seed 2         14.9        34.6    97.3   102.0     2838      44.8             102.8
-    bursts/seed 3        12.2        30.3    97.5   105.1     2836      46.0             104.1
-    run 2 (12 min 0 s; load average 0.9 at its start, at most 2.0: this run alone)
     sine/seed 1          14.2        30.4    95.9   102.1     2830      42.1             101.7
     steps/seed 2         11.7        30.4    97.4   101.2     2839      44.9             106.0
     bursts/seed 3        11.8        29.7    94.0    99.4     2836      46.0             104.7
-    median of the 6      13.2        30.4    97.4   102.1     2836      44.8             104.0
-    worst of the 6       19.4        42.5   130.1   145.7     2839      46.0             106.0
+    run B (12 min 19 s; load average 0.9 at its start, up to 5.0 with others' tests)
+    sine/seed 1          12.8        31.9    99.4   109.9     2830      42.1             103.8
+    steps/seed 2         12.6        34.4    97.6   103.7     2838      44.9             106.1
+    bursts/seed 3        13.0        29.9    94.7    96.8     2836      46.0             101.4
+    median of the 6      12.7        30.4    96.7   101.7     2836      44.9             104.3
+    worst of the 6       14.2        34.4    99.4   109.9     2839      46.0             106.1
+
+An earlier run, while the report's analysis changed under it (commits 10:28 and 10:34), is left out of
+the median: json 97.3 to 130.1 s, html 102.0 to 145.7 s, the same RSS, load average up to 6.0.
 
 The trace family hardly matters: the report's time and memory go with targets x steps x series read.
-Where it goes (cProfile of the json report at 100 targets x 24 h: 19.5 s): 12.3 s in the range queries
-(7.2 s waiting on Prometheus's answer, 4.7 s decoding its JSON), 2.3 s placing the points on the grid,
-the rest the analysis and output. The memory is mostly the series held as Python lists (8 range
-queries, 7.5 series per target: about 43 million values at 32 bytes or so each) and, while each query is
-read, its decoded JSON (5.8 million points as lists of a float and a string).
+Where it goes (cProfile of the json report at 100 targets x 24 h, 2fceb2e: 13.4 s): 8.1 s in the range
+queries (4.5 s waiting on Prometheus's answer, 3.3 s decoding its JSON), 1.6 s placing the points on the
+grid, 2.8 s the analysis. The memory is mostly the series held as Python lists (8 range queries, 7.5
+series per target: about 43 million values at 32 bytes or so each) and, while each query is read, its
+decoded JSON (5.8 million points as lists of a float and a string).
 """
 
 from __future__ import annotations
