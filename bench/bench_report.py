@@ -538,6 +538,12 @@ def main() -> None:
         action="store_true",
         help="write every scrape's sample, not only changes and one every 4 minutes (see above)",
     )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="keep each run's TSDB and reports in DIR/seed-N (to run other reports on the same series)",
+    )
     args = parse_args(parser, {"targets": 5, "hours": 1, "seeds": [1]})
     end = int(time.time()) // DAY * DAY  # the last UTC midnight: the window's samples fill one 24 h block
     print(
@@ -547,8 +553,13 @@ def main() -> None:
     )
     runs = []
     for seed in args.seeds:
-        with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
-            runs.append(run_seed(args, seed, end, Path(tmp)))
+        with contextlib.ExitStack() as stack:
+            if args.keep is None:
+                work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-report-")))
+            else:
+                work = args.keep / f"seed-{seed}"
+                work.mkdir(parents=True)
+            runs.append(run_seed(args, seed, end, work))
         print(f"  {runs[-1].label} done; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print_table(runs)
     json_s = [r.json.seconds for r in runs]

@@ -6,17 +6,24 @@ to rises lead with the two sides compared on the rises both answered (analysis' 
 says how long it lasted: a response counts only while it did. A rise's time prints in UTC, as HH:MM:SS
 when the report's window is within one UTC day, else with its date; the JSON keeps unix seconds and adds
 RFC 3339. The page references nothing outside itself: no scripts, no stylesheets, no fonts, no images but
-the inline SVG (which needs no xmlns in HTML)."""
+the inline SVG (which needs no xmlns in HTML).
+
+`Document` writes a report as its targets come, so that no target's series nor the whole page (45 MiB
+at 1,000 targets) is held: each target's part goes to a spool file as it is rendered, and `finish`
+writes what comes before the parts (the JSON's and the page's summary needs every target's numbers),
+the parts, and the end. `render` is the same on a list of entries, into a string."""
 
 from __future__ import annotations
 
 import html
+import io
 import json
+import shutil
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import IO, Any
 
 from surge.report.analysis import Reads, Responses, Rise, Series, Side, TargetReport, Trace, compare
 from surge.report.startup import Startup
@@ -119,43 +126,36 @@ def summary(reports: Sequence[TargetReport]) -> dict[str, Any]:
     }
 
 
-def to_json(entries: Sequence[Entry], window: dict[str, Any]) -> dict[str, Any]:
-    """The report's numbers: the window, the summary, and per target its rises, their responses compared,
-    sides and forecast."""
-    reports = [e.report for e in entries]
+def target_numbers(entry: Entry) -> dict[str, Any]:
+    """A target's numbers in the JSON: its rises, their responses compared, sides, forecast, start-up,
+    reads and replay command."""
+    r, e = entry.report, entry
     return {
-        "window": window,
-        "summary": summary(reports),
-        "targets": [
+        "namespace": r.namespace,
+        "name": r.name,
+        "metric": r.metric_name,
+        "targetType": r.target_type,
+        "rises": [
             {
-                "namespace": r.namespace,
-                "name": r.name,
-                "metric": r.metric_name,
-                "targetType": r.target_type,
-                "rises": [
-                    {
-                        "time": x.time,
-                        "at": rfc3339(x.time),
-                        "incumbentSeconds": x.incumbent_seconds,
-                        "surgeSeconds": x.surge_seconds,
-                        "endTime": x.end,
-                        "endAt": None if x.end is None else rfc3339(x.end),
-                        "blip": x.blip,
-                    }
-                    for x in r.rises
-                ],
-                "compared": _compared(compare(r.rises)),
-                "incumbent": _side(r.incumbent),
-                "surge": _side(r.surge),
-                "forecast": None
-                if r.forecast is None
-                else {"mape": r.forecast.mape, "bias": r.forecast.bias, "points": r.forecast.points},
-                "startup": {"seconds": e.startup.seconds, "source": e.startup.source, "pods": e.startup.pods},
-                "reads": _reads(r.reads),
-                "simulate": e.command,
+                "time": x.time,
+                "at": rfc3339(x.time),
+                "incumbentSeconds": x.incumbent_seconds,
+                "surgeSeconds": x.surge_seconds,
+                "endTime": x.end,
+                "endAt": None if x.end is None else rfc3339(x.end),
+                "blip": x.blip,
             }
-            for e, r in zip(entries, reports, strict=True)
+            for x in r.rises
         ],
+        "compared": _compared(compare(r.rises)),
+        "incumbent": _side(r.incumbent),
+        "surge": _side(r.surge),
+        "forecast": None
+        if r.forecast is None
+        else {"mape": r.forecast.mape, "bias": r.forecast.bias, "points": r.forecast.points},
+        "startup": {"seconds": e.startup.seconds, "source": e.startup.source, "pods": e.startup.pods},
+        "reads": _reads(r.reads),
+        "simulate": e.command,
     }
 
 
@@ -260,21 +260,20 @@ def notes(entry: Entry) -> str:
     return line + f"; the reads differ by up to {100 * largest:.1f} %"
 
 
-def text(entries: Sequence[Entry]) -> str:
-    """A table per target (incumbent beside Surge), then the summary."""
-    at = _clock(entries)
-    parts = []
-    for e in entries:
-        r = e.report
-        compared = _compared(compare(r.rises))
-        title = f"{r.namespace}/{r.name} ({r.metric_name}, {r.target_type}): {_rises(len(r.rises), compared)}"
-        if r.forecast is not None:
-            title += f"; forecast MAPE {r.forecast.mape:.1f} %, bias {r.forecast.bias:+.1f} %"
-        parts.append(f"{title}\n{notes(e)}\n" + _table(("", "incumbent", "surge"), _rows(r, compared, at)))
-    numbers = summary([e.report for e in entries])
+def target_text(e: Entry, at: Callable[[float], str]) -> str:
+    """A target's table (incumbent beside Surge) under its title and notes."""
+    r = e.report
+    compared = _compared(compare(r.rises))
+    title = f"{r.namespace}/{r.name} ({r.metric_name}, {r.target_type}): {_rises(len(r.rises), compared)}"
+    if r.forecast is not None:
+        title += f"; forecast MAPE {r.forecast.mape:.1f} %, bias {r.forecast.bias:+.1f} %"
+    return f"{title}\n{notes(e)}\n" + _table(("", "incumbent", "surge"), _rows(r, compared, at))
+
+
+def summary_text(numbers: dict[str, Any]) -> str:
+    """The summary's title and table."""
     head = f"summary: {numbers['targets']} targets, " + _rises(numbers["rises"], numbers["compared"])
-    parts.append(head + "\n" + _table(("", "incumbent", "surge"), _summary_rows(numbers)))
-    return "\n\n".join(parts) + "\n"
+    return head + "\n" + _table(("", "incumbent", "surge"), _summary_rows(numbers))
 
 
 WIDTH, HEIGHT, PAD = 720, 200, 36
@@ -349,25 +348,25 @@ STYLE = (
 )
 
 
-def page(entries: Sequence[Entry], window: dict[str, Any]) -> str:
-    """The one self-contained HTML page."""
-    numbers = summary([e.report for e in entries])
-    at = _clock(entries)
-    per_target = []
-    for e in entries:
-        r = e.report
-        compared = _compared(compare(r.rises))
-        title = html.escape(f"{r.namespace}/{r.name}")
-        note = html.escape(f"{r.metric_name} ({r.target_type}), {_rises(len(r.rises), compared)}")
-        if r.forecast is not None:
-            note += html.escape(f"; forecast MAPE {r.forecast.mape:.1f} %, bias {r.forecast.bias:+.1f} %")
-        note += "<br>" + html.escape(notes(e))
-        per_target.append(
-            f'<section class="target"><h2>{title}</h2><p>{note}</p>'
-            + _html_table(("", "incumbent", "surge"), _rows(r, compared, at))
-            + chart(e.trace)
-            + f"<p>Replay it:</p><pre>{html.escape(e.command)}</pre></section>"
-        )
+def target_section(e: Entry, at: Callable[[float], str]) -> str:
+    """A target's section of the page: its title, notes, table, chart and replay command."""
+    r = e.report
+    compared = _compared(compare(r.rises))
+    title = html.escape(f"{r.namespace}/{r.name}")
+    note = html.escape(f"{r.metric_name} ({r.target_type}), {_rises(len(r.rises), compared)}")
+    if r.forecast is not None:
+        note += html.escape(f"; forecast MAPE {r.forecast.mape:.1f} %, bias {r.forecast.bias:+.1f} %")
+    note += "<br>" + html.escape(notes(e))
+    return (
+        f'<section class="target"><h2>{title}</h2><p>{note}</p>'
+        + _html_table(("", "incumbent", "surge"), _rows(r, compared, at))
+        + chart(e.trace)
+        + f"<p>Replay it:</p><pre>{html.escape(e.command)}</pre></section>"
+    )
+
+
+def page_head(numbers: dict[str, Any], window: dict[str, Any]) -> str:
+    """The page up to its targets' sections: the window and the summary."""
     span = html.escape(f"{window['start']} to {window['end']}, step {window['step']} s")
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Surge shadow report</title>'
@@ -376,15 +375,57 @@ def page(entries: Sequence[Entry], window: dict[str, Any]) -> str:
         + html.escape(_rises(numbers["rises"], numbers["compared"]))
         + ".</p>"
         + _html_table(("", "incumbent", "surge"), _summary_rows(numbers))
-        + "".join(per_target)
-        + "</body></html>\n"
     )
 
 
+JSON_INDENT = 1
+
+
+class Document:
+    """A report in `output` (text, json or html), written as its targets are added: each target's part to
+    `spool`, only its numbers kept (for the summary); `finish` writes the whole report. The text is the
+    targets' tables then the summary; the JSON (indented by JSON_INDENT) and the page start with it."""
+
+    def __init__(self, output: str, at: Callable[[float], str], spool: IO[str]) -> None:
+        self.output = output
+        self.at = at
+        self.spool = spool
+        self.reports: list[TargetReport] = []
+
+    def add(self, entry: Entry) -> None:
+        if self.output == "json":
+            # Nested as the second level of the whole document: indented twice more.
+            part = json.dumps(target_numbers(entry), indent=JSON_INDENT).replace("\n", "\n  ")
+            self.spool.write(("  " if not self.reports else ",\n  ") + part)
+        elif self.output == "html":
+            self.spool.write(target_section(entry, self.at))
+        else:
+            self.spool.write(target_text(entry, self.at) + "\n\n")
+        self.reports.append(entry.report)
+
+    def finish(self, window: dict[str, Any], out: IO[str]) -> None:
+        """Write the report to `out`: what comes before the targets' parts, the parts, the end."""
+        numbers = summary(self.reports)
+        if self.output == "json":
+            # The document with one target, `null`, the last value in it: the parts go in its place.
+            targets = [None] if self.reports else []
+            whole = json.dumps({"window": window, "summary": numbers, "targets": targets}, indent=JSON_INDENT)
+            head, _, end = whole.rpartition("  null") if self.reports else (whole, "", "")
+        elif self.output == "html":
+            head, end = page_head(numbers, window), "</body></html>"
+        else:
+            head, end = "", summary_text(numbers)
+        out.write(head)
+        self.spool.seek(0)
+        shutil.copyfileobj(self.spool, out)
+        out.write(end + "\n")
+
+
 def render(entries: Sequence[Entry], window: dict[str, Any], output: str) -> str:
-    """The report in `output`: text, json or html."""
-    if output == "json":
-        return json.dumps(to_json(entries, window), indent=1) + "\n"
-    if output == "html":
-        return page(entries, window)
-    return text(entries)
+    """The report of `entries` in `output`: text, json or html."""
+    document = Document(output, _clock(entries), io.StringIO())
+    for entry in entries:
+        document.add(entry)
+    out = io.StringIO()
+    document.finish(window, out)
+    return out.getvalue()
