@@ -26,10 +26,13 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from functools import partial
+from itertools import islice
+from typing import Any, TypeVar
 
 import requests
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
@@ -41,8 +44,9 @@ from surge.report.analysis import Trace, decided
 from surge.report.startup import Key, Observed
 
 CHUNK_POINTS = 10_000
-BATCH_TARGETS = 50
+BATCH_TARGETS = 25
 DISCOVERY_MARGIN_SECONDS = 3600
+T = TypeVar("T")
 TIMEOUT_SECONDS = 60
 DEFAULT_STEP = 15
 SHADOW = "surge_shadow_desired_replicas"
@@ -138,19 +142,31 @@ class Reader:
             {(str(f["metric"].get("namespace", "")), str(f["metric"].get("name", ""))) for f in found}
         )
 
-    def series(
-        self, query: str, labels: tuple[str, ...], targets: Collection[Key]
-    ) -> dict[tuple[str, ...], list[float | None]]:
-        """`query` on the window's grid: per series of one of `targets` (its `labels`' values, the first
-        two its target's), a value or None per step."""
+    def chunks(self) -> list[tuple[int, int]]:
+        """The window's first and last step of each range query of a series (CHUNK_POINTS at most)."""
         assert self.window is not None
         w = self.window
-        times = w.times
+        return [
+            (first, min(first + (CHUNK_POINTS - 1) * w.step, w.end))
+            for first in range(w.start, w.end + 1, CHUNK_POINTS * w.step)
+        ]
+
+    def range_answer(self, query: str, chunk: tuple[int, int]) -> list[dict[str, object]]:
+        """`query`'s series over one of `chunks()`, as Prometheus answers."""
+        assert self.window is not None
+        return self._call(query, *chunk, self.window.step)
+
+    def series(
+        self, answers: Iterable[list[dict[str, object]]], labels: tuple[str, ...], targets: Collection[Key]
+    ) -> dict[tuple[str, ...], list[float | None]]:
+        """A query's `answers` (one per chunk) on the window's grid: per series of one of `targets` (its
+        `labels`' values, the first two its target's), a value or None per step."""
+        assert self.window is not None
+        times = self.window.times
         index = {t: i for i, t in enumerate(times)}
         out: dict[tuple[str, ...], list[float | None]] = defaultdict(lambda: [None] * len(times))
-        for chunk_start in range(w.start, w.end + 1, CHUNK_POINTS * w.step):
-            chunk_end = min(chunk_start + (CHUNK_POINTS - 1) * w.step, w.end)
-            for found in self._call(query, chunk_start, chunk_end, w.step):
+        for answer in answers:
+            for found in answer:
                 metric = found["metric"]
                 assert isinstance(metric, dict)
                 key = tuple(str(metric.get(label, "")) for label in labels)
@@ -194,30 +210,61 @@ def _by(labels: tuple[str, ...], selector: str) -> str:
     return f"max by ({', '.join(labels)}) ({selector})"
 
 
+FORECAST_LABELS = ("namespace", "name", "metric_name")
+# Each series read per target: its metric and the labels it is aggregated by.
+QUERIES = (
+    (SHADOW, TARGET_LABELS),
+    (INCUMBENT_CURRENT, TARGET_LABELS),
+    (INCUMBENT_DESIRED, TARGET_LABELS),
+    (INCUMBENT_READ, METRIC_LABELS),
+    (PREFIX + "spec_max_replicas", TARGET_LABELS),
+    (PREFIX + "status_target_metric", METRIC_LABELS),
+    (PREFIX + "spec_target_metric", METRIC_LABELS),
+    (PREFIX + "forecast_metric", FORECAST_LABELS),
+)
+
+
+def _ahead(calls: Iterable[Callable[[], T]]) -> Iterator[T]:
+    """Each call's result in order, the next call made in a thread meanwhile: Prometheus answers the next
+    query while the report places and analyses this one's series (about half the report's time is
+    waiting on Prometheus). One answer ahead at most, so as not to hold more than two."""
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        pending: Future[T] | None = None
+        for call in calls:
+            submitted = thread.submit(call)
+            if pending is not None:
+                yield pending.result()
+            pending = submitted
+        if pending is not None:
+            yield pending.result()
+
+
 def read_traces(reader: Reader, targets: Sequence[Key]) -> Iterator[Trace]:
     """A trace per one of `targets` (sorted) with a shadow series in the window, in their order, read
     BATCH_TARGETS at a time. Its metric is the first (by name) with both a spec target and a status
     value; a target without one is left out."""
-    for first in range(0, len(targets), BATCH_TARGETS):
-        yield from _read_batch(reader, targets[first : first + BATCH_TARGETS])
+    batches = [targets[first : first + BATCH_TARGETS] for first in range(0, len(targets), BATCH_TARGETS)]
+    chunks = reader.chunks()
+    answers = _ahead(
+        partial(reader.range_answer, _by(labels, _batch_selector(metric, batch)), chunk)
+        for batch in batches
+        for metric, labels in QUERIES
+        for chunk in chunks
+    )
+    for batch in batches:
+        keys = frozenset(batch)
+        read = {
+            metric: reader.series(islice(answers, len(chunks)), labels, keys) for metric, labels in QUERIES
+        }
+        yield from _traces(reader, read)
 
 
-def _read_batch(reader: Reader, batch: Sequence[Key]) -> Iterator[Trace]:
+def _traces(reader: Reader, read: dict[str, dict[tuple[str, ...], list[float | None]]]) -> Iterator[Trace]:
+    """The traces of one batch, from each of QUERIES' series (by metric)."""
     assert reader.window is not None
-    keys = frozenset(batch)
-
-    def series(metric: str, labels: tuple[str, ...]) -> dict[tuple[str, ...], list[float | None]]:
-        return reader.series(_by(labels, _batch_selector(metric, batch)), labels, keys)
-
-    surge = series(SHADOW, TARGET_LABELS)
-    current = series(INCUMBENT_CURRENT, TARGET_LABELS)
-    desired = series(INCUMBENT_DESIRED, TARGET_LABELS)
-    incumbent_reads = series(INCUMBENT_READ, METRIC_LABELS)
-    maxima = series(PREFIX + "spec_max_replicas", TARGET_LABELS)
-    status = series(PREFIX + "status_target_metric", METRIC_LABELS)
-    spec = series(PREFIX + "spec_target_metric", METRIC_LABELS)
-    forecast_labels = ("namespace", "name", "metric_name")
-    forecasts = series(PREFIX + "forecast_metric", forecast_labels)
+    surge, current, desired, incumbent_reads, maxima, status, spec, forecasts = (
+        read[metric] for metric, _ in QUERIES
+    )
     times = reader.window.times
     none: list[float | None] = [None] * len(times)
     for key in sorted(surge):
