@@ -184,3 +184,11 @@ def test_the_replay_reads_the_workloads_total() -> None:
     argv = shlex.split(simulate_command(web, "http://prom:9090", 0, 90, 10))
     assert argv[argv.index("--capacity-per-pod") + 1] == "100"
     assert argv[argv.index("--query") + 1] == load_query(web)
+
+
+def test_the_json_written_target_by_target_is_the_document_as_one_dump_indents_it() -> None:
+    for entries in ([], _entries()[:1], _entries()):
+        out = render(entries, {"start": "a", "end": "b", "step": 10}, "json")
+        numbers = json.loads(out)
+        assert [t["name"] for t in numbers["targets"]] == [e.report.name for e in entries]
+        assert out == json.dumps(numbers, indent=1) + "\n"
