@@ -1,9 +1,9 @@
 """Read each shadowed target's series from Prometheus for the report: range queries on one grid.
 
 prometheus-api-client's synchronous client, as `surge simulate` reads its series: the report is an offline
-command, one query after another, and shared/prometheus.py is the daemons' asyncio transport for instant
-queries. Every query is aggregated by its identifying labels (`max by (namespace, name, ...)`), so the
-scrape's own labels (job, instance; a restarted daemon's new pod) do not split a target's series.
+command, and shared/prometheus.py is the daemons' asyncio transport for instant queries. Every query is
+aggregated by its identifying labels (`max by (namespace, name, ...)`), so the scrape's own labels (job,
+instance; a restarted daemon's new pod) do not split a target's series.
 
 The step is the series' resolution: the median gap between the newest raw samples of the shadow series
 (its scrape interval), unless --step gives one. Prometheus answers at most 11,000 points per series and
@@ -19,21 +19,28 @@ range queries find, as the range query of each batch decides. A batch's selector
 and its names (`namespace=~"a|b",name=~"x|y"`, each value escaped as a regex and quoted), which can
 select a target of another batch (a name of namespace a in namespace b): the series of a target not in
 the batch are dropped as they are read.
+
+About half the report's time is Prometheus answering (its CPU: 5.4 s of a 10 s report at 100 targets), so
+a thread asks for the next batch's range queries while this batch's are decoded, placed and analysed.
+What it holds ahead is Prometheus' undecoded answer (about 3 MiB a query of 25 targets x 24 h; decoded,
+several times that), so the range queries go through the client's `requests` session but not its
+`custom_query_range`, which returns the answer decoded. They are decoded with orjson (a dependency of the
+adapter already): 0.135 s against json's 0.152 s for a 6.1 MiB answer.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import partial
 from itertools import islice
 from typing import Any, TypeVar
 
+import orjson
 import requests
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
 from urllib3.util.retry import Retry
@@ -78,10 +85,6 @@ class Window:
         return [float(t) for t in range(self.start, self.end + 1, self.step)]
 
 
-def _at(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, UTC)
-
-
 def _selector(metric: str, namespace: str | None) -> str:
     return f"{metric}{{namespace={quote(namespace)}}}" if namespace is not None else metric
 
@@ -102,15 +105,22 @@ class Reader:
         # A refused connection is reported at once (the client's default retries it for 6 s); a busy
         # Prometheus' 429 or a proxy's 502-504 is retried.
         retry = Retry(total=3, connect=0, backoff_factor=0.5, status_forcelist=(429, 502, 503, 504))
-        self._client = PrometheusConnect(url, timeout=TIMEOUT_SECONDS, retry=retry)
+        self._session = requests.Session()
+        self._client = PrometheusConnect(url, timeout=TIMEOUT_SECONDS, retry=retry, session=self._session)
 
-    def _call(self, query: str, start: int, end: int, step: int) -> list[dict[str, object]]:
+    def _range_body(self, query: str, start: int, end: int, step: int) -> bytes:
+        """Prometheus' answer to a range query, undecoded (see the module docstring)."""
+        params = {"query": query, "start": str(start), "end": str(end), "step": f"{step}s"}
         try:
-            return list(self._client.custom_query_range(query, _at(start), _at(end), f"{step}s"))
-        except PrometheusApiClientException as err:
-            raise Refused(f"Prometheus at {self.url} refused {query!r}: {err}") from None
+            response = self._session.get(
+                f"{self.url}/api/v1/query_range", params=params, timeout=TIMEOUT_SECONDS
+            )
         except requests.RequestException as err:
             raise Unreachable(f"cannot query Prometheus at {self.url}: {type(err).__name__}") from None
+        if response.status_code != 200:
+            answer = f"HTTP {response.status_code} ({response.content!r})"
+            raise Refused(f"Prometheus at {self.url} refused {query!r}: {answer}")
+        return response.content
 
     def _instant(self, query: str, at: int) -> list[dict[str, Any]]:
         try:
@@ -151,28 +161,26 @@ class Reader:
             for first in range(w.start, w.end + 1, CHUNK_POINTS * w.step)
         ]
 
-    def range_answer(self, query: str, chunk: tuple[int, int]) -> list[dict[str, object]]:
-        """`query`'s series over one of `chunks()`, as Prometheus answers."""
+    def range_body(self, query: str, chunk: tuple[int, int]) -> bytes:
+        """Prometheus' answer to `query` over one of `chunks()`, undecoded."""
         assert self.window is not None
-        return self._call(query, *chunk, self.window.step)
+        return self._range_body(query, *chunk, self.window.step)
 
     def series(
-        self, answers: Iterable[list[dict[str, object]]], labels: tuple[str, ...], targets: Collection[Key]
+        self, bodies: Iterable[bytes], labels: tuple[str, ...], targets: Collection[Key]
     ) -> dict[tuple[str, ...], list[float | None]]:
-        """A query's `answers` (one per chunk) on the window's grid: per series of one of `targets` (its
-        `labels`' values, the first two its target's), a value or None per step."""
+        """A query's answers (`range_body`'s, one per chunk) on the window's grid: per series of one of
+        `targets` (its `labels`' values, the first two its target's), a value or None per step."""
         assert self.window is not None
         times = self.window.times
         index = {t: i for i, t in enumerate(times)}
         out: dict[tuple[str, ...], list[float | None]] = defaultdict(lambda: [None] * len(times))
-        for answer in answers:
-            for found in answer:
-                metric = found["metric"]
-                assert isinstance(metric, dict)
-                key = tuple(str(metric.get(label, "")) for label in labels)
+        for body in bodies:
+            for found in orjson.loads(body)["data"]["result"]:
+                key = tuple(str(found["metric"].get(label, "")) for label in labels)
                 if key[:2] not in targets:
                     continue
-                _place(out[key], found["values"], index, times)  # type: ignore[arg-type]
+                _place(out[key], found["values"], index, times)
         return dict(out)
 
     def at_end(self, query: str, labels: tuple[str, ...]) -> dict[tuple[str, ...], float]:
@@ -224,19 +232,20 @@ QUERIES = (
 )
 
 
-def _ahead(calls: Iterable[Callable[[], T]]) -> Iterator[T]:
-    """Each call's result in order, the next call made in a thread meanwhile: Prometheus answers the next
-    query while the report places and analyses this one's series (about half the report's time is
-    waiting on Prometheus). One answer ahead at most, so as not to hold more than two."""
-    with ThreadPoolExecutor(max_workers=1) as thread:
-        pending: Future[T] | None = None
+def _ahead(calls: Iterable[Callable[[], T]], depth: int) -> Iterator[T]:
+    """Each call's result in order, up to `depth` calls ahead made in a thread meanwhile (see the module
+    docstring)."""
+    thread = ThreadPoolExecutor(max_workers=1)
+    pending: deque[Future[T]] = deque()
+    try:
         for call in calls:
-            submitted = thread.submit(call)
-            if pending is not None:
-                yield pending.result()
-            pending = submitted
-        if pending is not None:
-            yield pending.result()
+            pending.append(thread.submit(call))
+            if len(pending) > depth:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        thread.shutdown(cancel_futures=True)  # on an error, the calls not yet made are not
 
 
 def read_traces(reader: Reader, targets: Sequence[Key]) -> Iterator[Trace]:
@@ -245,16 +254,19 @@ def read_traces(reader: Reader, targets: Sequence[Key]) -> Iterator[Trace]:
     value; a target without one is left out."""
     batches = [targets[first : first + BATCH_TARGETS] for first in range(0, len(targets), BATCH_TARGETS)]
     chunks = reader.chunks()
-    answers = _ahead(
-        partial(reader.range_answer, _by(labels, _batch_selector(metric, batch)), chunk)
-        for batch in batches
-        for metric, labels in QUERIES
-        for chunk in chunks
+    bodies = _ahead(
+        (
+            partial(reader.range_body, _by(labels, _batch_selector(metric, batch)), chunk)
+            for batch in batches
+            for metric, labels in QUERIES
+            for chunk in chunks
+        ),
+        depth=len(QUERIES) * len(chunks),
     )
     for batch in batches:
         keys = frozenset(batch)
         read = {
-            metric: reader.series(islice(answers, len(chunks)), labels, keys) for metric, labels in QUERIES
+            metric: reader.series(islice(bodies, len(chunks)), labels, keys) for metric, labels in QUERIES
         }
         yield from _traces(reader, read)
 
