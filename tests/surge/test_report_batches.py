@@ -2,7 +2,8 @@
 an hour of series backfilled with promtool: a batch boundary inside a namespace, names repeated across
 namespaces (a batch's selector also matches targets of other batches) and a window read in several range
 queries give the same traces as one batch and one query, with the values that were written; and a target
-listed before reading but without a trace does not count in the start-up the others fall back on."""
+listed before reading but without a trace does not count in the start-up the others fall back on. A range
+query Prometheus refuses ends the report with one line and nothing written."""
 
 from __future__ import annotations
 
@@ -170,3 +171,28 @@ def test_a_listed_target_without_a_trace_is_not_in_the_start_up_of_the_others(
     assert (fallback["source"], fallback["pods"]) == ("targets", 4) and math.isclose(
         fallback["seconds"], 10.0
     )
+
+
+def test_a_range_query_prometheus_refuses_is_one_line_exit_1_and_no_report(
+    prometheus_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 4 h at 1 s, 14,401 points a series: over Prometheus' 11,000-point limit asked for in one query.
+    monkeypatch.setattr(prometheus, "CHUNK_POINTS", 20_000)
+    argv = [
+        "report",
+        "--prometheus-url",
+        prometheus_url,
+        "--until",
+        str(END),
+        "--since",
+        "4h",
+        "--step",
+        "1s",
+    ]
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"surge report: Prometheus at {prometheus_url} refused 'max by (namespace, name) (")
+    assert "HTTP 400" in err and "11,000 points" in err and err.count("\n") == 1
