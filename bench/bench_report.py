@@ -9,7 +9,7 @@ left in Prometheus, for `--targets` targets, are generated as OpenMetrics text, 
 TSDB with Debian's `promtool tsdb create-blocks-from openmetrics`, and a real Prometheus is started on
 it; then `python -m surge report --until END --since Hh --step Ss` runs as a subprocess, once `-o json`
 and once `-o html`. It prints, per run: the seconds to generate, to backfill and for Prometheus to be
-ready; each report's wall seconds and peak RSS (the child's own, from wait4); the HTML page's size; the
+ready; each report's wall seconds and peak RSS (its own: see MEASURE_RSS); the HTML page's size; the
 CPU seconds Prometheus spent answering the two reports; then the median and the worst over the runs.
 
 The series are those the report reads, per target: `surge_shadow_desired_replicas`,
@@ -44,35 +44,60 @@ thinning's. At 1,000 targets every sample would be about 140 s of backfill per r
 Rejected besides: promtool's default 2 h blocks (it reads the whole file once per block: 10.6 s for 13
 blocks against 3.4 s for 2 blocks of 24 h, 100 targets x 24 h); sim/prometheus.py's PrometheusProcess
 (its own fresh data dir and 1 h retention, which would drop the blocks); the report's peak RSS from
-`RUSAGE_CHILDREN` (the largest of every child so far, promtool's included: `wait4` gives the child's own).
+`RUSAGE_CHILDREN` (the largest of every child so far, promtool's included), or from `wait4` on the report
+spawned by the benchmark itself (at least the benchmark's own peak: 245 MiB for a report of 183 MiB at 100
+targets; MEASURE_RSS spawns it from a small interpreter).
 
 Measured (2026-11-29, the development machine: 2 cores shared with other helpers' tests and benchmarks,
-24 GiB; Debian's Prometheus and promtool 2.42), 1,000 targets x 24 h at 15 s, seeds 1 2 3, twice on the
-report of commit 2fceb2e; each run about 23.1 to 23.4 million samples, 2.9 GiB of OpenMetrics text,
-Prometheus ready in 0.1 s. RSS is the report's peak (json and html alike, within 2 MiB), Prometheus CPU
-its seconds answering both:
+24 GiB; Debian's Prometheus and promtool 2.42), 1,000 targets x 24 h at 15 s (5,761 steps), seeds 1 2 3,
+twice, on the report of commit f545e07 (issue 35's memory work: the targets read 25 at a time, a batch's
+range queries asked for while the batch before is analysed, the report written through a spool file);
+each run about 23.1 to 23.4 million samples, 2.9 GiB of OpenMetrics text, Prometheus ready in 0.1 s. RSS
+is each report's own peak, Prometheus CPU its seconds answering both:
 
-    run A (12 min 0 s; load average 0.9 at its start, at most 2.0: this run alone)
-    run            generate s  backfill s  json s  html s  RSS MiB  html MiB  Prometheus CPU s
-    sine/seed 1          14.2        30.4    95.9   102.1     2830      42.1             101.7
-    steps/seed 2         11.7        30.4    97.4   101.2     2839      44.9             106.0
-    bursts/seed 3        11.8        29.7    94.0    99.4     2836      46.0             104.7
-    run B (12 min 19 s; load average 0.9 at its start, up to 5.0 with others' tests)
-    sine/seed 1          12.8        31.9    99.4   109.9     2830      42.1             103.8
-    steps/seed 2         12.6        34.4    97.6   103.7     2838      44.9             106.1
-    bursts/seed 3        13.0        29.9    94.7    96.8     2836      46.0             101.4
-    median of the 6      12.7        30.4    96.7   101.7     2836      44.9             104.3
-    worst of the 6       14.2        34.4    99.4   109.9     2839      46.0             106.1
+    run A (11:45; load average 0.03 at its start, at most 1.9)
+    run            generate s  backfill s  json s  html s  json RSS MiB  html RSS MiB  html MiB  Prom CPU s
+    sine/seed 1          13.2        29.9    77.1    81.9           196           199      42.1       112.7
+    steps/seed 2         11.7        29.8    77.1    83.3           200           202      44.9       112.3
+    bursts/seed 3        11.2        29.5    77.1    83.2           201           200      46.0       110.6
+    run B (12:01; load average 0.2 at its start, 5.2 from others' work during bursts/seed 3)
+    sine/seed 1          13.5        30.2    79.0    80.2           198           199      42.1       112.3
+    steps/seed 2         11.5        30.4    78.2    85.5           200           200      44.9       115.0
+    bursts/seed 3        12.6        35.2   127.0   116.5           202           202      46.0       117.6
+    median of the 6      12.2        30.1    77.7    83.3           200           200      44.9       112.5
+    worst of the 6       13.5        35.2   127.0   116.5           202           202      46.0       117.6
 
-An earlier run, while the report's analysis changed under it (commits 10:28 and 10:34), is left out of
-the median: json 97.3 to 130.1 s, html 102.0 to 145.7 s, the same RSS, load average up to 6.0.
+Before, the report of commit 2fceb2e (the same benchmark, two runs of the three seeds that morning): json
+median 96.7 s (worst 99.4 s), html 101.7 s (109.9 s), peak RSS 2,836 MiB (2,839 MiB); re-measured at
+12:00 as the report's own (MEASURE_RSS), sine/seed 1: json 96.2 s, html 103.0 s, 2,829 and 2,830 MiB.
+Its output is the same: the text, JSON and HTML of 2fceb2e's report and f545e07's, run against one
+Prometheus (`--keep`), byte-identical at 100 targets x 24 h for seeds 1, 2 and 3.
 
-The trace family hardly matters: the report's time and memory go with targets x steps x series read.
-Where it goes (cProfile of the json report at 100 targets x 24 h, 2fceb2e: 13.4 s): 8.1 s in the range
-queries (4.5 s waiting on Prometheus's answer, 3.3 s decoding its JSON), 1.6 s placing the points on the
-grid, 2.8 s the analysis. The memory is mostly the series held as Python lists (8 range queries, 7.5
-series per target: about 43 million values at 32 bytes or so each) and, while each query is read, its
-decoded JSON (5.8 million points as lists of a float and a string).
+Where the time goes now: Prometheus's CPU answering the range queries (56 s a report at 1,000 targets,
+5.4 s at 100) is the floor of one query at a time; the report's own CPU is 4.6 to 5 s at 100 targets:
+decoding and placing the answers, the analysis 1.05 s (0.39 s of it the forecast's accuracy), the page's
+sections 0.46 s. Asking ahead overlaps the two when a core is free: at 100 targets 8.7 and 9.3 s against
+10.5 and 10.7 s reading one query after another (load average 1.6 to 2.7), 7.2 to 7.9 s with the machine
+quiet, against 10.4 s for 2fceb2e's report. The memory, 200 MiB at 1,000 targets and 183 MiB at 100: the
+interpreter and its libraries (36 MiB), one batch's series as Python lists (25 targets x 7.5 series x 5,761
+steps), the answer being decoded, up to a batch of answers asked for ahead (undecoded, about 3 MiB each)
+and, per target, its numbers for the summary.
+
+Rejected (100 targets x 24 h, the machine shared, load average 2 to 4 from others' benchmarks):
+* batches of 50 and of 100 targets: 287 and 337 MiB against 170 MiB for 25 (each with one answer asked
+  for ahead), the time within the noise (10.4 to 12.6 s);
+* one answer asked for ahead, decoded in the thread (prometheus-api-client's `custom_query_range`): 170
+  MiB, 8.7 to 10.5 s against 9.8 to 10.5 s one query after another; it overlaps one query a batch, not the
+  batch's analysis, and a batch of answers ahead decoded would hold several times their undecoded size;
+* two threads asking ahead: 9.4 and 10.1 s against 9.5 and 10.4 s with one (load average 2.9 to 4.7),
+  196 to 200 MiB against 183: on 2 cores Prometheus and the report already share them;
+* the standard library's json rather than orjson: 0.152 s against 0.135 s for a 6.1 MiB answer (orjson
+  is a dependency already);
+* the series as `array('d')` with NaN for missing: not tried: a batch's lists are a small part of the 200
+  MiB, and analysis.py's types would change;
+* range queries without `max by`, merging a restarted daemon's series in the report: Prometheus's CPU
+  0.42 s against 0.63 s for one query of 50 targets' status metric, but a second rule to keep alike with
+  Prometheus's aggregation.
 """
 
 from __future__ import annotations
