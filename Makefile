@@ -8,6 +8,7 @@ demo: setup
 	$(PY) -m demo
 
 test: setup lint
+	@./scripts/setup.sh --tests
 	$(PY) -m pytest -q -n 3 --dist loadfile
 
 # Containers for real: the simulated kubelet's podman runtime, and the install path end to end (the image

@@ -2,8 +2,9 @@
 # Installs what Surge's demo and tests need on a Debian machine, each only when missing:
 #   - Debian's `prometheus` package (the real Prometheus the tests and the demo start on free ports);
 #   - kubectl: Debian's `kubectl` package from trixie (1.32), unless a kubectl is already on PATH;
-#   - Debian's `chromium` package, without its recommends (headless needs none of them), only for the tests
-#     and scripts/report_screenshot.py, which load `surge report`'s HTML page (the image never gets it);
+#   - with --tests (`make test`): Debian's `chromium` package, without its recommends (headless needs none
+#     of them), for the tests and scripts/report_screenshot.py, which load `surge report`'s HTML page (the
+#     demo and the image never get it);
 #   - the Python venv in .venv, rebuilt only when pyproject.toml changed since the last build;
 #   - with --containers (the image tests, `make test-image`): Debian's podman, buildah, runc, slirp4netns and
 #     mmdebstrap, which build Surge's image and run its pods on the simulated cluster, and busybox-static
@@ -63,7 +64,7 @@ if ! command -v kubectl >/dev/null 2>&1; then
     apt_install "$deb"
 fi
 
-if ! command -v chromium >/dev/null 2>&1; then
+if [ "${1:-}" = "--tests" ] && ! command -v chromium >/dev/null 2>&1; then
     echo "setup: installing Debian's chromium package"
     apt_update
     apt_install --no-install-recommends chromium
