@@ -1,15 +1,11 @@
-"""Shared pieces of the autoscaler benchmarks (not a benchmark itself): a seeded simulated API server, a
-fast metrics endpoint, the daemon as a subprocess, readings of its /metrics and /proc, and the simulated
-API server's audit log as it is written."""
+"""Shared pieces of the autoscaler benchmarks (not a benchmark itself): a seeded simulated API server, the
+reads the metrics endpoint (metrics_stub.py) recorded, the daemon as a subprocess, readings of its
+/metrics and /proc, and the simulated API server's audit log as it is written."""
 
 from __future__ import annotations
 
-import asyncio
-import bisect
 import os
-import random
-import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +13,6 @@ from pathlib import Path
 import aiohttp
 import orjson
 import yaml
-from aiohttp import web
 from bench_common import ServerProcess
 
 from sim.prometheus import free_port
@@ -115,86 +110,9 @@ def target_of(i: int, namespaces: int, hot: int = 0) -> tuple[str, str]:
     return (HOT_NAMESPACE if i < hot else f"ns-{(i - hot) % namespaces}"), f"w{i}"
 
 
-def metrics_app(
-    pods_each: int, delays: dict[str, float], flapping: Collection[str] = (), record: bool = False
-) -> web.Application:
-    """custom.metrics.k8s.io v1beta2: every pod of `app=<name>` at 100 (the target: no scaling).
-
-    `delays`: metric name -> seconds to wait before answering (a slow backend behind that metric).
-    `flapping`: metric names answered at 50 or 200 at random (a status to write on every reconcile).
-    `record`: keep each read (when, namespace, app, User-Agent), served at /reads?since=<unix time>: a
-    reconcile reads its metric once, after its scale, right before it decides (`metric_reads`).
-    """
-    rng = random.Random(7)
-    reads: list[tuple[float, str, str, str]] = []
-
-    async def group(_: web.Request) -> web.Response:
-        version = {"groupVersion": "custom.metrics.k8s.io/v1beta2", "version": "v1beta2"}
-        return web.json_response(
-            {
-                "kind": "APIGroup",
-                "apiVersion": "v1",
-                "name": "custom.metrics.k8s.io",
-                "versions": [version],
-                "preferredVersion": version,
-            }
-        )
-
-    async def pods(request: web.Request) -> web.Response:
-        ns, metric = request.match_info["ns"], request.match_info["metric"]
-        app = request.query.get("labelSelector", "").partition("=")[2]
-        if record:
-            reads.append((time.time(), ns, app, request.headers.get("User-Agent", "")))
-        if metric in delays:
-            await asyncio.sleep(delays[metric])
-        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        value = rng.choice(("50", "200")) if metric in flapping else "100"
-        items = [
-            {
-                "describedObject": {"kind": "Pod", "namespace": ns, "name": f"{app}-{p}", "apiVersion": "v1"},
-                "metric": {"name": metric, "selector": None},
-                "timestamp": stamp,
-                "windowSeconds": 60,
-                "value": value,
-            }
-            for p in range(pods_each)
-        ]
-        return web.json_response(
-            {
-                "kind": "MetricValueList",
-                "apiVersion": "custom.metrics.k8s.io/v1beta2",
-                "metadata": {},
-                "items": items,
-            }
-        )
-
-    async def read_log(request: web.Request) -> web.Response:
-        since = float(request.query.get("since", "0"))
-        start = bisect.bisect_left(reads, (since,))
-        return web.Response(body=orjson.dumps(reads[start:]), content_type="application/json")
-
-    app = web.Application()
-    app.router.add_get("/reads", read_log)
-    app.router.add_get("/apis/custom.metrics.k8s.io", group)
-    app.router.add_get("/apis/custom.metrics.k8s.io/v1beta2/namespaces/{ns}/pods/{name}/{metric}", pods)
-    return app
-
-
-def serve_metrics(
-    port: int,
-    pods_each: int,
-    delays: dict[str, float] | None = None,
-    flapping: Collection[str] = (),
-    record: bool = False,
-) -> None:
-    """metrics_app on 127.0.0.1:`port`, until the process ends (a benchmark's metrics backend process)."""
-    app = metrics_app(pods_each, delays or {}, flapping, record)
-    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
-
-
 @dataclass(frozen=True)
 class MetricRead:
-    """A read of a target's metric (serve_metrics with `record`): the moment its reconcile decides."""
+    """A read of a target's metric (metrics_stub's, with `record`): the moment its reconcile decides."""
 
     when: datetime
     namespace: str

@@ -22,8 +22,9 @@ import time
 from collections.abc import Hashable
 from pathlib import Path
 
-from bench_autoscaler_common import free_port, seed_world, serve_metrics
+from bench_autoscaler_common import free_port, seed_world
 from bench_common import parse_args, require
+from metrics_stub import serve_metrics
 
 from autoscaler.daemon import AutoscalerDaemon
 from autoscaler.options import parse_options

@@ -38,10 +38,10 @@ from bench_autoscaler_common import (
     peak_rss_mib,
     rss_mib,
     seed_world,
-    serve_metrics,
     total,
 )
 from bench_common import parse_args, require
+from metrics_stub import serve_metrics
 
 from autoscaler.controller import FIRST_PASS_RATE, MIN_SPREAD
 from sim.apiserver import ApiServer

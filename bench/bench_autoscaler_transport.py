@@ -28,9 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_autoscaler_common import Daemon, cpu_seconds, free_port, seed_world, serve_metrics, total
+from bench_autoscaler_common import Daemon, cpu_seconds, free_port, seed_world, total
 from bench_autoscaler_throughput import RECONCILES
 from bench_common import parse_args, require
+from metrics_stub import serve_metrics
 
 from sim.apiserver import ApiServer
 from sim.runner import ServerThread

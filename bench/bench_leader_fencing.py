@@ -47,8 +47,9 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench_autoscaler_common import AuditEntry, AuditTail, free_port, seed_world, serve_metrics
+from bench_autoscaler_common import AuditEntry, AuditTail, free_port, seed_world
 from bench_common import parse_args, require
+from metrics_stub import serve_metrics
 
 from sim.apiserver import ApiServer
 from sim.runner import ServerThread
