@@ -27,6 +27,7 @@ from shared.clock import LOOP_CLOCK, Clock, sleep
 from shared.kube.config import ClusterAccess
 from shared.kube.fence import WriteDropped, WriteFence
 from shared.kube.http11 import Http11Client
+from shared.kube.json_decode import decode_json
 from shared.tokenbucket import TokenBucket
 
 Obj = dict[str, Any]
@@ -186,7 +187,7 @@ class KubeClient:
             status, raw = await self._http.request(method, target, data, headers, before_send)
         if status >= 300:
             raise self._failed(status, raw.decode("utf-8", "replace"))
-        answer: Obj = json.loads(raw) if raw else {}
+        answer: Obj = decode_json(raw) if raw else {}
         return answer
 
     async def get(

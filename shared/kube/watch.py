@@ -12,11 +12,12 @@ raises `WatchDecodeError`; the informer then re-lists, since it cannot know what
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
 import aiohttp
+
+from shared.kube.json_decode import decode_json
 
 Event = dict[str, Any]
 
@@ -53,7 +54,7 @@ async def lines(content: aiohttp.StreamReader) -> AsyncGenerator[bytes]:
 def decode(line: bytes) -> Event:
     """One watch event; raises WatchDecodeError when the line is not one."""
     try:
-        event = json.loads(line)
+        event = decode_json(line)
     except ValueError as err:  # also UnicodeDecodeError
         raise WatchDecodeError(f"undecodable watch line ({len(line)} bytes): {err}") from err
     if not isinstance(event, dict) or not isinstance(event.get("type"), str):
