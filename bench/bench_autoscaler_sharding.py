@@ -48,6 +48,12 @@ scales read ahead. At the defaults (load average 3.6-6.0): the last orphan 19.3 
 after the buckets (the survivors' lists of the orphans' namespaces ran until the expiry, so nothing was
 read ahead); RSS 45-50 % of one replica holding all; with --hot-namespace-targets 3000, RSS 53-57 % and
 shares 30-40 %. docs/deploy.md section 18 has each run, and the ones starved by other jobs.
+
+The current version (scales read ahead once the holder is orphaned, answers decoded with orjson, young
+collections every 10,000 allocations, this metrics endpoint on asyncio's Protocol), defaults, 2 cores
+otherwise idle, three runs: buckets taken 14.6-15.0 s after the kill, orphans reconciled median
+15.1-15.3 s, the last at 15.7, 15.7 and 15.8 s (lease + 1 s: 16 s; one run had a profiler attached);
+996-1,000 reconciles/s, 0 stale writes, late joiner's longest gap 22.4-23.3 s.
 """
 
 from __future__ import annotations
