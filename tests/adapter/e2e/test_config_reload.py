@@ -443,23 +443,26 @@ async def test_healthz_answers_during_the_largest_reload_and_a_larger_file_is_re
     limit = adapter.daemon.options.config_max_bytes
     assert limit == 1 << 20  # a ConfigMap's most, the default
     largest = largest_config(limit)
-    latencies: list[float] = []
+    # Per /healthz probe: its latency, and the CPU time this thread (the event loop's, the adapter's and
+    # the probe's) spent meanwhile. The reload reads, builds and updates the registries in worker
+    # threads; work it did on the loop would show as a probe's CPU time, whatever else the machine runs
+    # (a probe's latency does not: with other jobs on the cores one waited 114 ms for a CPU). The budget
+    # is the latency's, 100 ms (bench_config_reload measures the latency itself); measured: 3-17 ms.
+    probes: list[tuple[float, float]] = []
     done = asyncio.Event()
 
     async def probe() -> None:
         while not done.is_set():
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.thread_time()
             status, _ = await adapter.get("/healthz")
-            latencies.append(time.perf_counter() - started)
+            probes.append((time.perf_counter() - started, time.thread_time() - cpu))
             assert status == 200
             await asyncio.sleep(0.005)
 
     served = hashlib.sha256(largest.encode()).hexdigest()
     probing = asyncio.create_task(probe())
-    await until(lambda: len(latencies) >= 50)
-    # The same probe without a reload: what the machine itself adds (another test worker shares the cores).
-    idle_worst = max(latencies)
-    latencies.clear()
+    await until(lambda: len(probes) >= 50)
+    probes.clear()
     replace_file(config, largest)
     # (Not the self-metrics: collecting them every 20 ms costs as much as the reload.)
     await until(lambda: adapter.daemon.reloader.loaded == served)
@@ -467,9 +470,12 @@ async def test_healthz_answers_during_the_largest_reload_and_a_larger_file_is_re
     await probing
     # The new rules are served (so the file was read, parsed, built and discovered in full).
     assert "pods/queue_length_3000" in await reloading.served_custom()
-    print(f"worst /healthz latency during the reload: {max(latencies) * 1000:.1f} ms"
-          f" (without a reload: {idle_worst * 1000:.1f} ms)")
-    assert max(latencies) < 0.1 + idle_worst, (idle_worst, sorted(latencies)[-5:])
+    latencies, cpu_times = zip(*probes, strict=True)
+    print(
+        f"{len(probes)} /healthz probes during the reload: worst latency {max(latencies) * 1000:.1f} ms,"
+        f" worst loop CPU time {max(cpu_times) * 1000:.1f} ms"
+    )
+    assert max(cpu_times) < 0.1, sorted(cpu_times)[-5:]
     assert reloading.reloads("success") == 1
 
     with capture_logs() as logs:
