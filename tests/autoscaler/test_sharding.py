@@ -372,8 +372,14 @@ async def test_survivors_expect_a_silent_holders_buckets_and_take_exactly_those(
         # c's membership Lease is deleted: a replica that starts now does not count c for 3 s.
         assert member_leases(apiserver) == [member_lease_name("surge", m) for m in ("a", "b")]
         d = start("d")
-        await run_for(clock, 0.5, 3 * loops)
-        assert (a.held(), b.held(), d.held()) == (2, 2, 2)
+        # a and b give one up each at their next retry once they see d, and d takes them at its next: two
+        # retry periods, well within the 3 s a counted c would hold d's share down.
+        await run_until(
+            clock,
+            lambda: (a.held(), b.held(), d.held()) == (2, 2, 2),
+            2 * CONFIG.retry_period + 0.5,
+            3 * loops,
+        )
 
 
 async def test_a_joiner_lists_what_it_will_be_given_before_it_makes_anyone_give_it_up(
@@ -399,7 +405,13 @@ async def test_a_joiner_lists_what_it_will_be_given_before_it_makes_anyone_give_
         await run_for(clock, 2.0, 2 * loops)
         assert member_c not in member_leases(apiserver) and (a.held(), b.held(), c.held()) == (3, 3, 0)
         prepared.set()
-        await run_for(clock, 1.0, 3 * loops)
+        # It joins, a and b give one up each at their next retry, and c takes them at its next.
+        await run_until(
+            clock,
+            lambda: (a.held(), b.held(), c.held()) == (2, 2, 2),
+            2 * CONFIG.retry_period + 0.5,
+            3 * loops,
+        )
         assert member_c in member_leases(apiserver)
         assert {i for i, holder in enumerate(holders(apiserver)) if holder == "c"} == expected
         assert (a.held(), b.held(), c.held()) == (2, 2, 2)
