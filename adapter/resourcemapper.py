@@ -63,6 +63,12 @@ class DiscoveryResourceMapper:
         self._all: tuple[ResourceInfo, ...] = ()
         self._failing: set[tuple[str, str]] = set()  # said once per failure, not at every refresh
 
+    @property
+    def failing(self) -> frozenset[tuple[str, str]]:
+        """The (group, version)s whose discovery failed at the last refresh, other than the metrics APIs
+        (served by adapters, this one among them: not yet while it starts)."""
+        return frozenset(gv for gv in self._failing if gv[0] not in METRICS_GROUPS)
+
     def resolve(self, group: str, resource: str) -> ResourceInfo | None:
         """`resource` (plural, singular or kind, any case) in `group`; "" means any group, core first."""
         return self._index.get((group or None, resource.lower()))

@@ -35,14 +35,14 @@ from adapter.server.explain_routes import ExplainRoutes
 from adapter.server.health import Check, HealthChecks
 from adapter.server.reload import ConfigReloader, config_digest
 from adapter.server.routes import MetricsProvider
-from adapter.server.rules import RulesBuilder, RulesHolder
+from adapter.server.rules import RulesBuilder, RulesHolder, ServedRules
 from adapter.server.selfmetrics import AdapterMetrics
 from adapter.tenancy.controller import TenantRules
 from adapter.tenancy.explain import TenantExplanation, explain_tenant
 from adapter.tenancy.layered import ServedMetrics
 from shared.kube import KubeClient, KubeConfigError, RestMapper, bearer_token, load_access, load_configuration
 from shared.kube.permissions import Permission, PermissionCheck
-from shared.kube.wait import until_available, wait_for_api_server
+from shared.kube.wait import unavailable, until_available, wait_for_api_server
 from shared.serving.listener import ConnectionMetrics, Listener
 from shared.serving.options import serving_tls
 from shared.serving.tls import ServingTLS
@@ -58,6 +58,20 @@ _NO_RULES = AdapterConfig(rules=(), external_rules=(), resource_rules=None)
 
 class StartupError(Exception):
     """The adapter cannot start (bad Prometheus TLS files, unresolvable overrides, ...)."""
+
+
+class _Undiscovered(Exception):
+    """The config names a resource of a group whose discovery failed: start-up waits for that group."""
+
+    def __init__(self, groups: frozenset[tuple[str, str]], err: ConfigError) -> None:
+        names = ", ".join(sorted(f"{g}/{v}" if g else v for g, v in groups))
+        super().__init__(f"{err} (discovery failed for {names})")
+
+
+def _unavailable(err: Exception) -> str | None:
+    """What `until_available` retries at start-up: the API server's unavailability, and groups undiscovered
+    that the config may need."""
+    return "groups undiscovered" if isinstance(err, _Undiscovered) else unavailable(err)
 
 
 async def prometheus_settings(options: AdapterOptions) -> PrometheusSettings:
@@ -239,15 +253,25 @@ class AdapterDaemon:
         await self._serve(make_app(dependencies, middlewares))
 
         await wait_for_api_server(kube)
+        config_file = self.options.config
+
+        async def discovered_rules() -> ServedRules:
+            await mapper.refresh()
+            try:
+                return builder.build(self.config, str(config_file))
+            except ConfigError as err:
+                if mapper.failing:
+                    # A resource of a group whose discovery failed (a 503 while the API server restarts)
+                    # is not the config's fault yet: retried as the API server's unavailability is.
+                    raise _Undiscovered(mapper.failing, err) from err
+                raise
+
         try:
-            await until_available(mapper.refresh, "discovery")
+            rules = await until_available(discovered_rules, "discovery", unavailable_kind=_unavailable)
+        except ConfigError as err:  # (a ValueError, as some discovery errors are: caught first)
+            raise StartupError(str(err)) from err
         except DISCOVERY_ERRORS as err:
             raise StartupError(f"unable to discover the Kubernetes API's resources: {err!r}") from err
-        config_file = self.options.config
-        try:
-            rules = builder.build(self.config, str(config_file))
-        except ConfigError as err:
-            raise StartupError(str(err)) from err
         self.rules.swap(rules)
         self._discovered = True
         self.relister = Relister(

@@ -95,6 +95,30 @@ async def test_waits_unready_then_becomes_ready_once_the_api_server_listens(
     assert_stopped_cleanly(daemon)
 
 
+async def test_waits_while_a_group_its_config_needs_is_undiscovered(
+    pending_apiserver: PendingApiServer,
+    empty_prometheus: str,
+    tmp_path: Path,
+    processes: list[DaemonProcess],
+) -> None:
+    """The fault campaign's seed 2 found an adapter restarted while the API server restarted: the core
+    group's discovery answered 503, the config's overrides (namespace, pod) did not resolve, and it
+    exited. It waits for the group as for the API server."""
+    core = pending_apiserver.thread.server.faults.add(r"^/api/v1$", error=503)
+    await asyncio.to_thread(pending_apiserver.start)
+    daemon = adapter(pending_apiserver, empty_prometheus, tmp_path, processes, "--cert-dir=")
+
+    def waits_for_the_group() -> bool:
+        return any(line.get("failure") == "groups undiscovered" for line in daemon.logged(WAITING))
+
+    await eventually(waits_for_the_group, "a wait for the core group", daemon)
+    assert daemon.proc.poll() is None and not await ready(daemon)
+    assert "(discovery failed for v1)" in daemon.logged(WAITING)[-1]["error"]
+    pending_apiserver.thread.call(lambda: pending_apiserver.thread.server.faults.remove(core))
+    await eventually(lambda: ready(daemon), "ready", daemon)
+    assert_stopped_cleanly(daemon)
+
+
 async def test_sigterm_stops_it_while_it_waits(
     pending_apiserver: PendingApiServer,
     empty_prometheus: str,
