@@ -88,12 +88,19 @@ async def test_http_requests_per_pod_match_the_load_model(
     )
     assert {i["metricName"] for i in old["items"]} == {"http_requests"}
 
-    status, external = await adapter.get(
-        f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{ns}/cluster_http_requests"
-    )
-    assert status == 200, external
-    by_code = {i["metricLabels"]["code"]: i for i in external["items"]}
-    assert abs(_milli(by_code["200"]["value"]) / 1000 - 100) <= 10  # 90 + 10 rps, all served
+    external_path = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{ns}/cluster_http_requests"
+
+    async def external_converged() -> Any:
+        # 90 + 10 rps, all served; "other"'s rate counts once two of its samples are in the 5 s window
+        # (on a loaded machine, after web's pods have converged).
+        status, external = await adapter.get(external_path)
+        assert status == 200, external
+        by_code = {i["metricLabels"]["code"]: i for i in external["items"]}
+        served = by_code.get("200")
+        return by_code if served and abs(_milli(served["value"]) / 1000 - 100) <= 10 else None
+
+    by_code = await _eventually(external_converged, 30)
+    assert by_code is not None, await adapter.get(external_path)
     stamp = dt.datetime.strptime(by_code["200"]["timestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
     assert abs(stamp.timestamp() - time.time()) < 5
 
